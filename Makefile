@@ -1,0 +1,42 @@
+# taskflow — run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+GOTEST_FLAGS ?= -race -count=1 -timeout 15m
+export TASKFLOW_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+
+.PHONY: help run build test test-go test-dsl bench lint fmt generate plans conformance clean
+
+help: ## Show this help
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+run: ## Run taskflow dev (API + workers + scheduler; embedded Redis when REDIS_URL is unset)
+	$(GO) run ./cmd/taskflow dev
+
+build: ## Build the binaries into bin/
+	$(GO) build -o bin/ ./cmd/...
+
+test: test-go test-dsl ## Run every test (Go with -race, then the DSL's)
+
+test-go: ## Run the Go tests with -race against the real Redis/PostgreSQL
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+test-dsl: ## Run the DSL's tests (vitest) when dsl/ exists
+	@if [ -f dsl/package.json ]; then cd dsl && npm test; else echo "no dsl/ yet"; fi
+
+bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint: ## gofmt + go vet (+ golangci-lint when installed)
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && false)
+	$(GO) vet ./...
+	@if command -v golangci-lint >/dev/null; then golangci-lint run; fi
+
+fmt: ## Format the Go code
+	gofmt -w .
+
+generate: ## Regenerate generated files
+	$(GO) generate ./...
+
+clean: ## Remove build output
+	rm -rf bin

@@ -1,0 +1,108 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Class is how a failure is treated by the retry rules of spec 001.
+type Class string
+
+const (
+	// ClassTransient failures are retried on the schedule of their error type.
+	ClassTransient Class = "transient"
+	// ClassPermanent failures go straight to the DLQ.
+	ClassPermanent Class = "permanent"
+)
+
+// Error types of spec 001's RETRY_SCHEDULES, plus the permanent ones.
+const (
+	ErrTypeRateLimit          = "RateLimitError"
+	ErrTypeServiceUnavailable = "ServiceUnavailable"
+	ErrTypeNetworkTimeout     = "NetworkTimeout"
+	ErrTypeDefault            = "Default"
+	ErrTypeInvalidInput       = "InvalidInput"
+	ErrTypeAuth               = "AuthenticationError"
+	ErrTypeForbidden          = "PermissionDenied"
+	ErrTypeNotFound           = "NotFound"
+	ErrTypePanic              = "Panic"
+	ErrTypeTaskTooOld         = "TaskTooOld"
+)
+
+// Handlers report how a failure must be treated by returning (or wrapping)
+// one of the errors below; any other error is classified by the retry
+// package (timeouts and connection errors transient, the rest Default).
+
+// PermanentError marks a failure that must not be retried.
+type PermanentError struct {
+	Type string // error type recorded on the task; ErrTypeInvalidInput when empty
+	Err  error
+}
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so the task goes to the DLQ without retrying.
+func Permanent(err error) error { return &PermanentError{Err: err} }
+
+// TransientError marks a failure to retry on the schedule of Type, or after
+// exactly After when After > 0 (a 429's Retry-After, a handler's snooze).
+type TransientError struct {
+	Type  string
+	After time.Duration
+	Err   error
+}
+
+func (e *TransientError) Error() string { return e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// RetryAfter wraps err so the task is retried after d (counting a retry).
+func RetryAfter(err error, d time.Duration) error {
+	return &TransientError{Type: ErrTypeDefault, After: d, Err: err}
+}
+
+// Transient wraps err as a transient failure of the given error type.
+func Transient(errType string, err error) error {
+	return &TransientError{Type: errType, Err: err}
+}
+
+// CancelError tells the engine the task is cancelled: it ends CANCELLED.
+type CancelError struct{ Err error }
+
+func (e *CancelError) Error() string { return "cancelled: " + e.Err.Error() }
+func (e *CancelError) Unwrap() error { return e.Err }
+
+// Cancel wraps err so the task ends CANCELLED, not retried.
+func Cancel(err error) error { return &CancelError{Err: err} }
+
+// DependencyUnavailableError says an outside dependency's circuit breaker is
+// open: the task waits (rescheduled) without spending a retry.
+type DependencyUnavailableError struct {
+	Dependency string
+	Wait       time.Duration
+}
+
+func (e *DependencyUnavailableError) Error() string {
+	return fmt.Sprintf("dependency %q unavailable (circuit open), retry in %s", e.Dependency, e.Wait)
+}
+
+// Sentinels returned by the store's transitions.
+var (
+	ErrNotFound        = errors.New("task not found")
+	ErrWrongState      = errors.New("task is not in the state this transition starts from")
+	ErrLeaseLost       = errors.New("task lease lost: another worker owns the task now")
+	ErrDuplicateTaskID = errors.New("a task with this id already exists")
+)
+
+// StateError says which state a task was in when a transition refused it.
+type StateError struct {
+	TaskID string
+	Have   State
+	Want   []State
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("task %s is %s; this needs %v", e.TaskID, e.Have, e.Want)
+}
+func (e *StateError) Unwrap() error { return ErrWrongState }

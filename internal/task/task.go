@@ -1,0 +1,139 @@
+// Package task holds the task model shared by every part of taskflow: the
+// Task record, its states and the transitions allowed between them. It
+// imports no Redis: the store package persists what this package describes.
+package task
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// State is where a task is in its lifecycle.
+type State string
+
+// The states of ARCHITECTURE.md. Spec 003 calls ACTIVE "PROCESSING"; that
+// name is accepted at the edges by ParseState and never stored.
+const (
+	StatePending   State = "PENDING"
+	StateActive    State = "ACTIVE"
+	StateCompleted State = "COMPLETED"
+	StateFailed    State = "FAILED"
+	StateDLQ       State = "DLQ"
+	StateTimeout   State = "TIMEOUT"
+	StateCancelled State = "CANCELLED"
+)
+
+// States lists every state in a stable order (for counters and listings).
+var States = []State{StatePending, StateActive, StateCompleted, StateFailed, StateDLQ, StateTimeout, StateCancelled}
+
+// ParseState accepts a state name in any case, plus spec 003's aliases
+// (PROCESSING for ACTIVE).
+func ParseState(s string) (State, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	if u == "PROCESSING" {
+		return StateActive, nil
+	}
+	for _, st := range States {
+		if string(st) == u {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown task state %q", s)
+}
+
+// Terminal reports whether no further transition leaves the state except a
+// manual retry (DLQ) or none at all (COMPLETED, CANCELLED).
+func (s State) Terminal() bool {
+	return s == StateCompleted || s == StateDLQ || s == StateCancelled
+}
+
+// transitions is the state machine of docs/state_machine.md.
+var transitions = map[State][]State{
+	StatePending:   {StateActive, StateDLQ, StateCancelled},
+	StateActive:    {StateCompleted, StateFailed, StateTimeout, StateCancelled, StatePending}, // PENDING: lease expired or graceful hand-back
+	StateFailed:    {StatePending, StateDLQ},
+	StateTimeout:   {StateCompleted, StateFailed, StateCancelled, StatePending},
+	StateDLQ:       {StatePending}, // manual retry
+	StateCompleted: {},             // final
+	StateCancelled: {},             // final
+}
+
+// CanTransition reports whether from → to is allowed.
+func CanTransition(from, to State) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Priority orders pending tasks (spec 003's future enhancement).
+type Priority string
+
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// ParsePriority accepts "", high, normal, low ("" means normal).
+func ParsePriority(s string) (Priority, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "normal":
+		return PriorityNormal, nil
+	case "high":
+		return PriorityHigh, nil
+	case "low":
+		return PriorityLow, nil
+	}
+	return "", fmt.Errorf("unknown priority %q (want high, normal or low)", s)
+}
+
+// ErrorRecord is one entry of a task's error history.
+type ErrorRecord struct {
+	At        time.Time `json:"at"`
+	Attempt   int       `json:"attempt"`
+	ErrorType string    `json:"error_type"`
+	Message   string    `json:"message"`
+	Worker    string    `json:"worker,omitempty"`
+}
+
+// StateChange is one entry of a task's state history.
+type StateChange struct {
+	At    time.Time `json:"at"`
+	From  State     `json:"from,omitempty"`
+	To    State     `json:"to"`
+	Cause string    `json:"cause,omitempty"`
+}
+
+// Task is the single source of truth about one task: spec 001's metadata
+// plus what spec 003 needs. Times are UTC; optional times are nil when unset.
+type Task struct {
+	ID          string          `json:"task_id"`
+	Type        string          `json:"task_type"`
+	State       State           `json:"state"`
+	Content     string          `json:"content,omitempty"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	SessionID   string          `json:"session_id,omitempty"`
+	Priority    Priority        `json:"priority"`
+	Timeout     time.Duration   `json:"-"` // seconds on the wire (timeout)
+	RetryCount  int             `json:"retry_count"`
+	MaxRetries  int             `json:"max_retries"`
+	LastError   string          `json:"last_error,omitempty"`
+	ErrorType   string          `json:"error_type,omitempty"`
+	RetryAfter  *time.Time      `json:"retry_after,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	StartedAt   *time.Time      `json:"started_at,omitempty"`
+	CompletedAt *time.Time      `json:"completed_at,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	Worker      string          `json:"worker,omitempty"`
+	// Lease is the fencing token of the current ACTIVE attempt: a worker
+	// whose token no longer matches can no longer change the task.
+	Lease        string        `json:"-"`
+	ErrorHistory []ErrorRecord `json:"error_history"`
+	StateHistory []StateChange `json:"state_history"`
+}

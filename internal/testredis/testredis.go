@@ -1,0 +1,162 @@
+// Package testredis gives tests a real Redis: a client on the shared server
+// with a key namespace of the test's own (so tests run in parallel and never
+// touch each other's keys), or a redis-server process of the test's own on a
+// free port for tests that kill or restart it. A missing server fails the
+// test loudly; it is never skipped.
+package testredis
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// URL is the shared test server: TASKFLOW_TEST_REDIS_URL, or the local
+// default redis://127.0.0.1:6379/0.
+func URL() string {
+	if u := os.Getenv("TASKFLOW_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// Namespace returns a key prefix unique to this test run and test.
+func Namespace(t testing.TB) string {
+	return "tftest:" + uuid.NewString()[:8]
+}
+
+// Client connects to the shared server and returns the client and a fresh
+// namespace. At cleanup it deletes the namespace's keys (and only those)
+// and closes the client.
+func Client(t testing.TB) (*redis.Client, string) {
+	t.Helper()
+	opt, err := redis.ParseURL(URL())
+	if err != nil {
+		t.Fatalf("testredis: bad TASKFLOW_TEST_REDIS_URL: %v", err)
+	}
+	c := redis.NewClient(opt)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		t.Fatalf("testredis: no Redis at %s (start one, or set TASKFLOW_TEST_REDIS_URL): %v", URL(), err)
+	}
+	ns := Namespace(t)
+	t.Cleanup(func() {
+		DeletePrefix(context.Background(), c, ns)
+		_ = c.Close()
+	})
+	return c, ns
+}
+
+// DeletePrefix deletes every key that contains prefix (keys are written as
+// prefix or {prefix}... so a MATCH on *prefix* finds both forms).
+func DeletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
+	iter := c.Scan(ctx, 0, "*"+prefix+"*", 1000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 500 {
+			c.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		c.Unlink(ctx, batch...)
+	}
+}
+
+// Server is a redis-server process owned by one test.
+type Server struct {
+	Addr string
+	Port int
+	dir  string
+	cmd  *exec.Cmd
+	t    testing.TB
+}
+
+var portSeq atomic.Int32
+
+// freePort asks the kernel for a free loopback port.
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testredis: no free port: %v", err)
+	}
+	defer l.Close()
+	portSeq.Add(1)
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartServer starts a redis-server of the test's own on a free port; it is
+// stopped at cleanup. extraArgs are passed to redis-server (e.g. "--appendonly", "yes").
+func StartServer(t testing.TB, extraArgs ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("testredis: redis-server not on PATH (install Debian's redis-server): %v", err)
+	}
+	s := &Server{dir: t.TempDir(), t: t}
+	s.Port = freePort(t)
+	s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
+	s.start(bin, extraArgs)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *Server) start(bin string, extraArgs []string) {
+	args := append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, extraArgs...)
+	s.cmd = exec.Command(bin, args...)
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("testredis: start redis-server: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	s.t.Fatalf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(string(log)))
+}
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr) }
+
+// Client returns a client of this server, closed at cleanup.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Stop kills the server (SIGKILL: the data is gone, as after a crash).
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_, _ = s.cmd.Process.Wait()
+		s.cmd = nil
+	}
+}
+
+// Restart stops the server and starts it again on the same port.
+func (s *Server) Restart(extraArgs ...string) {
+	s.Stop()
+	bin, _ := exec.LookPath("redis-server")
+	s.start(bin, extraArgs)
+}
