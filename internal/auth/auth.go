@@ -1,0 +1,285 @@
+// Package auth decides who is calling: the operator (the admin key), a
+// session (a bearer token issued by CreateSession), or nobody. Session
+// tokens are stored in Redis only as their SHA-256; the admin key is compared
+// in constant time. Authorisation rules (who may touch which task) live in
+// the service package; this package only establishes identity.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// Principal is the identity a request acts as.
+type Principal struct {
+	// Admin is true for the operator (admin key, or any caller in open mode).
+	Admin bool
+	// SessionID is set when the caller presented a session token.
+	SessionID string
+}
+
+// Anonymous reports whether the principal is nobody at all.
+func (p Principal) Anonymous() bool { return !p.Admin && p.SessionID == "" }
+
+// Sentinels of Authenticate.
+var (
+	// ErrNoCredentials: the request carries no bearer token.
+	ErrNoCredentials = errors.New("no credentials: send Authorization: Bearer <token>")
+	// ErrInvalidToken: the token is neither the admin key nor a live session's.
+	ErrInvalidToken = errors.New("invalid or expired token")
+	// ErrMalformedHeader: Authorization is present but not "Bearer <token>".
+	ErrMalformedHeader = errors.New("malformed Authorization header: want Bearer <token>")
+)
+
+// Config configures an Authenticator.
+type Config struct {
+	// Namespace prefixes the Redis keys. Default "taskflow".
+	Namespace string
+	// AdminKey is the operator's bearer token. Default empty: no admin key
+	// (then only Open mode has an admin).
+	AdminKey string
+	// Open makes a request without credentials act as the admin (dev mode,
+	// --insecure). Default false.
+	Open bool
+	// SessionTTL is a session's lifetime. Default 24h.
+	SessionTTL time.Duration
+	// CacheTTL is how long a verified session token is remembered in process
+	// (saving a Redis round trip per request). A session deleted in Redis is
+	// still accepted by this process for at most CacheTTL. Default 10s;
+	// negative disables the cache.
+	CacheTTL time.Duration
+	// CacheSize bounds the number of remembered tokens. Default 10000.
+	CacheSize int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = "taskflow"
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 24 * time.Hour
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = 10 * time.Second
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 10000
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c.
+func (c Config) Validate() error {
+	if c.SessionTTL < time.Second {
+		return fmt.Errorf("auth: SessionTTL %s is below 1s", c.SessionTTL)
+	}
+	if c.CacheSize < 1 {
+		return fmt.Errorf("auth: CacheSize %d must be positive", c.CacheSize)
+	}
+	return nil
+}
+
+// Session is a newly created session. Token is shown once, to its creator.
+type Session struct {
+	ID        string    `json:"session_id"`
+	Token     string    `json:"token"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Authenticator creates sessions and resolves bearer tokens to principals.
+// It is safe for concurrent use.
+type Authenticator struct {
+	rdb      redis.UniversalClient
+	cfg      Config
+	adminSum [32]byte
+	hasAdmin bool
+
+	mu    sync.Mutex
+	cache map[string]cached // token hash → session
+}
+
+type cached struct {
+	sessionID string
+	until     time.Time
+}
+
+// New returns an Authenticator over rdb.
+func New(rdb redis.UniversalClient, cfg Config) (*Authenticator, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Authenticator{rdb: rdb, cfg: cfg, cache: map[string]cached{}}
+	if cfg.AdminKey != "" {
+		a.adminSum = sha256.Sum256([]byte(cfg.AdminKey))
+		a.hasAdmin = true
+	}
+	return a, nil
+}
+
+// Open reports whether requests without credentials act as the admin.
+func (a *Authenticator) Open() bool { return a.cfg.Open }
+
+// tokenPrefix marks taskflow session tokens so that they are recognisable
+// in logs and secret scanners.
+const tokenPrefix = "tfs_"
+
+// CreateSession makes a new session and returns it with its token; only the
+// token's hash is stored.
+func (a *Authenticator) CreateSession(ctx context.Context) (Session, error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return Session{}, fmt.Errorf("auth: random token: %w", err)
+	}
+	now := a.cfg.Now().UTC()
+	s := Session{
+		ID:        uuid.NewString(),
+		Token:     tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
+		CreatedAt: now,
+		ExpiresAt: now.Add(a.cfg.SessionTTL),
+	}
+	h := hashToken(s.Token)
+	_, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, sessionKey(a.cfg.Namespace, s.ID),
+			"created_at", s.CreatedAt.Format(time.RFC3339Nano),
+			"expires_at", s.ExpiresAt.Format(time.RFC3339Nano))
+		p.Expire(ctx, sessionKey(a.cfg.Namespace, s.ID), a.cfg.SessionTTL)
+		p.Set(ctx, tokenKey(a.cfg.Namespace, h), s.ID, a.cfg.SessionTTL)
+		return nil
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("auth: store session: %w", err)
+	}
+	return s, nil
+}
+
+// SessionExists reports whether a session id is live.
+func (a *Authenticator) SessionExists(ctx context.Context, id string) (bool, error) {
+	n, err := a.rdb.Exists(ctx, sessionKey(a.cfg.Namespace, id)).Result()
+	if err != nil {
+		return false, fmt.Errorf("auth: %w", err)
+	}
+	return n == 1, nil
+}
+
+// DeleteSession ends a session: its token stops working (in this process at
+// once; in other processes within CacheTTL).
+func (a *Authenticator) DeleteSession(ctx context.Context, token string) error {
+	h := hashToken(token)
+	id, err := a.rdb.Get(ctx, tokenKey(a.cfg.Namespace, h)).Result()
+	if errors.Is(err, redis.Nil) {
+		return ErrInvalidToken
+	}
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	if err := a.rdb.Del(ctx, tokenKey(a.cfg.Namespace, h), sessionKey(a.cfg.Namespace, id)).Err(); err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	a.mu.Lock()
+	delete(a.cache, h)
+	a.mu.Unlock()
+	return nil
+}
+
+// Authenticate resolves a bearer token ("" when the request had none).
+// Without a token it returns the admin in Open mode, else ErrNoCredentials.
+func (a *Authenticator) Authenticate(ctx context.Context, token string) (Principal, error) {
+	if token == "" {
+		if a.cfg.Open {
+			return Principal{Admin: true}, nil
+		}
+		return Principal{}, ErrNoCredentials
+	}
+	if a.hasAdmin {
+		sum := sha256.Sum256([]byte(token))
+		if subtle.ConstantTimeCompare(sum[:], a.adminSum[:]) == 1 {
+			return Principal{Admin: true}, nil
+		}
+	}
+	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 128 {
+		return Principal{}, ErrInvalidToken
+	}
+	h := hashToken(token)
+	now := a.cfg.Now()
+	if a.cfg.CacheTTL > 0 {
+		a.mu.Lock()
+		c, ok := a.cache[h]
+		a.mu.Unlock()
+		if ok && now.Before(c.until) {
+			return Principal{SessionID: c.sessionID}, nil
+		}
+	}
+	id, err := a.rdb.Get(ctx, tokenKey(a.cfg.Namespace, h)).Result()
+	if errors.Is(err, redis.Nil) {
+		return Principal{}, ErrInvalidToken
+	}
+	if err != nil {
+		return Principal{}, fmt.Errorf("auth: look up token: %w", err)
+	}
+	if a.cfg.CacheTTL > 0 {
+		a.mu.Lock()
+		if len(a.cache) >= a.cfg.CacheSize {
+			for k := range a.cache { // evict an arbitrary entry
+				delete(a.cache, k)
+				break
+			}
+		}
+		a.cache[h] = cached{sessionID: id, until: now.Add(a.cfg.CacheTTL)}
+		a.mu.Unlock()
+	}
+	return Principal{SessionID: id}, nil
+}
+
+// BearerToken extracts the token of an Authorization: Bearer header; ""
+// with a nil error when there is no header.
+func BearerToken(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", nil
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		return "", ErrMalformedHeader
+	}
+	return strings.TrimSpace(tok), nil
+}
+
+func hashToken(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
+}
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the principal stored by WithPrincipal (the zero,
+// anonymous principal when none).
+func FromContext(ctx context.Context) Principal {
+	p, _ := ctx.Value(ctxKey{}).(Principal)
+	return p
+}

@@ -1,0 +1,12 @@
+package auth
+
+// Every Redis key of the auth package is built here. All are single-key
+// operations, so none needs a hash tag.
+
+// tokenKey is a STRING: the session id that the token with this SHA-256
+// (hex) belongs to; it expires with the session. Tokens are never stored.
+func tokenKey(ns, tokenHash string) string { return ns + ":auth:token:" + tokenHash }
+
+// sessionKey is a HASH: created_at and expires_at (RFC 3339) of a session;
+// it expires with the session.
+func sessionKey(ns, sessionID string) string { return ns + ":auth:session:" + sessionID }

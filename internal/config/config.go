@@ -1,0 +1,237 @@
+// Package config holds the one configuration struct of the taskflow binary:
+// where it listens, which Redis it uses, how clients authenticate, and the
+// limits of the HTTP API. Values come from environment variables (spec 001's
+// names where it has them) and are overridden by command-line flags.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Config is the configuration shared by `taskflow api`, `taskflow dev` and
+// the client commands. The zero value is not ready: call WithDefaults.
+type Config struct {
+	// Addr is the HTTP listen address (TASKFLOW_ADDR, --addr).
+	// Default ":8080"; `taskflow dev` forces a loopback host.
+	Addr string
+	// RedisURL is the Redis to use (REDIS_URL, --redis-url). Default empty:
+	// `taskflow dev` then embeds an in-memory server; `taskflow api` refuses.
+	RedisURL string
+	// Namespace prefixes every Redis key of this deployment
+	// (TASKFLOW_NAMESPACE, --namespace). Default "taskflow".
+	Namespace string
+	// AdminKey is the bearer token of operators (TASKFLOW_ADMIN_KEY,
+	// --admin-key). Default empty: `taskflow api` refuses to start without
+	// it unless Insecure is set.
+	AdminKey string
+	// Insecure lets the API run without an admin key: every request without
+	// credentials acts as the admin (--insecure). Default false.
+	Insecure bool
+	// DatabaseURL is the PostgreSQL archive (DATABASE_URL). Default empty
+	// (no archive). The API passes it on; it does not need it itself.
+	DatabaseURL string
+	// MaxBodyBytes caps a request body (TASKFLOW_MAX_BODY_BYTES,
+	// --max-body-bytes); larger bodies get 413. Default 1 MiB.
+	MaxBodyBytes int64
+	// MaxContentBytes caps a task's content field (TASKFLOW_MAX_CONTENT_BYTES);
+	// larger content gets 413. Default 512 KiB, or MaxBodyBytes if smaller.
+	MaxContentBytes int
+	// SessionTTL is how long a session and its token live after creation
+	// (TASKFLOW_SESSION_TTL, e.g. "24h"). Default 24h (spec 003's 86400 s).
+	SessionTTL time.Duration
+	// ShutdownGrace bounds a graceful shutdown (TASKFLOW_SHUTDOWN_GRACE).
+	// Default 10s.
+	ShutdownGrace time.Duration
+	// Concurrency is the number of task goroutines of the workers that
+	// `taskflow dev` runs (TASKFLOW_CONCURRENCY, --concurrency). Default 10.
+	Concurrency int
+	// APIURL is where client commands send requests (TASKFLOW_URL, --url).
+	// Default "http://127.0.0.1:8080".
+	APIURL string
+	// Token is the bearer token client commands send (TASKFLOW_TOKEN,
+	// --token; falls back to TASKFLOW_ADMIN_KEY). Default empty.
+	Token string
+}
+
+// Defaults, named so that docs and tests can refer to them.
+const (
+	DefaultAddr            = ":8080"
+	DefaultNamespace       = "taskflow"
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultMaxContentBytes = 512 << 10
+	DefaultSessionTTL      = 24 * time.Hour
+	DefaultShutdownGrace   = 10 * time.Second
+	DefaultConcurrency     = 10
+	DefaultAPIURL          = "http://127.0.0.1:8080"
+)
+
+// ErrInvalid is wrapped by every error Validate and FromEnv return.
+var ErrInvalid = errors.New("invalid configuration")
+
+// WithDefaults returns c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxContentBytes == 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
+		if int64(c.MaxContentBytes) > c.MaxBodyBytes {
+			c.MaxContentBytes = int(c.MaxBodyBytes)
+		}
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.APIURL == "" {
+		c.APIURL = DefaultAPIURL
+	}
+	return c
+}
+
+// Validate says in words what is wrong with c (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, name, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		bad("TASKFLOW_ADDR", "%q is not host:port (%v)", c.Addr, err)
+	}
+	if c.RedisURL != "" {
+		u, err := url.Parse(c.RedisURL)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix") {
+			bad("REDIS_URL", "%q is not a redis://, rediss:// or unix:// URL", redactURL(c.RedisURL))
+		}
+	}
+	if c.Namespace == "" || strings.ContainsAny(c.Namespace, " {}\t\n") {
+		bad("TASKFLOW_NAMESPACE", "%q must be non-empty without spaces or braces", c.Namespace)
+	}
+	if c.AdminKey != "" && len(c.AdminKey) < 16 {
+		bad("TASKFLOW_ADMIN_KEY", "must be at least 16 characters long (it is %d)", len(c.AdminKey))
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("TASKFLOW_MAX_BODY_BYTES", "%d is below the minimum of 1024", c.MaxBodyBytes)
+	}
+	if c.MaxContentBytes < 1 || int64(c.MaxContentBytes) > c.MaxBodyBytes {
+		bad("TASKFLOW_MAX_CONTENT_BYTES", "%d must be between 1 and TASKFLOW_MAX_BODY_BYTES (%d)", c.MaxContentBytes, c.MaxBodyBytes)
+	}
+	if c.SessionTTL < time.Minute {
+		bad("TASKFLOW_SESSION_TTL", "%s is below the minimum of 1m", c.SessionTTL)
+	}
+	if c.ShutdownGrace < 0 {
+		bad("TASKFLOW_SHUTDOWN_GRACE", "%s is negative", c.ShutdownGrace)
+	}
+	if c.Concurrency < 1 || c.Concurrency > 10000 {
+		bad("TASKFLOW_CONCURRENCY", "%d must be between 1 and 10000", c.Concurrency)
+	}
+	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("TASKFLOW_URL", "%q is not an http(s) URL", c.APIURL)
+	}
+	return errors.Join(errs...)
+}
+
+// FromEnv reads the environment through getenv and returns the config with
+// defaults filled in. A variable that is set but cannot be parsed is an error
+// naming it.
+func FromEnv(getenv func(string) string) (Config, error) {
+	var c Config
+	var errs []error
+	c.Addr = getenv("TASKFLOW_ADDR")
+	c.RedisURL = getenv("REDIS_URL")
+	c.Namespace = getenv("TASKFLOW_NAMESPACE")
+	c.AdminKey = getenv("TASKFLOW_ADMIN_KEY")
+	c.DatabaseURL = getenv("DATABASE_URL")
+	c.APIURL = getenv("TASKFLOW_URL")
+	c.Token = getenv("TASKFLOW_TOKEN")
+	if c.Token == "" {
+		c.Token = c.AdminKey
+	}
+	if v := getenv("TASKFLOW_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: TASKFLOW_MAX_BODY_BYTES: %q is not an integer", ErrInvalid, v))
+		}
+		c.MaxBodyBytes = n
+	}
+	if v := getenv("TASKFLOW_MAX_CONTENT_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: TASKFLOW_MAX_CONTENT_BYTES: %q is not an integer", ErrInvalid, v))
+		}
+		c.MaxContentBytes = n
+	}
+	if v := getenv("TASKFLOW_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: TASKFLOW_CONCURRENCY: %q is not an integer", ErrInvalid, v))
+		}
+		c.Concurrency = n
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"TASKFLOW_SESSION_TTL", &c.SessionTTL}, {"TASKFLOW_SHUTDOWN_GRACE", &c.ShutdownGrace}} {
+		if v := getenv(d.name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %q is not a duration like 30s or 24h", ErrInvalid, d.name, v))
+			}
+			*d.dst = x
+		}
+	}
+	if v := getenv("TASKFLOW_INSECURE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: TASKFLOW_INSECURE: %q is not a boolean", ErrInvalid, v))
+		}
+		c.Insecure = b
+	}
+	return c.WithDefaults(), errors.Join(errs...)
+}
+
+// ServerFlags binds the server's flags to c; the current values of c (from
+// the environment) are the flags' defaults, so a flag overrides a variable.
+func (c *Config) ServerFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (TASKFLOW_ADDR)")
+	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL (REDIS_URL)")
+	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
+	fs.StringVar(&c.AdminKey, "admin-key", c.AdminKey, "operator bearer token (TASKFLOW_ADMIN_KEY)")
+	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without an admin key: unauthenticated requests act as the admin")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted (TASKFLOW_MAX_BODY_BYTES)")
+	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "lifetime of a session token (TASKFLOW_SESSION_TTL)")
+}
+
+// ClientFlags binds the client commands' flags to c.
+func (c *Config) ClientFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.APIURL, "url", c.APIURL, "taskflow API base URL (TASKFLOW_URL)")
+	fs.StringVar(&c.Token, "token", c.Token, "bearer token: a session token or the admin key (TASKFLOW_TOKEN, else TASKFLOW_ADMIN_KEY)")
+}
+
+// redactURL hides a password in a URL for error messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "<unparseable URL>"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,100 @@
+package config_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/config"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnvDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(nil))
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.Equal(t, config.DefaultAddr, c.Addr)
+	require.Equal(t, config.DefaultNamespace, c.Namespace)
+	require.Equal(t, int64(config.DefaultMaxBodyBytes), c.MaxBodyBytes)
+	require.Equal(t, config.DefaultSessionTTL, c.SessionTTL)
+	require.Equal(t, config.DefaultAPIURL, c.APIURL)
+	require.Empty(t, c.RedisURL)
+}
+
+func TestFromEnvValues(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(map[string]string{
+		"TASKFLOW_ADDR":           "127.0.0.1:9000",
+		"REDIS_URL":               "redis://127.0.0.1:6379/3",
+		"TASKFLOW_ADMIN_KEY":      "0123456789abcdef0123",
+		"TASKFLOW_SESSION_TTL":    "1h",
+		"TASKFLOW_MAX_BODY_BYTES": "2048",
+		"TASKFLOW_INSECURE":       "true",
+	}))
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.Equal(t, "127.0.0.1:9000", c.Addr)
+	require.Equal(t, time.Hour, c.SessionTTL)
+	require.Equal(t, int64(2048), c.MaxBodyBytes)
+	require.Equal(t, 2048, c.MaxContentBytes, "an unset content limit is clamped to the body limit")
+	require.True(t, c.Insecure)
+	require.Equal(t, "0123456789abcdef0123", c.Token, "client token falls back to the admin key")
+}
+
+func TestFromEnvUnparseable(t *testing.T) {
+	t.Parallel()
+	for name, kv := range map[string][2]string{
+		"Duration": {"TASKFLOW_SESSION_TTL", "forever"},
+		"Int":      {"TASKFLOW_MAX_BODY_BYTES", "lots"},
+		"Bool":     {"TASKFLOW_INSECURE", "perhaps"},
+		"Conc":     {"TASKFLOW_CONCURRENCY", "x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.FromEnv(env(map[string]string{kv[0]: kv[1]}))
+			require.ErrorIs(t, err, config.ErrInvalid)
+			require.ErrorContains(t, err, kv[0])
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		mod  func(*config.Config)
+		want string
+	}{
+		"Addr":      {func(c *config.Config) { c.Addr = "nope" }, "TASKFLOW_ADDR"},
+		"RedisURL":  {func(c *config.Config) { c.RedisURL = "http://x" }, "REDIS_URL"},
+		"ShortKey":  {func(c *config.Config) { c.AdminKey = "short" }, "TASKFLOW_ADMIN_KEY"},
+		"Namespace": {func(c *config.Config) { c.Namespace = "a{b}" }, "TASKFLOW_NAMESPACE"},
+		"Body":      {func(c *config.Config) { c.MaxBodyBytes = 10 }, "TASKFLOW_MAX_BODY_BYTES"},
+		"TTL":       {func(c *config.Config) { c.SessionTTL = time.Second }, "TASKFLOW_SESSION_TTL"},
+		"URL":       {func(c *config.Config) { c.APIURL = "ftp://x" }, "TASKFLOW_URL"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Config{}.WithDefaults()
+			tc.mod(&c)
+			err := c.Validate()
+			require.ErrorIs(t, err, config.ErrInvalid)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestFlagsOverrideEnv(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(map[string]string{"TASKFLOW_ADDR": "127.0.0.1:1"}))
+	require.NoError(t, err)
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	c.ServerFlags(fs)
+	c.ClientFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--addr", "127.0.0.1:2", "--insecure"}))
+	require.Equal(t, "127.0.0.1:2", c.Addr)
+	require.True(t, c.Insecure)
+}
