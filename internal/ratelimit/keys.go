@@ -1,0 +1,8 @@
+package ratelimit
+
+// window is the sliding window of one named limit (ZSET grant id → grant
+// time in unix ms). It shares the namespace's hash tag {namespace} with the
+// engine's keys, so it lives in the same Redis Cluster slot.
+func window(namespace, name string) string {
+	return "{" + namespace + "}:ratelimit:" + name
+}
