@@ -1,0 +1,309 @@
+// Command rankd runs one plan of taskflow's plan engine (spec 002) for the
+// request on stdin and prints the candidates as one JSON line, with the
+// flags, input, output and exit codes of the reference engine rankd. See
+// docs/plan.md.
+//
+//	echo '{"user_id":1}' | rankd --plan plans/reels_plan_a.plan.json
+//	rankd --plan_name complex_dag --plan_dir internal/plan/testdata/plans --bench 1000 --bench_concurrency 4
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/plan/batch"
+	"github.com/taskflow/taskflow/internal/plan/ir"
+	"github.com/taskflow/taskflow/internal/plan/registry"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	plan, planName, planDir       string
+	deadlineMS, nodeTimeoutMS     int
+	bench, benchConc, benchWarmup int
+	benchUserID                   int64
+	trace, asyncScheduler         bool
+	env, registryDir              string
+	redisURL, keyPrefix           string
+	cpuPolicy                     string
+	inlineMaxRows, maxInflight    int
+	printManifest                 bool
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	var o options
+	fs := flag.NewFlagSet("rankd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.plan, "plan", "", "path of the plan JSON file")
+	fs.StringVar(&o.planName, "plan_name", "", "plan name, read from <plan_dir>/<name>.plan.json")
+	fs.StringVar(&o.planDir, "plan_dir", "plans", "plan store directory for --plan_name")
+	fs.BoolVar(&o.asyncScheduler, "async_scheduler", true, "accepted for compatibility: the engine is always asynchronous")
+	fs.IntVar(&o.deadlineMS, "deadline_ms", 0, "request deadline in ms (0: none)")
+	fs.IntVar(&o.nodeTimeoutMS, "node_timeout_ms", 0, "per-node timeout in ms (0: none)")
+	fs.IntVar(&o.bench, "bench", 0, "run the plan N times and print latency/throughput JSON")
+	fs.IntVar(&o.benchConc, "bench_concurrency", 1, "plans in flight at once during --bench")
+	fs.IntVar(&o.benchWarmup, "bench_warmup", 50, "untimed runs before --bench measures")
+	fs.Int64Var(&o.benchUserID, "bench_user_id", 1, "user_id of the --bench request")
+	fs.BoolVar(&o.trace, "trace", false, "print a per-node timeline to stderr")
+	fs.StringVar(&o.env, "env", "dev", "endpoint environment: dev, test or prod")
+	fs.StringVar(&o.registryDir, "registry_dir", "", "registry directory (default: the embedded registry/)")
+	fs.StringVar(&o.redisURL, "redis_url", getenv("REDIS_URL"), "Redis URL for every redis endpoint (default $REDIS_URL; empty: the registry's address)")
+	fs.StringVar(&o.keyPrefix, "key_prefix", getenv("RANKD_KEY_PREFIX"), "prefix of every Redis key the plan reads (default $RANKD_KEY_PREFIX)")
+	fs.StringVar(&o.cpuPolicy, "cpu_policy", plan.PolicyAuto, "where CPU nodes run: auto, pool or inline")
+	fs.IntVar(&o.inlineMaxRows, "inline_max_rows", plan.DefaultInlineMaxRows, "auto policy: inputs up to this many rows run inline (-1: never)")
+	fs.IntVar(&o.maxInflight, "max_inflight", 0, "Redis commands in flight per endpoint (0: the registry's policy)")
+	fs.BoolVar(&o.printManifest, "print-task-manifest", false, "print the op catalog as registry/tasks.toml and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "Error: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if o.printManifest {
+		fmt.Fprint(stdout, plan.NewCatalog().Manifest())
+		return 0
+	}
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "Error: "+errMessage(err))
+		return 1
+	}
+	var reg *registry.Registry
+	var err error
+	if o.registryDir != "" {
+		reg, err = registry.Load(os.DirFS(o.registryDir), o.env)
+	} else {
+		reg, err = registry.Default(o.env)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if o.planName != "" {
+		if !reg.Validation.ValidPlanName(o.planName) {
+			return fail(fmt.Errorf("Invalid plan_name '%s'. Plan names must match [A-Za-z0-9_]+ only.", o.planName))
+		}
+		if o.plan != "" {
+			return fail(errors.New("Cannot specify both --plan and --plan_name"))
+		}
+		o.plan = filepath.Join(o.planDir, o.planName+".plan.json")
+	}
+	if o.deadlineMS < 0 || o.nodeTimeoutMS < 0 || o.bench < 0 || o.benchConc < 1 {
+		return fail(errors.New("--deadline_ms, --node_timeout_ms and --bench must not be negative; --bench_concurrency must be at least 1"))
+	}
+	eng, err := plan.New(plan.Config{Registry: reg, RedisURL: o.redisURL, KeyPrefix: o.keyPrefix,
+		CPUPolicy: o.cpuPolicy, InlineMaxRows: o.inlineMaxRows, MaxInflight: o.maxInflight})
+	if err != nil {
+		return fail(err)
+	}
+	defer eng.Close()
+	opts := plan.RunOptions{Deadline: time.Duration(o.deadlineMS) * time.Millisecond,
+		NodeTimeout: time.Duration(o.nodeTimeoutMS) * time.Millisecond, Trace: o.trace}
+	if o.bench > 0 {
+		return bench(ctx, eng, o, opts, stdout, stderr)
+	}
+
+	input, err := io.ReadAll(stdin)
+	if err != nil {
+		return fail(err)
+	}
+	req, err := plan.ParseRequest(input, reg)
+	if err != nil {
+		var re *plan.RequestError
+		if errors.As(err, &re) {
+			line, _ := json.Marshal(struct {
+				Error  string `json:"error"`
+				Detail string `json:"detail"`
+			}{re.Kind, re.Detail})
+			fmt.Fprintln(stdout, string(line))
+			return 1
+		}
+		return fail(err)
+	}
+	if req.RequestID == "" {
+		req.RequestID = uuid.NewString()
+	}
+	engineID := uuid.NewString()
+	var outputs []batch.RowSet
+	if o.plan == "" {
+		// No plan: the reference's fallback of five synthetic candidates.
+		outputs = []batch.RowSet{batch.Of(batch.New([]int64{1, 2, 3, 4, 5}))}
+	} else {
+		c, err := eng.Load(o.plan)
+		if err != nil {
+			return fail(err)
+		}
+		res, err := eng.Run(ctx, c, req, opts)
+		if o.trace && res != nil {
+			printTrace(stderr, c.Name, res)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		outputs = res.Outputs
+	}
+	line := plan.AppendOutput(nil, req.RequestID, engineID, outputs, reg)
+	line = append(line, '\n')
+	if _, err := stdout.Write(line); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// errMessage strips the package sentinels' prefixes so the message is the
+// reference's ("Plan contains a cycle", not "invalid plan: Plan contains…").
+func errMessage(err error) string {
+	msg := err.Error()
+	for _, p := range []string{plan.ErrPlan.Error() + ": ", registry.ErrInvalid.Error() + ": ", ir.ErrIR.Error() + ": "} {
+		if len(msg) > len(p) && msg[:len(p)] == p {
+			msg = msg[len(p):]
+		}
+	}
+	return msg
+}
+
+func printTrace(w io.Writer, name string, res *plan.Result) {
+	fmt.Fprintf(w, "trace %s: %d node(s), %s, critical path %d Redis round trip(s)\n", name, len(res.Trace), res.Elapsed.Round(time.Microsecond), res.CriticalRoundTrips)
+	fmt.Fprintf(w, "%-12s %-22s %-4s %-7s %10s %10s %8s %8s %4s\n", "node", "op", "kind", "place", "start_us", "end_us", "rows_in", "rows_out", "rtt")
+	tr := append([]plan.NodeTrace(nil), res.Trace...)
+	sort.SliceStable(tr, func(i, j int) bool { return tr[i].Start < tr[j].Start })
+	for _, t := range tr {
+		fmt.Fprintf(w, "%-12s %-22s %-4s %-7s %10d %10d %8d %8d %4d", t.NodeID, t.Op, t.Kind, t.Place,
+			t.Start.Microseconds(), t.End.Microseconds(), t.RowsIn, t.RowsOut, t.RoundTrips)
+		if t.Err != "" {
+			fmt.Fprintf(w, "  error: %s", t.Err)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOptions, stdout, stderr io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintln(stderr, "Error: "+errMessage(err))
+		return 1
+	}
+	if o.plan == "" {
+		return fail(errors.New("--bench needs --plan or --plan_name"))
+	}
+	c, err := eng.Load(o.plan)
+	if err != nil {
+		return fail(err)
+	}
+	if err := eng.Ping(ctx, c); err != nil {
+		return fail(err)
+	}
+	opts.Trace = false
+	req := &plan.Request{RequestID: "bench", UserID: o.benchUserID}
+	var crit atomic.Int64
+	one := func() (time.Duration, error) {
+		t0 := time.Now()
+		res, err := eng.Run(ctx, c, req, opts)
+		if err == nil {
+			crit.Store(int64(res.CriticalRoundTrips))
+		}
+		return time.Since(t0), err
+	}
+	for i := 0; i < o.benchWarmup; i++ {
+		if _, err := one(); err != nil {
+			return fail(err)
+		}
+	}
+	rtt, err := measureRTT(ctx, eng, c)
+	if err != nil {
+		return fail(err)
+	}
+	lat := make([]time.Duration, o.bench)
+	var next atomic.Int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < o.benchConc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(o.bench) {
+					return
+				}
+				d, err := one()
+				lat[i] = d
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	total := time.Since(start)
+	if firstErr != nil {
+		return fail(firstErr)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	var sum time.Duration
+	for _, d := range lat {
+		sum += d
+	}
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	bound := time.Duration(crit.Load()) * rtt
+	out := map[string]any{
+		"plan": c.Name, "iterations": o.bench, "concurrency": o.benchConc,
+		"total_ms": float64(total.Microseconds()) / 1000, "throughput_rps": float64(o.bench) / total.Seconds(),
+		"avg_us": us(sum / time.Duration(len(lat))), "p50_us": us(pct(0.50)), "p99_us": us(pct(0.99)),
+		"min_us": us(lat[0]), "max_us": us(lat[len(lat)-1]),
+		"critical_round_trips": crit.Load(), "rtt_us": us(rtt), "bound_us": us(bound),
+		"cpu_policy": eng.Config().CPUPolicy,
+	}
+	order := []string{"plan", "iterations", "concurrency", "total_ms", "throughput_rps", "avg_us", "p50_us", "p99_us", "min_us", "max_us", "critical_round_trips", "rtt_us", "bound_us", "cpu_policy"}
+	buf := []byte{'{'}
+	for i, k := range order {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, _ := json.Marshal(out[k])
+		buf = append(append(append(buf, kb...), ':'), vb...)
+	}
+	buf = append(buf, '}', '\n')
+	_, _ = stdout.Write(buf)
+	return 0
+}
+
+// measureRTT is the median of 200 sequential PINGs to the plan's first
+// endpoint: one Redis round trip on this machine, now.
+func measureRTT(ctx context.Context, eng *plan.Engine, c *plan.Compiled) (time.Duration, error) {
+	if len(c.Endpoints) == 0 {
+		return 0, nil
+	}
+	return eng.RTT(ctx, c.Endpoints[0], 200)
+}

@@ -1,0 +1,384 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/plan/batch"
+	"github.com/taskflow/taskflow/internal/plan/ir"
+)
+
+// The run errors whose messages rankd prints as the reference does.
+var (
+	// ErrDeadlineExceeded: the request's deadline passed before the plan finished.
+	ErrDeadlineExceeded = errors.New("Request deadline exceeded")
+	// ErrNodeTimeout: one node ran longer than the node timeout.
+	ErrNodeTimeout = errors.New("Node execution timeout")
+)
+
+// NodeError is a node's own failure (not a deadline or cancellation).
+type NodeError struct {
+	NodeID string
+	Op     string
+	Err    error
+}
+
+func (e *NodeError) Error() string {
+	return fmt.Sprintf("Node '%s' (%s) failed: %v", e.NodeID, e.Op, e.Err)
+}
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// Request is one plan request: who it is for and its param values.
+type Request struct {
+	RequestID string
+	UserID    int64
+	Params    ir.Params
+}
+
+// RunOptions bound one run.
+type RunOptions struct {
+	// Deadline bounds the whole run (0: none).
+	Deadline time.Duration
+	// NodeTimeout bounds each node (0: none).
+	NodeTimeout time.Duration
+	// Trace records a per-node timeline in Result.Trace.
+	Trace bool
+}
+
+// Place says where a node ran.
+type Place string
+
+// Places of NodeTrace.
+const (
+	PlaceIO     Place = "io"     // its own goroutine (IO nodes)
+	PlacePool   Place = "pool"   // handed to the CPU pool
+	PlaceInline Place = "inline" // on the goroutine that readied it
+	PlaceFused  Place = "fused"  // kept on the pool slot of the CPU node before it
+)
+
+// NodeTrace is one node's line of the timeline.
+type NodeTrace struct {
+	NodeID     string        `json:"node_id"`
+	Op         string        `json:"op"`
+	Kind       string        `json:"kind"`
+	Place      Place         `json:"place"`
+	Start      time.Duration `json:"start_us"`
+	End        time.Duration `json:"end_us"`
+	RowsIn     int           `json:"rows_in"`
+	RowsOut    int           `json:"rows_out"`
+	RoundTrips int           `json:"redis_round_trips"`
+	Err        string        `json:"error,omitempty"`
+	ran        bool
+}
+
+// Result is a finished run.
+type Result struct {
+	// Outputs are the plan's output row sets, in the plan's order.
+	Outputs []batch.RowSet
+	// Trace is the per-node timeline (RunOptions.Trace), in plan order;
+	// nodes that never started are absent.
+	Trace []NodeTrace
+	// CriticalRoundTrips is the most dependent Redis round trips on any
+	// path of the DAG: the lower bound of the run's latency in RTTs.
+	CriticalRoundTrips int
+	// Elapsed is the run's wall time.
+	Elapsed time.Duration
+}
+
+// Rows is the number of output rows.
+func (r *Result) Rows() int {
+	n := 0
+	for _, o := range r.Outputs {
+		n += o.Len()
+	}
+	return n
+}
+
+type run struct {
+	e    *Engine
+	c    *Compiled
+	req  *Request
+	opts RunOptions
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	start  time.Time
+
+	results []batch.RowSet
+	pending []atomic.Int32
+	left    atomic.Int32
+	rtts    []int
+
+	done chan struct{}
+	once sync.Once
+	err  error
+
+	traceMu sync.Mutex
+	traces  []NodeTrace
+}
+
+type nodeRun struct {
+	r          *run
+	n          *Node
+	roundTrips int
+}
+
+// Run executes c for req. It returns at the first failure, cancelling
+// every node still in flight (their goroutines end on their own, soon).
+func (e *Engine) Run(ctx context.Context, c *Compiled, req *Request, opts RunOptions) (*Result, error) {
+	if req == nil {
+		req = &Request{}
+	}
+	if opts.Deadline > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, opts.Deadline, ErrDeadlineExceeded)
+		defer cancelT()
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &run{
+		e: e, c: c, req: req, opts: opts, ctx: rctx, cancel: cancel, start: e.cfg.Now(),
+		results: make([]batch.RowSet, len(c.Nodes)), pending: make([]atomic.Int32, len(c.Nodes)),
+		rtts: make([]int, len(c.Nodes)), done: make(chan struct{}),
+	}
+	if opts.Trace {
+		r.traces = make([]NodeTrace, len(c.Nodes))
+	}
+	for i, n := range c.Nodes {
+		r.pending[i].Store(int32(len(n.Deps)))
+	}
+	r.left.Store(int32(len(c.Nodes)))
+	if err := rctx.Err(); err != nil {
+		return nil, causeOf(rctx)
+	}
+	if len(c.Nodes) == 0 {
+		r.finish()
+	}
+	for _, s := range c.Sources {
+		r.dispatch(s)
+	}
+	select {
+	case <-r.done:
+	case <-rctx.Done():
+		r.fail(causeOf(rctx))
+	}
+	res := &Result{Elapsed: e.cfg.Now().Sub(r.start)}
+	if opts.Trace {
+		r.traceMu.Lock()
+		for _, t := range r.traces {
+			if t.ran {
+				res.Trace = append(res.Trace, t)
+			}
+		}
+		r.traceMu.Unlock()
+	}
+	if r.err != nil {
+		return res, r.err
+	}
+	for _, o := range c.Outputs {
+		res.Outputs = append(res.Outputs, r.results[o])
+	}
+	res.CriticalRoundTrips = r.criticalPath()
+	return res, nil
+}
+
+func causeOf(ctx context.Context) error {
+	if c := context.Cause(ctx); c != nil {
+		return c
+	}
+	return ctx.Err()
+}
+
+func (r *run) fail(err error) {
+	r.once.Do(func() {
+		r.err = err
+		r.cancel(err)
+		close(r.done)
+	})
+}
+
+func (r *run) finish() { r.once.Do(func() { close(r.done) }) }
+
+// dispatch starts node i on a goroutine of its own: IO nodes directly, CPU
+// nodes once they hold a slot of the engine's CPU pool.
+func (r *run) dispatch(i int) {
+	n := r.c.Nodes[i]
+	r.e.wg.Add(1)
+	if n.Op.Kind == KindIO || r.e.cfg.CPUPolicy == PolicyInline {
+		go func() {
+			defer r.e.wg.Done()
+			r.drive(i, false)
+		}()
+		return
+	}
+	go func() {
+		defer r.e.wg.Done()
+		select {
+		case r.e.pool <- struct{}{}:
+		case <-r.ctx.Done():
+			return
+		}
+		r.drive(i, true)
+	}()
+}
+
+// drive runs node i, then keeps running on this goroutine the successors
+// that do not pay for a hand-off; the others are dispatched.
+func (r *run) drive(i int, inPool bool) {
+	if inPool {
+		defer func() { <-r.e.pool }()
+	}
+	type item struct {
+		i     int
+		place Place
+	}
+	first := PlaceIO
+	if inPool {
+		first = PlacePool
+	} else if r.c.Nodes[i].Op.Kind == KindCPU {
+		first = PlaceInline
+	}
+	queue := []item{{i, first}}
+	for len(queue) > 0 {
+		it := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if r.ctx.Err() != nil {
+			return
+		}
+		ready := r.runNode(it.i, it.place)
+		keptCPU, keptIO := false, false
+		for _, s := range ready {
+			n := r.c.Nodes[s]
+			if n.Op.Kind == KindIO {
+				if !inPool && !keptIO {
+					// An IO goroutine carries on with the next IO node.
+					keptIO = true
+					queue = append(queue, item{s, PlaceIO})
+					continue
+				}
+				r.dispatch(s)
+				continue
+			}
+			if p, ok := r.runHere(n, inPool, &keptCPU); ok {
+				queue = append(queue, item{s, p})
+				continue
+			}
+			r.dispatch(s)
+		}
+	}
+}
+
+// runHere decides whether CPU node n runs on the current goroutine.
+func (r *run) runHere(n *Node, inPool bool, kept *bool) (Place, bool) {
+	switch r.e.cfg.CPUPolicy {
+	case PolicyInline:
+		return PlaceInline, true
+	case PolicyPool:
+		return "", false
+	}
+	if n.Op.Inline { // option A
+		return PlaceInline, true
+	}
+	if !n.Op.Expensive && r.e.cfg.InlineMaxRows >= 0 && r.inputRows(n) <= r.e.cfg.InlineMaxRows { // option B
+		return PlaceInline, true
+	}
+	if inPool && !*kept { // option C: the chain stays on this pool slot
+		*kept = true
+		return PlaceFused, true
+	}
+	return "", false
+}
+
+func (r *run) inputRows(n *Node) int {
+	rows := 0
+	for _, d := range n.Deps {
+		rows += r.results[d].Len()
+	}
+	return rows
+}
+
+// runNode runs node i and returns the successors it made ready.
+func (r *run) runNode(i int, place Place) []int {
+	n := r.c.Nodes[i]
+	in := make([]batch.RowSet, len(n.Deps))
+	rowsIn := 0
+	for k, d := range n.Deps {
+		in[k] = r.results[d]
+		rowsIn += in[k].Len()
+	}
+	var timer *time.Timer
+	if r.opts.NodeTimeout > 0 {
+		timer = time.AfterFunc(r.opts.NodeTimeout, func() { r.fail(ErrNodeTimeout) })
+	}
+	nr := &nodeRun{r: r, n: n}
+	t0 := r.e.cfg.Now()
+	out, err := r.safeExec(nr, in)
+	t1 := r.e.cfg.Now()
+	if timer != nil {
+		timer.Stop()
+	}
+	if err != nil {
+		if r.ctx.Err() != nil {
+			err = causeOf(r.ctx)
+		} else {
+			err = &NodeError{NodeID: n.ID, Op: n.Op.Name, Err: err}
+		}
+	}
+	if r.traces != nil {
+		t := NodeTrace{NodeID: n.ID, Op: n.Op.Name, Kind: n.Op.Kind.String(), Place: place,
+			Start: t0.Sub(r.start), End: t1.Sub(r.start), RowsIn: rowsIn, RoundTrips: nr.roundTrips, ran: true}
+		if err != nil {
+			t.Err = err.Error()
+		} else {
+			t.RowsOut = out.Len()
+		}
+		r.traceMu.Lock()
+		r.traces[i] = t
+		r.traceMu.Unlock()
+	}
+	if err != nil {
+		r.fail(err)
+		return nil
+	}
+	r.results[i] = out
+	r.rtts[i] = nr.roundTrips
+	var ready []int
+	for _, s := range n.Succ {
+		if r.pending[s].Add(-1) == 0 {
+			ready = append(ready, s)
+		}
+	}
+	if r.left.Add(-1) == 0 {
+		r.finish()
+	}
+	return ready
+}
+
+// safeExec runs a node's exec, turning a panic into an error.
+func (r *run) safeExec(nr *nodeRun, in []batch.RowSet) (out batch.RowSet, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in op %s: %v", nr.n.Op.Name, p)
+		}
+	}()
+	return nr.n.exec(r.ctx, nr, in)
+}
+
+// criticalPath is the largest sum of round trips along a dependency path.
+func (r *run) criticalPath() int {
+	best := make([]int, len(r.c.Nodes))
+	out := 0
+	for _, i := range r.c.order {
+		b := 0
+		for _, d := range r.c.Nodes[i].Deps {
+			b = max(b, best[d])
+		}
+		best[i] = b + r.rtts[i]
+		out = max(out, best[i])
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/plan/batch"
+	"github.com/taskflow/taskflow/internal/plan/registry"
+)
+
+func buildViewer(cc *compileCtx, n *Node) (execFn, error) {
+	epID, err := cc.endpoint(n, "redis")
+	if err != nil {
+		return nil, err
+	}
+	countryKey := cc.countryKey()
+	return func(ctx context.Context, nr *nodeRun, _ []batch.RowSet) (batch.RowSet, error) {
+		ep, err := nr.r.e.endpoint(epID)
+		if err != nil {
+			return batch.RowSet{}, err
+		}
+		uid := nr.r.req.UserID
+		ids := []int64{uid}
+		countries, err := nr.hydrate(ctx, ep, ids)
+		if err != nil {
+			return batch.RowSet{}, fmt.Errorf("viewer: %w", err)
+		}
+		b := batch.New(ids)
+		if countryKey != 0 {
+			b = b.WithString(countryKey, countries)
+		}
+		return batch.Of(b), nil
+	}, nil
+}
+
+type listKind struct {
+	name    string
+	key     func(prefix string, id int64) string
+	hydrate bool
+}
+
+var (
+	listFollow         = listKind{"follow", followKey, true}
+	listRecommendation = listKind{"recommendation", recommendationKey, true}
+	listMedia          = listKind{"media", mediaKey, false}
+)
+
+// buildList builds follow, recommendation and media: one pipelined LRANGE
+// per input row (all rows in one round trip, chunked by the endpoint's
+// in-flight limit), then — for users — one pipelined round trip hydrating
+// their country.
+func buildList(kind listKind) builder {
+	return func(cc *compileCtx, n *Node) (execFn, error) {
+		epID, err := cc.endpoint(n, "redis")
+		if err != nil {
+			return nil, err
+		}
+		fanout := n.Params.int("fanout")
+		countryKey := cc.countryKey()
+		return func(ctx context.Context, nr *nodeRun, in []batch.RowSet) (batch.RowSet, error) {
+			ep, err := nr.r.e.endpoint(epID)
+			if err != nil {
+				return batch.RowSet{}, err
+			}
+			src := in[0]
+			prefix := nr.r.e.cfg.KeyPrefix
+			keys := make([]string, src.Len())
+			for i := range keys {
+				keys[i] = kind.key(prefix, src.Batch.IDs[src.Row(i)])
+			}
+			lists := make([][]string, len(keys))
+			err = nr.pipelined(ctx, ep, len(keys), func(p redis.Pipeliner, i int) redis.Cmder {
+				return p.LRange(ctx, keys[i], 0, fanout-1)
+			}, func(i int, c redis.Cmder) error {
+				v, err := c.(*redis.StringSliceCmd).Result()
+				lists[i] = v
+				return err
+			})
+			if err != nil {
+				return batch.RowSet{}, fmt.Errorf("%s: %w", kind.name, err)
+			}
+			total := 0
+			for _, l := range lists {
+				total += len(l)
+			}
+			ids := make([]int64, 0, total)
+			for _, l := range lists {
+				for _, s := range l {
+					if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+						ids = append(ids, id)
+					}
+				}
+			}
+			b := batch.New(ids)
+			if kind.hydrate && countryKey != 0 {
+				countries, err := nr.hydrate(ctx, ep, ids)
+				if err != nil {
+					return batch.RowSet{}, fmt.Errorf("%s: %w", kind.name, err)
+				}
+				b = b.WithString(countryKey, countries)
+			}
+			return batch.Of(b), nil
+		}, nil
+	}
+}
+
+// countryKey is the key id hydrated from the user hash (0: none registered).
+func (cc *compileCtx) countryKey() int {
+	if k := cc.reg.KeysByName["country"]; k != nil && k.Type == registry.TypeString {
+		return k.ID
+	}
+	return 0
+}
+
+// hydrate reads the country of each user id, pipelined.
+func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) (*batch.StringCol, error) {
+	col := &batch.StringCol{Vals: make([]string, len(ids)), Valid: make([]bool, len(ids))}
+	prefix := nr.r.e.cfg.KeyPrefix
+	err := nr.pipelined(ctx, ep, len(ids), func(p redis.Pipeliner, i int) redis.Cmder {
+		return p.HGet(ctx, userKey(prefix, ids[i]), countryField)
+	}, func(i int, c redis.Cmder) error {
+		v, err := c.(*redis.StringCmd).Result()
+		if errors.Is(err, redis.Nil) {
+			return nil
+		}
+		col.Vals[i], col.Valid[i] = v, err == nil
+		return err
+	})
+	return col, err
+}
+
+// pipelined sends n commands to ep in pipelines of at most ep.chunk
+// commands, all chunks at once under the endpoint's in-flight limit, and
+// counts one dependent round trip for the node.
+func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
+	add func(p redis.Pipeliner, i int) redis.Cmder, read func(i int, c redis.Cmder) error) error {
+	if n == 0 {
+		return nil
+	}
+	nr.roundTrips++
+	one := func(lo, hi int) error {
+		if err := ep.limit.acquire(ctx, int64(hi-lo)); err != nil {
+			return err
+		}
+		defer ep.limit.release(int64(hi - lo))
+		cctx, cancel := context.WithTimeout(ctx, ep.timeout)
+		defer cancel()
+		p := ep.client.Pipeline()
+		cmds := make([]redis.Cmder, hi-lo)
+		for i := lo; i < hi; i++ {
+			cmds[i-lo] = add(p, i)
+		}
+		if _, err := p.Exec(cctx); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		for i, c := range cmds {
+			if err := read(lo+i, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if n <= ep.chunk {
+		return one(0, n)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, (n+ep.chunk-1)/ep.chunk)
+	for c := range errs {
+		lo, hi := c*ep.chunk, min((c+1)*ep.chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[c] = one(lo, hi)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func buildSleep(_ *compileCtx, n *Node) (execFn, error) {
+	d := time.Duration(n.Params.int("duration_ms")) * time.Millisecond
+	failAfter := n.Params.bool("fail_after_sleep")
+	return func(ctx context.Context, _ *nodeRun, in []batch.RowSet) (batch.RowSet, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return batch.RowSet{}, ctx.Err()
+		}
+		if failAfter {
+			return batch.RowSet{}, errors.New("sleep: failed after sleeping (fail_after_sleep)")
+		}
+		return in[0], nil
+	}, nil
+}
+
+func buildFixedSource(_ *compileCtx, n *Node) (execFn, error) {
+	count := n.Params.int("row_count")
+	return func(context.Context, *nodeRun, []batch.RowSet) (batch.RowSet, error) {
+		ids := make([]int64, count)
+		for i := range ids {
+			ids[i] = int64(i + 1)
+		}
+		return batch.Of(batch.New(ids)), nil
+	}, nil
+}
