@@ -1,0 +1,67 @@
+package stream
+
+// Keys builds the name of every stream of spec 003 §2 under one configurable
+// namespace. All names carry the hash tag {namespace}, the same tag the
+// store's keys carry, so a script may touch a task and its streams in one
+// Redis Cluster slot.
+//
+// With the default namespace "taskflow" the create stream is
+// "{taskflow}:agent:stream:task.create"; docs/protocol.md lists them all.
+type Keys struct {
+	ns string // "{namespace}:"
+}
+
+// NewKeys returns the stream names of namespace ("" means "taskflow").
+func NewKeys(namespace string) Keys {
+	if namespace == "" {
+		namespace = "taskflow"
+	}
+	return Keys{ns: "{" + namespace + "}:"}
+}
+
+// Prefix is the namespace prefix every name starts with ("{taskflow}:").
+func (k Keys) Prefix() string { return k.ns }
+
+// Create is agent:stream:task.create (STREAM, agent → services): one
+// task.create event per dispatched attempt.
+func (k Keys) Create() string { return k.ns + "agent:stream:task.create" }
+
+// Completed is agent:stream:task.completed (STREAM, services → agent).
+func (k Keys) Completed() string { return k.ns + "agent:stream:task.completed" }
+
+// Failed is agent:stream:task.failed (STREAM, services → agent).
+func (k Keys) Failed() string { return k.ns + "agent:stream:task.failed" }
+
+// Timeout is agent:stream:task.timeout (STREAM, timeout job → agent).
+func (k Keys) Timeout() string { return k.ns + "agent:stream:task.timeout" }
+
+// DLQ is agent:stream:task.dlq (STREAM): tasks that failed for good, kept
+// 7 days for manual review.
+func (k Keys) DLQ() string { return k.ns + "agent:stream:task.dlq" }
+
+// Progress is agent:stream:task.progress (STREAM, services → agent, capped):
+// progress reports and heartbeats of running tasks. An extension of spec 003.
+func (k Keys) Progress() string { return k.ns + "agent:stream:task.progress" }
+
+// Cancel is agent:stream:task.cancel (STREAM, agent → services): cancel
+// requests of running tasks, read by every service worker without a group.
+// An extension of spec 003.
+func (k Keys) Cancel() string { return k.ns + "agent:stream:task.cancel" }
+
+// Responses are the streams the agent-group consumes (spec 003 §4), plus
+// progress.
+func (k Keys) Responses() []string {
+	return []string{k.Completed(), k.Failed(), k.Timeout(), k.Progress()}
+}
+
+// All lists every stream of the package.
+func (k Keys) All() []string {
+	return []string{k.Create(), k.Completed(), k.Failed(), k.Timeout(), k.DLQ(), k.Progress(), k.Cancel()}
+}
+
+// ServiceGroup is the consumer group of a service on the create stream
+// ({service}-group, spec 003 §4).
+func ServiceGroup(service string) string { return service + "-group" }
+
+// AgentGroup is the orchestrator's consumer group on the response streams.
+const AgentGroup = "agent-group"
