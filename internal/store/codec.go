@@ -1,0 +1,136 @@
+package store
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Task hash fields. Times are unix milliseconds; error_history holds one
+// JSON record per line; state_history holds "ms,FROM,TO,cause" entries
+// separated by ";" (cheap to append inside a script).
+const (
+	fID         = "task_id"
+	fType       = "task_type"
+	fState      = "state"
+	fContent    = "content"
+	fParams     = "params"
+	fSession    = "session_id"
+	fPriority   = "priority"
+	fTimeout    = "timeout_ms"
+	fRetryCount = "retry_count"
+	fMaxRetries = "max_retries"
+	fLastError  = "last_error"
+	fErrorType  = "error_type"
+	fRetryAfter = "retry_after"
+	fCreated    = "created_at"
+	fUpdated    = "updated_at"
+	fStarted    = "started_at"
+	fCompleted  = "completed_at"
+	fResult     = "result"
+	fWorker     = "worker"
+	fLease      = "lease"
+	fErrHist    = "error_history"
+	fStateHist  = "state_history"
+	fNotBefore  = "not_before"
+	fCancelReq  = "cancel_requested"
+)
+
+// errorRecord is an error_history line as stored.
+type errorRecord struct {
+	AtMS      int64  `json:"at_ms"`
+	Attempt   int    `json:"attempt"`
+	ErrorType string `json:"error_type"`
+	Message   string `json:"message"`
+	Worker    string `json:"worker,omitempty"`
+}
+
+func encodeErrorRecord(r task.ErrorRecord) string {
+	b, _ := json.Marshal(errorRecord{AtMS: ms(r.At), Attempt: r.Attempt, ErrorType: r.ErrorType, Message: r.Message, Worker: r.Worker})
+	return string(b)
+}
+
+func msTime(v string) time.Time {
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return time.UnixMilli(n).UTC()
+}
+
+func optTime(v string) *time.Time {
+	if v == "" {
+		return nil
+	}
+	t := msTime(v)
+	return &t
+}
+
+func atoi(v string) int { n, _ := strconv.Atoi(v); return n }
+
+// decodeTask builds a Task from its hash; ok is false for an empty hash.
+func decodeTask(h map[string]string) (*task.Task, bool) {
+	if len(h) == 0 || h[fState] == "" {
+		return nil, false
+	}
+	t := &task.Task{
+		ID:          h[fID],
+		Type:        h[fType],
+		State:       task.State(h[fState]),
+		Content:     h[fContent],
+		SessionID:   h[fSession],
+		Priority:    task.Priority(h[fPriority]),
+		Timeout:     time.Duration(atoi(h[fTimeout])) * time.Millisecond,
+		RetryCount:  atoi(h[fRetryCount]),
+		MaxRetries:  atoi(h[fMaxRetries]),
+		LastError:   h[fLastError],
+		ErrorType:   h[fErrorType],
+		RetryAfter:  optTime(h[fRetryAfter]),
+		CreatedAt:   msTime(h[fCreated]),
+		UpdatedAt:   msTime(h[fUpdated]),
+		StartedAt:   optTime(h[fStarted]),
+		CompletedAt: optTime(h[fCompleted]),
+		Worker:      h[fWorker],
+		Lease:       h[fLease],
+	}
+	if p := h[fParams]; p != "" {
+		t.Params = json.RawMessage(p)
+	}
+	if r := h[fResult]; r != "" {
+		t.Result = json.RawMessage(r)
+	}
+	t.ErrorHistory = decodeErrorHistory(h[fErrHist])
+	t.StateHistory = decodeStateHistory(h[fStateHist])
+	return t, true
+}
+
+func decodeErrorHistory(s string) []task.ErrorRecord {
+	out := []task.ErrorRecord{}
+	for _, line := range strings.Split(s, "\n") {
+		if line == "" {
+			continue
+		}
+		var r errorRecord
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			out = append(out, task.ErrorRecord{Message: line})
+			continue
+		}
+		out = append(out, task.ErrorRecord{At: time.UnixMilli(r.AtMS).UTC(), Attempt: r.Attempt, ErrorType: r.ErrorType, Message: r.Message, Worker: r.Worker})
+	}
+	return out
+}
+
+func decodeStateHistory(s string) []task.StateChange {
+	out := []task.StateChange{}
+	for _, e := range strings.Split(s, ";") {
+		if e == "" {
+			continue
+		}
+		p := strings.SplitN(e, ",", 4)
+		for len(p) < 4 {
+			p = append(p, "")
+		}
+		out = append(out, task.StateChange{At: msTime(p[0]), From: task.State(p[1]), To: task.State(p[2]), Cause: p[3]})
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/clock"
+)
+
+// Config configures a Store. The zero value plus WithDefaults is usable;
+// names in parentheses are spec 001's Settings.
+type Config struct {
+	// Namespace prefixes every key as "{Namespace}:..." (a Redis Cluster
+	// hash tag). Default "taskflow". Must not contain '{' or '}'.
+	Namespace string
+	// Clock gives "now" to every transition. Default clock.Real{}.
+	Clock clock.Clock
+	// DefaultMaxRetries (MAX_RETRIES) applies when a task sets none. Default 3.
+	DefaultMaxRetries int
+	// MaxTaskAge (MAX_TASK_AGE): a PENDING task older than this at pickup,
+	// or a FAILED one when its retry is due, goes to the DLQ. Default 1h;
+	// negative disables the rule.
+	MaxTaskAge time.Duration
+	// RetryRatio (DEFAULT_RETRY_RATIO): share of fetches served from the
+	// retry queue first while it holds fewer than RetryQueueWarning tasks.
+	// Default 0.3.
+	RetryRatio float64
+	// RetryRatioWarning: the share between RetryQueueWarning and
+	// RetryQueueCritical tasks. Default 0.2.
+	RetryRatioWarning float64
+	// RetryRatioCritical: the share above RetryQueueCritical. Default 0.1.
+	RetryRatioCritical float64
+	// RetryQueueWarning (RETRY_QUEUE_WARNING). Default 1000.
+	RetryQueueWarning int
+	// RetryQueueCritical (RETRY_QUEUE_CRITICAL). Default 5000.
+	RetryQueueCritical int
+	// PriorityWeights are the shares of high, normal and low priority in
+	// what is fetched from the primary queues when all three hold tasks.
+	// Default {6, 3, 1}.
+	PriorityWeights [3]int
+	// EventStreamMaxLen caps the lifecycle event stream (approximate
+	// MAXLEN, in stream entries; one entry holds the events of one script
+	// call). Default 100000.
+	EventStreamMaxLen int64
+	// EnqueueChunk is the most tasks one enqueue script call writes; a
+	// larger batch is split (each chunk is atomic). Default 500.
+	EnqueueChunk int
+}
+
+// WithDefaults returns c with every unset field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = "taskflow"
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.DefaultMaxRetries == 0 {
+		c.DefaultMaxRetries = 3
+	}
+	if c.MaxTaskAge == 0 {
+		c.MaxTaskAge = time.Hour
+	}
+	if c.RetryRatio == 0 {
+		c.RetryRatio = 0.3
+	}
+	if c.RetryRatioWarning == 0 {
+		c.RetryRatioWarning = 0.2
+	}
+	if c.RetryRatioCritical == 0 {
+		c.RetryRatioCritical = 0.1
+	}
+	if c.RetryQueueWarning == 0 {
+		c.RetryQueueWarning = 1000
+	}
+	if c.RetryQueueCritical == 0 {
+		c.RetryQueueCritical = 5000
+	}
+	if c.PriorityWeights == [3]int{} {
+		c.PriorityWeights = [3]int{6, 3, 1}
+	}
+	if c.EventStreamMaxLen == 0 {
+		c.EventStreamMaxLen = 100000
+	}
+	if c.EnqueueChunk == 0 {
+		c.EnqueueChunk = 500
+	}
+	return c
+}
+
+// Validate says in words what is wrong with c (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	if strings.ContainsAny(c.Namespace, "{}") {
+		errs = append(errs, fmt.Errorf("store: Namespace %q must not contain { or }", c.Namespace))
+	}
+	if c.DefaultMaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("store: DefaultMaxRetries %d must be >= 0", c.DefaultMaxRetries))
+	}
+	for name, r := range map[string]float64{"RetryRatio": c.RetryRatio, "RetryRatioWarning": c.RetryRatioWarning, "RetryRatioCritical": c.RetryRatioCritical} {
+		if r < 0 || r > 1 {
+			errs = append(errs, fmt.Errorf("store: %s %v must be within [0, 1]", name, r))
+		}
+	}
+	if c.RetryQueueWarning < 0 || c.RetryQueueCritical < c.RetryQueueWarning {
+		errs = append(errs, fmt.Errorf("store: need 0 <= RetryQueueWarning (%d) <= RetryQueueCritical (%d)", c.RetryQueueWarning, c.RetryQueueCritical))
+	}
+	sum := 0
+	for _, w := range c.PriorityWeights {
+		if w < 0 {
+			errs = append(errs, fmt.Errorf("store: PriorityWeights %v must not be negative", c.PriorityWeights))
+		}
+		sum += w
+	}
+	if sum == 0 {
+		errs = append(errs, errors.New("store: PriorityWeights must not all be zero"))
+	}
+	if c.EventStreamMaxLen < 1 {
+		errs = append(errs, fmt.Errorf("store: EventStreamMaxLen %d must be >= 1", c.EventStreamMaxLen))
+	}
+	if c.EnqueueChunk < 1 || c.EnqueueChunk > 2000 {
+		errs = append(errs, fmt.Errorf("store: EnqueueChunk %d must be within [1, 2000]", c.EnqueueChunk))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// EnqueueRequest describes a task to create. Only Type is required.
+type EnqueueRequest struct {
+	// ID is a caller-chosen task id; empty means a new UUIDv7. An id that
+	// exists already fails with task.ErrDuplicateTaskID.
+	ID string
+	// Type is the task_type a worker handler is registered for.
+	Type string
+	// Content is the task's input text (spec 001's content).
+	Content string
+	// Params is a JSON value for the handler (spec 003's parameters).
+	Params json.RawMessage
+	// SessionID is the session that owns the task (spec 003), if any.
+	SessionID string
+	// Priority chooses the primary queue; empty means normal.
+	Priority task.Priority
+	// Timeout bounds one attempt (the handler's context deadline); 0 means
+	// the worker's default.
+	Timeout time.Duration
+	// MaxRetries overrides the store's DefaultMaxRetries when not nil.
+	MaxRetries *int
+	// RunAt delays the first run: a future time puts the task in
+	// tasks:scheduled, moved to its primary queue when due.
+	RunAt time.Time
+}
+
+const maxIDLen = 200
+
+func validID(id string) error {
+	if id == "" || len(id) > maxIDLen {
+		return &ValidationError{Field: "task_id", Reason: fmt.Sprintf("must be 1 to %d characters", maxIDLen)}
+	}
+	for _, r := range id {
+		if r <= ' ' || r == 0x7f || strings.ContainsRune("{},;", r) {
+			return &ValidationError{Field: "task_id", Reason: fmt.Sprintf("must not contain spaces, control characters or any of {},; (got %q)", id)}
+		}
+	}
+	return nil
+}
+
+func (s *Store) prepare(r EnqueueRequest) (EnqueueRequest, error) {
+	if strings.TrimSpace(r.Type) == "" {
+		return r, &ValidationError{Field: "task_type", Reason: "is required"}
+	}
+	if len(r.Type) > 200 || strings.ContainsAny(r.Type, "\x1e\x1f") {
+		return r, &ValidationError{Field: "task_type", Reason: "must be at most 200 characters without control separators"}
+	}
+	if strings.ContainsAny(r.SessionID, "\x1e\x1f") || len(r.SessionID) > 200 {
+		return r, &ValidationError{Field: "session_id", Reason: "must be at most 200 characters without control separators"}
+	}
+	if r.ID == "" {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return r, fmt.Errorf("store: new task id: %w", err)
+		}
+		r.ID = id.String()
+	} else if err := validID(r.ID); err != nil {
+		return r, err
+	}
+	p, err := task.ParsePriority(string(r.Priority))
+	if err != nil {
+		return r, &ValidationError{Field: "priority", Reason: err.Error()}
+	}
+	r.Priority = p
+	if len(r.Params) > 0 && !json.Valid(r.Params) {
+		return r, &ValidationError{Field: "params", Reason: "must be valid JSON"}
+	}
+	if r.Timeout < 0 {
+		return r, &ValidationError{Field: "timeout", Reason: "must not be negative"}
+	}
+	if r.MaxRetries != nil && *r.MaxRetries < 0 {
+		return r, &ValidationError{Field: "max_retries", Reason: "must not be negative"}
+	}
+	return r, nil
+}
+
+// Enqueue creates one task in PENDING and queues it (or schedules it when
+// RunAt is in the future). It returns the task as stored.
+func (s *Store) Enqueue(ctx context.Context, r EnqueueRequest) (*task.Task, error) {
+	out, err := s.EnqueueBatch(ctx, []EnqueueRequest{r})
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// EnqueueBatch creates many tasks with one script call per EnqueueChunk
+// tasks. Each chunk is all-or-nothing: a duplicate id fails its chunk with
+// task.ErrDuplicateTaskID (earlier chunks stay created); a request that
+// does not validate fails the whole batch before anything is written, with
+// a *ValidationError whose Field is prefixed by the request's index
+// ("[3].task_type") when there are several.
+func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*task.Task, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	prepared := make([]EnqueueRequest, len(reqs))
+	seen := make(map[string]struct{}, len(reqs))
+	for i, r := range reqs {
+		p, err := s.prepare(r)
+		if err != nil {
+			if ve, ok := err.(*ValidationError); ok && len(reqs) > 1 {
+				return nil, &ValidationError{Field: fmt.Sprintf("[%d].%s", i, ve.Field), Reason: ve.Reason}
+			}
+			return nil, err
+		}
+		if _, dup := seen[p.ID]; dup {
+			return nil, fmt.Errorf("task %s appears twice in the batch: %w", p.ID, task.ErrDuplicateTaskID)
+		}
+		seen[p.ID] = struct{}{}
+		prepared[i] = p
+	}
+	now := s.cfg.Clock.Now()
+	nowMS := ms(now)
+	out := make([]*task.Task, 0, len(prepared))
+	for start := 0; start < len(prepared); start += s.cfg.EnqueueChunk {
+		chunk := prepared[start:min(start+s.cfg.EnqueueChunk, len(prepared))]
+		keys := make([]string, 0, 7+len(chunk))
+		keys = append(keys, s.keys.stateIndex(task.StatePending), s.keys.scheduled(), s.keys.events(), s.keys.wake(),
+			s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow))
+		args := make([]any, 0, 3+len(chunk)*14)
+		args = append(args, nowMS, s.cfg.EventStreamMaxLen, len(chunk))
+		for _, r := range chunk {
+			keys = append(keys, s.keys.task(r.ID))
+			runAt := int64(0)
+			if r.RunAt.After(now) {
+				runAt = ms(r.RunAt)
+			}
+			maxRetries := s.cfg.DefaultMaxRetries
+			if r.MaxRetries != nil {
+				maxRetries = *r.MaxRetries
+			}
+			fields := []any{fMaxRetries, strconv.Itoa(maxRetries)}
+			if r.Content != "" {
+				fields = append(fields, fContent, r.Content)
+			}
+			if len(r.Params) > 0 {
+				fields = append(fields, fParams, string(r.Params))
+			}
+			if r.Timeout > 0 {
+				fields = append(fields, fTimeout, r.Timeout.Milliseconds())
+			}
+			args = append(args, r.ID, string(r.Priority), runAt, r.Type, r.SessionID, len(fields)/2)
+			args = append(args, fields...)
+		}
+		if err := scriptEnqueue.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
+			return out, scriptErr("", err)
+		}
+		for _, r := range chunk {
+			out = append(out, s.created(r, now))
+		}
+	}
+	return out, nil
+}
+
+// created is the Task as enqueue wrote it.
+func (s *Store) created(r EnqueueRequest, now time.Time) *task.Task {
+	now = time.UnixMilli(ms(now)).UTC()
+	maxRetries := s.cfg.DefaultMaxRetries
+	if r.MaxRetries != nil {
+		maxRetries = *r.MaxRetries
+	}
+	return &task.Task{
+		ID: r.ID, Type: r.Type, State: task.StatePending, Content: r.Content, Params: r.Params,
+		SessionID: r.SessionID, Priority: r.Priority, Timeout: r.Timeout.Truncate(time.Millisecond),
+		MaxRetries: maxRetries, CreatedAt: now, UpdatedAt: now,
+		ErrorHistory: []task.ErrorRecord{},
+		StateHistory: []task.StateChange{{At: now, To: task.StatePending, Cause: "created"}},
+	}
+}

@@ -1,0 +1,83 @@
+package store
+
+import "github.com/taskflow/taskflow/internal/task"
+
+// keys builds every Redis key name the engine uses. All keys of one
+// namespace share the hash tag {namespace}, so every script touches a single
+// Redis Cluster slot. Names follow spec 001 under that prefix.
+//
+// Per-task keys (task:<id>, dlq:task:<id>) are passed to the scripts that
+// pop ids from a queue (fetch, promote, reap, sweep) as a key *prefix* in
+// KEYS: those scripts learn the ids only when they pop them. The prefix
+// carries the hash tag, so the derived keys live in the same slot.
+type keys struct {
+	ns string // "{namespace}:"
+}
+
+func newKeys(namespace string) keys { return keys{ns: "{" + namespace + "}:"} }
+
+// task is the task hash (HASH): the single source of truth about one task.
+func (k keys) task(id string) string { return k.ns + "task:" + id }
+
+// taskPrefix is task(id) without the id (for scripts that pop ids).
+func (k keys) taskPrefix() string { return k.ns + "task:" }
+
+// primary is a primary pending queue (LIST, RPUSH + LPOP = FIFO), one per
+// priority; normal priority keeps spec 001's name tasks:pending:primary.
+func (k keys) primary(p task.Priority) string {
+	switch p {
+	case task.PriorityHigh:
+		return k.ns + "tasks:pending:primary:high"
+	case task.PriorityLow:
+		return k.ns + "tasks:pending:primary:low"
+	}
+	return k.ns + "tasks:pending:primary"
+}
+
+// retry is the retry queue (LIST, FIFO): tasks whose retry delay is over.
+func (k keys) retry() string { return k.ns + "tasks:pending:retry" }
+
+// scheduled holds delayed work (ZSET id → due unix ms): FAILED tasks
+// waiting for their retry, delayed first runs and breaker waits (PENDING).
+func (k keys) scheduled() string { return k.ns + "tasks:scheduled" }
+
+// active is the lease set (ZSET id → lease deadline unix ms). It is also the
+// ACTIVE state index.
+func (k keys) active() string { return k.ns + "tasks:active" }
+
+// stateIndex is the per-state index (ZSET id → unix ms the task entered the
+// state); ACTIVE uses the lease set. ZCARD gives the per-state counts.
+func (k keys) stateIndex(s task.State) string {
+	if s == task.StateActive {
+		return k.active()
+	}
+	return k.ns + "tasks:state:" + string(s)
+}
+
+// dlq is spec 001's dead-letter list (LIST of ids, newest first).
+func (k keys) dlq() string { return k.ns + "dlq:tasks" }
+
+// dlqTask is the failure snapshot of a dead-lettered task (HASH).
+func (k keys) dlqTask(id string) string { return k.ns + "dlq:task:" + id }
+
+// dlqPrefix is dlqTask(id) without the id.
+func (k keys) dlqPrefix() string { return k.ns + "dlq:task:" }
+
+// events is the lifecycle event stream (STREAM, capped); each entry holds
+// the events of one script call.
+func (k keys) events() string { return k.ns + "events" }
+
+// wake is the wake-up list (LIST) idle workers block on; enqueues and
+// promotions push a token when it is empty.
+func (k keys) wake() string { return k.ns + "tasks:wake" }
+
+// cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
+// tasks are announced (a channel, not a key).
+func (k keys) cancelChannel() string { return k.ns + "cancel" }
+
+// workers is the worker registry (ZSET worker id → last heartbeat unix ms).
+func (k keys) workers() string { return k.ns + "workers" }
+
+// worker is one worker's info (HASH: started, concurrency, breaker states
+// as JSON per dependency), expiring when the worker stops heartbeating.
+func (k keys) worker(id string) string { return k.ns + "worker:" + id }

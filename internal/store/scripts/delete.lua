@@ -1,0 +1,22 @@
+-- delete: remove a task that is not ACTIVE, with every index and queue
+-- entry that names it. An ACTIVE task is refused (cancel it first): its
+-- worker still holds it.
+-- KEYS[1] task KEYS[2] dlq snapshot KEYS[3] dlq list KEYS[4] scheduled
+-- KEYS[5] primary:high KEYS[6] primary KEYS[7] primary:low KEYS[8] retry
+-- KEYS[9..15] state indexes PENDING, ACTIVE, COMPLETED, FAILED, DLQ, TIMEOUT, CANCELLED
+local f = redis.call('HMGET', KEYS[1], 'state', 'queue', 'priority', 'task_id')
+if not f[1] then return redis.error_reply('NOTFOUND') end
+if f[1] == 'ACTIVE' then return redis.error_reply('STATE ACTIVE') end
+local id = f[4]
+if f[1] == 'PENDING' then
+  if redis.call('ZREM', KEYS[4], id) == 0 then
+    redis.call('LREM', queue_for(f[2], f[3], KEYS[5], KEYS[6], KEYS[7], KEYS[8]), 1, id)
+  end
+elseif f[1] == 'FAILED' then
+  redis.call('ZREM', KEYS[4], id)
+elseif f[1] == 'DLQ' then
+  redis.call('LREM', KEYS[3], 0, id)
+end
+for i = 9, 15 do redis.call('ZREM', KEYS[i], id) end
+redis.call('DEL', KEYS[1], KEYS[2])
+return f[1]

@@ -1,0 +1,52 @@
+-- lib.lua is prepended to every script (see scripts.go): helpers shared by
+-- the transitions. Times are unix milliseconds passed in ARGV.
+
+-- hist appends one state-history entry "ms,FROM,TO,cause" (";"-separated).
+local function hist(old, now, from, to, cause)
+  local e = now .. ',' .. from .. ',' .. to .. ',' .. (cause or '')
+  if old and old ~= '' then return old .. ';' .. e end
+  return e
+end
+
+-- Lifecycle events of this call, written as ONE stream entry at the end:
+-- records separated by \30, fields by \31 (id, from, to, ms, type, session).
+local __events = {}
+local function ev(id, from, to, now, ttype, sess)
+  __events[#__events + 1] = id .. '\31' .. from .. '\31' .. to .. '\31' .. now .. '\31' .. (ttype or '') .. '\31' .. (sess or '')
+end
+local function flush_events(stream, maxlen)
+  if #__events > 0 then
+    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'e', table.concat(__events, '\30'))
+  end
+end
+
+-- queue_for returns the pending queue key a task goes back to: the retry
+-- queue for retries, else the primary queue of its priority.
+local function queue_for(q, prio, kh, kn, kl, kr)
+  if q == 'retry' then return kr end
+  if prio == 'high' then return kh end
+  if prio == 'low' then return kl end
+  return kn
+end
+
+-- wake pushes a wake-up token for idle workers when none is waiting.
+local function wake(k)
+  if redis.call('EXISTS', k) == 0 then redis.call('RPUSH', k, '1') end
+end
+
+-- to_dlq dead-letters a task: state, snapshot, DLQ list and index.
+-- f is a table of the task's fields read by the caller.
+local function to_dlq(tk, snapk, dlqlist, dlqidx, id, now, from, etype, msg, erec, f, cause)
+  local sh = hist(f.sh, now, from, 'DLQ', cause or etype)
+  local eh = f.eh or ''
+  if erec and erec ~= '' then
+    if eh ~= '' then eh = eh .. '\n' .. erec else eh = erec end
+  end
+  redis.call('HSET', tk, 'state', 'DLQ', 'updated_at', now, 'error_type', etype, 'last_error', msg,
+    'state_history', sh, 'error_history', eh, 'lease', '')
+  redis.call('HSET', snapk, 'task_id', id, 'task_type', f.ttype or '', 'error_type', etype, 'last_error', msg,
+    'retry_count', f.rc or '0', 'from_state', from, 'dlq_at', now)
+  redis.call('LPUSH', dlqlist, id)
+  redis.call('ZADD', dlqidx, now, id)
+  ev(id, from, 'DLQ', now, f.ttype, f.sess)
+end

@@ -1,0 +1,37 @@
+-- reap: ACTIVE tasks whose lease expired (their worker died or hung) go
+-- back to the FRONT of their queue (ACTIVE -> PENDING), or to CANCELLED
+-- when a cancel was requested. At most ARGV[2] tasks per call. Idempotent:
+-- two reapers racing each see a task once, as the lease set entry is gone.
+-- KEYS[1] active KEYS[2] pending index KEYS[3] CANCELLED index KEYS[4] events
+-- KEYS[5] wake KEYS[6] primary:high KEYS[7] primary KEYS[8] primary:low
+-- KEYS[9] retry KEYS[10] task prefix
+-- ARGV[1] now ARGV[2] limit ARGV[3] event stream maxlen
+-- Returns the ids requeued or cancelled.
+local now = tonumber(ARGV[1])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+if #ids == 0 then return {} end
+local pushed = false
+for _, id in ipairs(ids) do
+  local tk = KEYS[10] .. id
+  local f = redis.call('HMGET', tk, 'state', 'task_type', 'session_id', 'state_history', 'queue', 'priority',
+    'cancel_requested')
+  if f[1] == 'ACTIVE' then
+    if f[7] == '1' then
+      redis.call('HSET', tk, 'state', 'CANCELLED', 'lease', '', 'updated_at', now, 'completed_at', now,
+        'state_history', hist(f[4], now, 'ACTIVE', 'CANCELLED', 'lease_expired'))
+      redis.call('ZADD', KEYS[3], now, id)
+      ev(id, 'ACTIVE', 'CANCELLED', now, f[2], f[3])
+    else
+      redis.call('HSET', tk, 'state', 'PENDING', 'lease', '', 'updated_at', now,
+        'state_history', hist(f[4], now, 'ACTIVE', 'PENDING', 'lease_expired'))
+      redis.call('ZADD', KEYS[2], now, id)
+      redis.call('LPUSH', queue_for(f[5], f[6], KEYS[6], KEYS[7], KEYS[8], KEYS[9]), id)
+      ev(id, 'ACTIVE', 'PENDING', now, f[2], f[3])
+      pushed = true
+    end
+  end
+end
+redis.call('ZREM', KEYS[1], unpack(ids))
+if pushed then wake(KEYS[5]) end
+flush_events(KEYS[4], ARGV[3])
+return ids

@@ -1,0 +1,110 @@
+// Package store persists tasks in Redis and moves them between states. Each
+// transition is one Lua script (scripts/*.lua, embedded), atomic, guarded by
+// the state it starts from (and, for a task being worked on, by its lease
+// token), and safe to repeat. Every key name is built in keys.go.
+//
+// The store is the one way into the engine for the API, the workers, the
+// scheduler and (later) the external-service orchestrator.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Store is the task store on one Redis (or Redis Cluster) and namespace.
+// It is safe for concurrent use.
+type Store struct {
+	rdb  redis.UniversalClient
+	cfg  Config
+	keys keys
+}
+
+// New returns a Store over client with cfg (defaults applied). The client
+// stays owned by the caller.
+func New(client redis.UniversalClient, cfg Config) (*Store, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, errors.New("store: nil redis client")
+	}
+	return &Store{rdb: client, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
+}
+
+// Config returns the store's configuration (defaults applied).
+func (s *Store) Config() Config { return s.cfg }
+
+// Client returns the Redis client the store uses.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// EventStreamKey is the key of the lifecycle event stream (see package event).
+func (s *Store) EventStreamKey() string { return s.keys.events() }
+
+// CancelChannel is the pub/sub channel announcing cancel requests of ACTIVE
+// tasks (the payload is the task id).
+func (s *Store) CancelChannel() string { return s.keys.cancelChannel() }
+
+// ErrInvalid is wrapped by every ValidationError.
+var ErrInvalid = errors.New("invalid task request")
+
+// ValidationError names the request field that is wrong and why.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Reason) }
+
+// Unwrap returns ErrInvalid.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func (s *Store) nowMS() int64 { return ms(s.cfg.Clock.Now()) }
+
+func (s *Store) maxAgeMS() int64 {
+	if s.cfg.MaxTaskAge < 0 {
+		return 0
+	}
+	return s.cfg.MaxTaskAge.Milliseconds()
+}
+
+// scriptErr maps a script's error reply to the task package's errors.
+func scriptErr(id string, err error, want ...task.State) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case msg == "NOTFOUND":
+		return fmt.Errorf("task %s: %w", id, task.ErrNotFound)
+	case msg == "LEASE":
+		return fmt.Errorf("task %s: %w", id, task.ErrLeaseLost)
+	case strings.HasPrefix(msg, "STATE "):
+		return &task.StateError{TaskID: id, Have: task.State(strings.TrimPrefix(msg, "STATE ")), Want: want}
+	case strings.HasPrefix(msg, "DUPLICATE "):
+		return fmt.Errorf("task %s: %w", strings.TrimPrefix(msg, "DUPLICATE "), task.ErrDuplicateTaskID)
+	}
+	return fmt.Errorf("store: %w", err)
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case int64:
+		return strconv.FormatInt(x, 10)
+	}
+	return fmt.Sprint(v)
+}

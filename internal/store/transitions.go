@@ -1,0 +1,409 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// FetchRequest asks for up to N tasks for one worker.
+type FetchRequest struct {
+	// N is the most tasks to take (1..1000).
+	N int
+	// WorkerID names the worker in the task's worker field and history.
+	WorkerID string
+	// TokenPrefix makes the lease tokens of this call unique: each task's
+	// token is TokenPrefix + ":" + its position. A worker uses its id plus a
+	// call counter.
+	TokenPrefix string
+	// Lease is how long the tasks are held without a heartbeat.
+	Lease time.Duration
+}
+
+// Fetch moves up to N PENDING tasks to ACTIVE in one script call (FIFO per
+// queue, the adaptive retry ratio, priority weights) and returns them with
+// Lease set to their fencing token. A task older than MaxTaskAge at pickup
+// goes to the DLQ instead. An empty result means no queue holds a task;
+// WaitForWork blocks until one might.
+func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error) {
+	if r.N < 1 || r.N > 1000 {
+		return nil, fmt.Errorf("store: fetch N %d must be within [1, 1000]", r.N)
+	}
+	if r.Lease <= 0 {
+		return nil, errors.New("store: fetch lease must be positive")
+	}
+	now := s.nowMS()
+	w := s.cfg.PriorityWeights
+	keys := []string{
+		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow),
+		s.keys.retry(), s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.events(), s.keys.wake(),
+		s.keys.taskPrefix(), s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqPrefix(),
+	}
+	res, err := scriptFetch.Run(ctx, s.rdb, keys,
+		now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), r.TokenPrefix, r.WorkerID,
+		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, s.cfg.RetryRatio, s.cfg.RetryRatioWarning, s.cfg.RetryRatioCritical,
+		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen).Slice()
+	if err != nil {
+		if errors.Is(err, redis.Nil) {
+			return nil, nil
+		}
+		return nil, scriptErr("", err)
+	}
+	const width = 12
+	out := make([]*task.Task, 0, len(res)/width)
+	started := time.UnixMilli(now).UTC()
+	for i := 0; i+width <= len(res); i += width {
+		f := res[i : i+width]
+		t := &task.Task{
+			ID: str(f[0]), Lease: str(f[1]), Type: str(f[2]), Content: str(f[3]), SessionID: str(f[5]),
+			Priority: task.Priority(str(f[6])), State: task.StateActive, Worker: r.WorkerID,
+			Timeout:    time.Duration(atoi(str(f[7]))) * time.Millisecond,
+			RetryCount: atoi(str(f[8])), MaxRetries: atoi(str(f[9])),
+			CreatedAt: msTime(str(f[10])), UpdatedAt: started, StartedAt: &started,
+		}
+		if p := str(f[4]); p != "" {
+			t.Params = json.RawMessage(p)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// WaitForWork blocks until an enqueue, a promotion or a requeue signals
+// work (or timeout passes, or ctx ends). It consumes the wake-up token, so
+// one idle worker process wakes per signal; the fetch that follows passes
+// the token on while tasks remain. timeout is rounded up to whole seconds.
+func (s *Store) WaitForWork(ctx context.Context, timeout time.Duration) (bool, error) {
+	if timeout < time.Second {
+		timeout = time.Second
+	}
+	err := s.rdb.BLPop(ctx, timeout, s.keys.wake()).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, fmt.Errorf("store: wait for work: %w", err)
+}
+
+// Completion is one task's successful end, as a worker or an external
+// service reports it.
+type Completion struct {
+	ID     string
+	Token  string          // the lease (fencing) token of the attempt
+	Result json.RawMessage // stored as the task's result
+}
+
+// Complete moves one ACTIVE (or TIMEOUT) task to COMPLETED. token is the
+// lease token of the attempt: the worker's, or the one an orchestrator
+// recorded when it dispatched the task. Errors: task.ErrNotFound,
+// task.ErrLeaseLost, *task.StateError (e.g. completing twice).
+func (s *Store) Complete(ctx context.Context, id, token string, result json.RawMessage) error {
+	errs, err := s.CompleteBatch(ctx, []Completion{{ID: id, Token: token, Result: result}})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// CompleteBatch completes many tasks in one script call (workers flush
+// their acknowledgements this way). The returned slice holds one error (or
+// nil) per completion, in order; the second result is a Redis failure, in
+// which case nothing is known to have been applied.
+func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	keys := []string{s.keys.active(), s.keys.stateIndex(task.StateCompleted), s.keys.stateIndex(task.StateTimeout),
+		s.keys.events(), s.keys.taskPrefix()}
+	args := make([]any, 0, 2+3*len(cs))
+	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen)
+	for _, c := range cs {
+		args = append(args, c.ID, c.Token, string(c.Result))
+	}
+	res, err := scriptComplete.Run(ctx, s.rdb, keys, args...).StringSlice()
+	if err != nil {
+		return nil, scriptErr("", err)
+	}
+	if len(res) != len(cs) {
+		return nil, fmt.Errorf("store: complete answered %d codes for %d tasks", len(res), len(cs))
+	}
+	out := make([]error, len(cs))
+	for i, code := range res {
+		switch {
+		case code == "OK":
+		case code == "NOTFOUND":
+			out[i] = fmt.Errorf("task %s: %w", cs[i].ID, task.ErrNotFound)
+		case code == "LEASE":
+			out[i] = fmt.Errorf("task %s: %w", cs[i].ID, task.ErrLeaseLost)
+		case strings.HasPrefix(code, "STATE:"):
+			out[i] = &task.StateError{TaskID: cs[i].ID, Have: task.State(strings.TrimPrefix(code, "STATE:")),
+				Want: []task.State{task.StateActive, task.StateTimeout}}
+		default:
+			out[i] = fmt.Errorf("store: complete %s: unexpected answer %q", cs[i].ID, code)
+		}
+	}
+	return out, nil
+}
+
+// Failure describes one failed attempt.
+type Failure struct {
+	// ErrorType is recorded on the task (spec 001's error types).
+	ErrorType string
+	// Message is the error text (last_error and the history entry).
+	Message string
+	// Permanent sends the task to the DLQ without retrying.
+	Permanent bool
+	// RetryAt is when a retry becomes due (ignored when the task goes to
+	// the DLQ); the caller computes it from the task's retry_count with the
+	// retry package. Zero means now.
+	RetryAt time.Time
+	// Attempt is the attempt number for the history (retry_count + 1).
+	Attempt int
+	// Worker names who ran the attempt.
+	Worker string
+}
+
+// FailOutcome says where a failed task went.
+type FailOutcome struct {
+	// State is FAILED (waiting for a retry) or DLQ.
+	State task.State
+	// Reason is "retry", or why it went to the DLQ: "permanent",
+	// "max_retries" or "max_age".
+	Reason string
+}
+
+// Fail records a failed attempt of an ACTIVE (or TIMEOUT) task held with
+// token: ACTIVE → FAILED, then a scheduled retry at f.RetryAt, or FAILED →
+// DLQ when f.Permanent, retry_count >= max_retries, or the task is older
+// than MaxTaskAge (the script decides, atomically).
+func (s *Store) Fail(ctx context.Context, id, token string, f Failure) (FailOutcome, error) {
+	now := s.cfg.Clock.Now()
+	due := f.RetryAt
+	if due.IsZero() || due.Before(now) {
+		due = now
+	}
+	rec := encodeErrorRecord(task.ErrorRecord{At: now, Attempt: f.Attempt, ErrorType: f.ErrorType, Message: f.Message, Worker: f.Worker})
+	perm := 0
+	if f.Permanent {
+		perm = 1
+	}
+	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout), s.keys.stateIndex(task.StateFailed),
+		s.keys.scheduled(), s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqTask(id), s.keys.events()}
+	res, err := scriptFail.Run(ctx, s.rdb, keys, ms(now), token, perm, ms(due), f.ErrorType, f.Message, rec,
+		s.maxAgeMS(), s.cfg.EventStreamMaxLen).StringSlice()
+	if err != nil {
+		return FailOutcome{}, scriptErr(id, err, task.StateActive, task.StateTimeout)
+	}
+	return FailOutcome{State: task.State(res[0]), Reason: res[1]}, nil
+}
+
+// Release hands an ACTIVE task held with token back to PENDING without
+// spending a retry: at the front of its queue when due is zero or past
+// (graceful shutdown), else through the scheduled set (an open circuit
+// breaker). cause is recorded in the state history.
+func (s *Store) Release(ctx context.Context, id, token string, due time.Time, cause string) error {
+	dueMS := int64(0)
+	if !due.IsZero() {
+		dueMS = ms(due)
+	}
+	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.scheduled(),
+		s.keys.events(), s.keys.wake(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal),
+		s.keys.primary(task.PriorityLow), s.keys.retry()}
+	err := scriptRelease.Run(ctx, s.rdb, keys, s.nowMS(), token, dueMS, sanitizeCause(cause), s.cfg.EventStreamMaxLen).Err()
+	return scriptErr(id, err, task.StateActive)
+}
+
+// CancelActive ends an ACTIVE (or TIMEOUT) task held with token as
+// CANCELLED: the holder's handler saw the cancel request or returned
+// task.Cancel.
+func (s *Store) CancelActive(ctx context.Context, id, token, cause string) error {
+	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout),
+		s.keys.stateIndex(task.StateCancelled), s.keys.events()}
+	err := scriptCancelActive.Run(ctx, s.rdb, keys, s.nowMS(), token, sanitizeCause(cause), s.cfg.EventStreamMaxLen).Err()
+	return scriptErr(id, err, task.StateActive, task.StateTimeout)
+}
+
+// MarkTimeout moves an ACTIVE task held with token to TIMEOUT (overdue).
+// The task keeps its token, so a late Complete still moves it to
+// COMPLETED; Fail and Cancel apply too. The detector of external-service
+// timeouts (issue 4) calls it with the token recorded at dispatch.
+func (s *Store) MarkTimeout(ctx context.Context, id, token string) error {
+	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout), s.keys.events()}
+	err := scriptTimeout.Run(ctx, s.rdb, keys, s.nowMS(), token, s.cfg.EventStreamMaxLen).Err()
+	return scriptErr(id, err, task.StateActive)
+}
+
+// Lease identifies one held task.
+type Lease struct {
+	ID    string
+	Token string
+}
+
+// HeartbeatResult lists held tasks the worker must stop: Lost (the lease is
+// no longer theirs) and CancelRequested (cancel them, then CancelActive).
+type HeartbeatResult struct {
+	Lost            []string
+	CancelRequested []string
+}
+
+// Heartbeat extends the leases still held to now+lease in one call.
+func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Duration) (HeartbeatResult, error) {
+	if len(leases) == 0 {
+		return HeartbeatResult{}, nil
+	}
+	args := make([]any, 0, 1+2*len(leases))
+	args = append(args, s.nowMS()+lease.Milliseconds())
+	for _, l := range leases {
+		args = append(args, l.ID, l.Token)
+	}
+	res, err := scriptHeartbeat.Run(ctx, s.rdb, []string{s.keys.active(), s.keys.taskPrefix()}, args...).StringSlice()
+	if err != nil {
+		return HeartbeatResult{}, scriptErr("", err)
+	}
+	var hr HeartbeatResult
+	cancel := false
+	for _, id := range res {
+		switch {
+		case id == "":
+			cancel = true
+		case cancel:
+			hr.CancelRequested = append(hr.CancelRequested, id)
+		default:
+			hr.Lost = append(hr.Lost, id)
+		}
+	}
+	return hr, nil
+}
+
+// CancelOutcome says what Cancel did.
+type CancelOutcome string
+
+const (
+	// Cancelled: the task is CANCELLED now (it was PENDING or TIMEOUT).
+	Cancelled CancelOutcome = "cancelled"
+	// CancelRequested: the task is ACTIVE; its worker is told and ends it
+	// CANCELLED promptly (or the reaper does, if the worker is gone).
+	CancelRequested CancelOutcome = "requested"
+)
+
+// Cancel cancels a task: PENDING or TIMEOUT → CANCELLED at once; ACTIVE →
+// a cancel request announced to the worker holding it. Any other state is a
+// *task.StateError; an unknown id task.ErrNotFound.
+func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
+	keys := []string{s.keys.task(id), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateTimeout),
+		s.keys.stateIndex(task.StateCancelled), s.keys.scheduled(), s.keys.events(), s.keys.primary(task.PriorityHigh),
+		s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow), s.keys.retry()}
+	res, err := scriptCancel.Run(ctx, s.rdb, keys, s.nowMS(), s.keys.cancelChannel(), s.cfg.EventStreamMaxLen).Text()
+	if err != nil {
+		return "", scriptErr(id, err, task.StatePending, task.StateActive, task.StateTimeout)
+	}
+	if res == "REQUESTED" {
+		return CancelRequested, nil
+	}
+	return Cancelled, nil
+}
+
+// Retry is the manual retry of spec 001: a FAILED or DLQ task goes back to
+// PENDING in the retry queue with retry_count 0, leaving the DLQ list (and
+// its snapshot) or the scheduled set. Other states: *task.StateError.
+func (s *Store) Retry(ctx context.Context, id string) error {
+	keys := []string{s.keys.task(id), s.keys.stateIndex(task.StateFailed), s.keys.stateIndex(task.StateDLQ), s.keys.dlq(),
+		s.keys.dlqTask(id), s.keys.scheduled(), s.keys.stateIndex(task.StatePending), s.keys.retry(), s.keys.events(), s.keys.wake()}
+	err := scriptRetry.Run(ctx, s.rdb, keys, s.nowMS(), s.cfg.EventStreamMaxLen).Err()
+	return scriptErr(id, err, task.StateFailed, task.StateDLQ)
+}
+
+// Delete removes a task and every index entry naming it. An ACTIVE task is
+// refused with a *task.StateError (cancel it first: a worker holds it).
+// Delete emits no lifecycle event.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	keys := []string{s.keys.task(id), s.keys.dlqTask(id), s.keys.dlq(), s.keys.scheduled(),
+		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow), s.keys.retry()}
+	for _, st := range task.States {
+		keys = append(keys, s.keys.stateIndex(st))
+	}
+	err := scriptDelete.Run(ctx, s.rdb, keys).Err()
+	want := []task.State{task.StatePending, task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled}
+	return scriptErr(id, err, want...)
+}
+
+// PromoteDue moves up to limit due entries of the scheduled set to their
+// queues (FAILED → PENDING into the retry queue, delayed PENDING tasks into
+// their primary queue; too-old FAILED tasks to the DLQ). It returns how
+// many entries it handled; the scheduler calls it until that is < limit.
+func (s *Store) PromoteDue(ctx context.Context, limit int) (int, error) {
+	keys := []string{s.keys.scheduled(), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateFailed),
+		s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqPrefix(), s.keys.events(), s.keys.wake(),
+		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow),
+		s.keys.retry(), s.keys.taskPrefix()}
+	n, err := scriptPromote.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.maxAgeMS(), s.cfg.EventStreamMaxLen).Int()
+	if err != nil {
+		return 0, scriptErr("", err)
+	}
+	return n, nil
+}
+
+// ReapExpired returns up to limit ACTIVE tasks whose lease has expired to
+// the front of their queue (or to CANCELLED if a cancel was requested) and
+// returns their ids.
+func (s *Store) ReapExpired(ctx context.Context, limit int) ([]string, error) {
+	keys := []string{s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateCancelled),
+		s.keys.events(), s.keys.wake(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal),
+		s.keys.primary(task.PriorityLow), s.keys.retry(), s.keys.taskPrefix()}
+	ids, err := scriptReap.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.cfg.EventStreamMaxLen).StringSlice()
+	if err != nil {
+		return nil, scriptErr("", err)
+	}
+	return ids, nil
+}
+
+// RequeueOrphaned is spec 001's operator action: every ACTIVE task whose
+// lease has expired goes back to its queue now (the scheduler does the same
+// continuously). It returns the ids requeued or cancelled.
+func (s *Store) RequeueOrphaned(ctx context.Context) ([]string, error) {
+	var all []string
+	for {
+		ids, err := s.ReapExpired(ctx, 500)
+		all = append(all, ids...)
+		if err != nil || len(ids) < 500 {
+			return all, err
+		}
+	}
+}
+
+// SweepAged dead-letters up to limit PENDING tasks waiting in a queue that
+// are older than MaxTaskAge (fetch applies the rule at pickup; the
+// scheduler sweeps so that tasks nobody picks up are caught too). It
+// returns how many it dead-lettered; 0 when the rule is off.
+func (s *Store) SweepAged(ctx context.Context, limit int) (int, error) {
+	age := s.maxAgeMS()
+	if age == 0 {
+		return 0, nil
+	}
+	now := s.nowMS()
+	keys := []string{s.keys.stateIndex(task.StatePending), s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqPrefix(),
+		s.keys.events(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow),
+		s.keys.retry(), s.keys.taskPrefix(), s.keys.scheduled()}
+	n, err := scriptSweep.Run(ctx, s.rdb, keys, now, now-age, limit, age, s.cfg.EventStreamMaxLen).Int()
+	if err != nil {
+		return 0, scriptErr("", err)
+	}
+	return n, nil
+}
+
+// sanitizeCause keeps a history cause free of the history's separators.
+func sanitizeCause(c string) string {
+	return strings.NewReplacer(",", " ", ";", " ").Replace(c)
+}
