@@ -76,15 +76,22 @@ func (e *CancelError) Unwrap() error { return e.Err }
 // Cancel wraps err so the task ends CANCELLED, not retried.
 func Cancel(err error) error { return &CancelError{Err: err} }
 
-// DependencyUnavailableError says an outside dependency's circuit breaker is
-// open: the task waits (rescheduled) without spending a retry.
+// DependencyUnavailableError says an outside dependency cannot be used now
+// (its circuit breaker is open, or a fleet-wide rate limit is reached): the
+// task waits (rescheduled) without spending a retry.
 type DependencyUnavailableError struct {
 	Dependency string
 	Wait       time.Duration
+	// Reason says why; "circuit open" when empty.
+	Reason string
 }
 
 func (e *DependencyUnavailableError) Error() string {
-	return fmt.Sprintf("dependency %q unavailable (circuit open), retry in %s", e.Dependency, e.Wait)
+	reason := e.Reason
+	if reason == "" {
+		reason = "circuit open"
+	}
+	return fmt.Sprintf("dependency %q unavailable (%s), retry in %s", e.Dependency, reason, e.Wait)
 }
 
 // Sentinels returned by the store's transitions.
