@@ -1,0 +1,217 @@
+package plan_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/plan"
+)
+
+// sleepPlan: fixed_source → sleep(a) and sleep(b) in parallel → concat.
+func sleepPlan(aMS int, aFail bool, bMS int) string {
+	return fmt.Sprintf(`{"schema_version":1,"plan_name":"sleeps","nodes":[
+	 {"node_id":"src","op":"test::fixed_source","inputs":[],"params":{"row_count":2}},
+	 {"node_id":"a","op":"test::sleep","inputs":["src"],"params":{"duration_ms":%d,"fail_after_sleep":%t}},
+	 {"node_id":"b","op":"test::sleep","inputs":["src"],"params":{"duration_ms":%d}},
+	 {"node_id":"c","op":"core::concat","inputs":["a"],"params":{"rhs":"b"}}],"outputs":["c"]}`, aMS, aFail, bMS)
+}
+
+// TestDeadlineTimeoutFailFast is the deadline / node-timeout / fail-fast
+// matrix. "Long" sleeps are 30 s: a run that waited for one would blow the
+// test's budget, so returning at all proves the cancellation.
+func TestDeadlineTimeoutFailFast(t *testing.T) {
+	t.Parallel()
+	const long = 30_000
+	cases := []struct {
+		name    string
+		plan    string
+		opts    plan.RunOptions
+		wantErr error
+		nodeErr bool
+	}{
+		{"NoLimitsSucceeds", sleepPlan(1, false, 2), plan.RunOptions{}, nil, false},
+		{"DeadlineMetSucceeds", sleepPlan(1, false, 2), plan.RunOptions{Deadline: 10 * time.Second}, nil, false},
+		{"NodeTimeoutMetSucceeds", sleepPlan(1, false, 2), plan.RunOptions{NodeTimeout: 10 * time.Second}, nil, false},
+		{"DeadlineExceeded", sleepPlan(1, false, long), plan.RunOptions{Deadline: 50 * time.Millisecond}, plan.ErrDeadlineExceeded, false},
+		{"NodeTimeout", sleepPlan(1, false, long), plan.RunOptions{NodeTimeout: 50 * time.Millisecond}, plan.ErrNodeTimeout, false},
+		{"NodeTimeoutBeforeDeadline", sleepPlan(1, false, long), plan.RunOptions{NodeTimeout: 50 * time.Millisecond, Deadline: 20 * time.Second}, plan.ErrNodeTimeout, false},
+		{"DeadlineBeforeNodeTimeout", sleepPlan(1, false, long), plan.RunOptions{NodeTimeout: 20 * time.Second, Deadline: 50 * time.Millisecond}, plan.ErrDeadlineExceeded, false},
+		{"FailFastCancelsSlowBranch", sleepPlan(5, true, long), plan.RunOptions{}, nil, true},
+		{"FailFastWithDeadline", sleepPlan(5, true, long), plan.RunOptions{Deadline: 20 * time.Second}, nil, true},
+	}
+	b := setup(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := b.compile(t, tc.plan)
+			start := time.Now()
+			res, err := b.eng.Run(context.Background(), c, user(1), tc.opts)
+			elapsed := time.Since(start)
+			require.Less(t, elapsed, 10*time.Second, "a cancelled run must not wait for its stragglers")
+			switch {
+			case tc.wantErr != nil:
+				require.ErrorIs(t, err, tc.wantErr)
+				require.Equal(t, tc.wantErr.Error(), err.Error(), "the message is the reference's")
+			case tc.nodeErr:
+				var ne *plan.NodeError
+				require.ErrorAs(t, err, &ne)
+				require.Equal(t, "a", ne.NodeID)
+			default:
+				require.NoError(t, err)
+				require.Equal(t, 4, res.Rows())
+			}
+		})
+	}
+}
+
+// TestBusyCPUNodeTimeout: a CPU node that spins past the node timeout
+// fails the run with the timeout, not with the CPU node's own end.
+func TestBusyCPUNodeTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.compile(t, `{"schema_version":1,"plan_name":"busy","nodes":[
+	 {"node_id":"src","op":"test::fixed_source","inputs":[],"params":{}},
+	 {"node_id":"spin","op":"test::busy_cpu","inputs":["src"],"params":{"busy_wait_ms":30000}}],"outputs":["spin"]}`)
+	_, err := b.eng.Run(context.Background(), c, user(1), plan.RunOptions{NodeTimeout: 30 * time.Millisecond})
+	require.ErrorIs(t, err, plan.ErrNodeTimeout)
+}
+
+// TestCallerCancel: cancelling the caller's context ends the run with the
+// context's error.
+func TestCallerCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.compile(t, sleepPlan(30_000, false, 30_000))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := b.eng.Run(ctx, c, user(1), plan.RunOptions{})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestParallelBranchesOverlap: two 200 ms sleeps after one source run at
+// the same time, which the trace shows as overlapping intervals.
+func TestParallelBranchesOverlap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res, err := b.eng.Run(context.Background(), b.compile(t, sleepPlan(200, false, 200)), user(1), plan.RunOptions{Trace: true})
+	require.NoError(t, err)
+	byID := map[string]plan.NodeTrace{}
+	for _, tr := range res.Trace {
+		byID[tr.NodeID] = tr
+	}
+	a, bb := byID["a"], byID["b"]
+	require.Less(t, a.Start, bb.End, "a starts before b ends")
+	require.Less(t, bb.Start, a.End, "b starts before a ends")
+	require.GreaterOrEqual(t, byID["c"].Start, max(a.End, bb.End), "concat waits for both")
+}
+
+// TestCPUPolicies: every policy gives the same answer; the trace shows
+// where the CPU nodes ran.
+func TestCPUPolicies(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		policy string
+		rows   int
+		want   map[string]plan.Place
+	}{
+		{plan.PolicyPool, 0, map[string]plan.Place{"vm_f": plan.PlacePool, "merge": plan.PlacePool, "sort": plan.PlacePool, "take": plan.PlacePool}},
+		{plan.PolicyInline, 0, map[string]plan.Place{"vm_f": plan.PlaceInline, "sort": plan.PlaceInline, "take": plan.PlaceInline}},
+		{plan.PolicyAuto, 0, map[string]plan.Place{"vm_f": plan.PlaceInline, "sort": plan.PlaceInline, "take": plan.PlaceInline}},
+		// Option B off: the first CPU node of a chain goes to the pool, the
+		// rest of the chain is fused onto its slot; take is always inline.
+		{plan.PolicyAuto, -1, map[string]plan.Place{"vm_f": plan.PlacePool, "vm_r": plan.PlacePool, "sort": plan.PlaceFused, "take": plan.PlaceInline}},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s_%d", tc.policy, tc.rows), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *plan.Config) { c.CPUPolicy, c.InlineMaxRows = tc.policy, tc.rows })
+			res, err := b.eng.Run(context.Background(), b.load(t, "complex_dag"), user(1), plan.RunOptions{Trace: true})
+			require.NoError(t, err)
+			require.Equal(t, []int64{1006, 1005, 1004, 1003, 1002, 1001}, ids(decode(t, b.reg, res)))
+			got := map[string]plan.Place{}
+			for _, tr := range res.Trace {
+				got[tr.NodeID] = tr.Place
+				if tr.Kind == "IO" {
+					require.Equal(t, plan.PlaceIO, tr.Place, tr.NodeID)
+				}
+			}
+			for id, p := range tc.want {
+				if id == "merge" || id == "sort" {
+					// merge runs where its last input finished: pool or fused.
+					require.Contains(t, []plan.Place{p, plan.PlaceFused, plan.PlacePool}, got[id], id)
+					continue
+				}
+				require.Equal(t, p, got[id], id)
+			}
+		})
+	}
+}
+
+// TestConcurrentRuns: one engine serves many runs at once (run with -race).
+func TestConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *plan.Config) { c.CPUPolicy, c.InlineMaxRows = plan.PolicyAuto, -1 })
+	c := b.load(t, "complex_dag")
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := b.eng.Run(context.Background(), c, user(1), plan.RunOptions{})
+			if err == nil && res.Rows() != 6 {
+				err = fmt.Errorf("got %d rows, want 6", res.Rows())
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// TestRedisDown: an unreachable Redis fails the run with an error naming
+// the op, never a panic or a hang.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *plan.Config) { c.RedisURL = "redis://127.0.0.1:1/0" })
+	_, err := b.eng.Run(context.Background(), b.load(t, "simple_viewer"), user(1), plan.RunOptions{Deadline: 5 * time.Second})
+	var ne *plan.NodeError
+	require.True(t, errors.As(err, &ne), "got %v", err)
+	require.Contains(t, err.Error(), "viewer")
+}
+
+// TestPipelinedFanout: a follow over many rows makes one round trip for the
+// lists and one for the hydration, whatever the row count, and a small
+// in-flight limit splits the work without changing the answer.
+func TestPipelinedFanout(t *testing.T) {
+	t.Parallel()
+	src := `{"schema_version":1,"plan_name":"fan","nodes":[
+	 {"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
+	 {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":10}},
+	 {"node_id":"m","op":"core::media","inputs":["f"],"params":{"endpoint":"ep_0001","fanout":2}}],"outputs":["m"]}`
+	for _, limit := range []int{0, 3} {
+		t.Run(fmt.Sprintf("MaxInflight%d", limit), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, func(c *plan.Config) { c.MaxInflight = limit })
+			res, err := b.eng.Run(context.Background(), b.compile(t, src), user(1), plan.RunOptions{Trace: true})
+			require.NoError(t, err)
+			// media:1 and media:2, first 2 items each.
+			require.Equal(t, []int64{1001, 1002, 1004, 1005}, ids(decode(t, b.reg, res)))
+			rt := map[string]int{}
+			for _, tr := range res.Trace {
+				rt[tr.NodeID] = tr.RoundTrips
+			}
+			require.Equal(t, map[string]int{"v": 1, "f": 2, "m": 1}, rt)
+			require.Equal(t, 4, res.CriticalRoundTrips)
+		})
+	}
+}
