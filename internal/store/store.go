@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/event"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -48,6 +49,9 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // EventStreamKey is the key of the lifecycle event stream (see package event).
 func (s *Store) EventStreamKey() string { return s.keys.events() }
+
+// Events returns a reader of the lifecycle events of this namespace.
+func (s *Store) Events() *event.Reader { return event.NewReader(s.rdb, s.keys.events()) }
 
 // CancelChannel is the pub/sub channel announcing cancel requests of ACTIVE
 // tasks (the payload is the task id).
