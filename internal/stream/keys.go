@@ -65,3 +65,11 @@ func ServiceGroup(service string) string { return service + "-group" }
 
 // AgentGroup is the orchestrator's consumer group on the response streams.
 const AgentGroup = "agent-group"
+
+// Services is the registry of external services (SET of service names).
+func (k Keys) Services() string { return k.ns + "agent:services" }
+
+// Service is one service's registration (HASH: types = comma-separated task
+// types, consumer, heartbeat_ms), expiring when the service stops
+// heartbeating. A task type is external while a live service registers it.
+func (k Keys) Service(name string) string { return k.ns + "agent:service:" + name }

@@ -1,0 +1,216 @@
+// Package extsvc is the library for writing an external service of
+// taskflow in Go: a process that takes the tasks of its types from the
+// agent:stream:task.create stream through its own consumer group
+// ({service}-group), runs them, reports progress, and publishes
+// task.completed or task.failed (spec 003). docs/protocol.md describes the
+// same protocol for services in other languages.
+//
+// Delivery is at least once: an entry stays pending in the group until the
+// service has published the task's outcome, and a live worker keeps its
+// entries fresh with a heartbeat; a worker that dies leaves them to be
+// claimed (XAUTOCLAIM) by another worker of the service after ClaimIdle.
+// The orchestrator applies each task's outcome at most once.
+package extsvc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/stream"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Name is the service's name; its consumer group is Name+"-group" and
+	// it appears in completed_by / failed_by. Required.
+	Name string
+	// Namespace is the deployment's key namespace (TASKFLOW_NAMESPACE).
+	// Default "taskflow".
+	Namespace string
+	// Consumer is this process's consumer name in the group. Default
+	// Name-worker-<hostname>-<pid>.
+	Consumer string
+	// Concurrency is how many tasks run at once. Default 5 (spec 003's
+	// batch size).
+	Concurrency int
+	// Block is how long one read waits for new entries. Default 1s.
+	Block time.Duration
+	// HeartbeatInterval is how often held entries are touched and the
+	// registration renewed. Default 2s.
+	HeartbeatInterval time.Duration
+	// ClaimIdle is how long an entry may go untouched before another
+	// worker claims it (its holder is presumed dead). Default 15s; must
+	// exceed 2×HeartbeatInterval.
+	ClaimIdle time.Duration
+	// Grace bounds a graceful stop: running tasks get this long to finish;
+	// then their contexts are cancelled and their entries are left for
+	// another worker to claim. Default 30s.
+	Grace time.Duration
+	// Retention is how long published events are kept (XADD MINID).
+	// Default 7 days.
+	Retention time.Duration
+	// Logger receives the lifecycle log lines. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = "taskflow"
+	}
+	if c.Consumer == "" {
+		host, _ := os.Hostname()
+		c.Consumer = fmt.Sprintf("%s-worker-%s-%d", c.Name, host, os.Getpid())
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 5
+	}
+	if c.Block == 0 {
+		c.Block = time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.ClaimIdle == 0 {
+		c.ClaimIdle = 15 * time.Second
+	}
+	if c.Grace == 0 {
+		c.Grace = 30 * time.Second
+	}
+	if c.Retention == 0 {
+		c.Retention = stream.DefaultRetention
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c (after WithDefaults).
+func (c Config) Validate() error {
+	switch {
+	case c.Name == "" || strings.ContainsAny(c.Name, " {}\t\n"):
+		return fmt.Errorf("extsvc: Name %q must be non-empty without spaces or braces", c.Name)
+	case c.Concurrency < 1:
+		return fmt.Errorf("extsvc: Concurrency %d must be ≥ 1", c.Concurrency)
+	case c.Block < time.Millisecond:
+		return fmt.Errorf("extsvc: Block %s must be ≥ 1ms", c.Block)
+	case c.HeartbeatInterval <= 0:
+		return fmt.Errorf("extsvc: HeartbeatInterval %s must be positive", c.HeartbeatInterval)
+	case c.ClaimIdle <= 2*c.HeartbeatInterval:
+		return fmt.Errorf("extsvc: ClaimIdle %s must exceed twice HeartbeatInterval %s", c.ClaimIdle, c.HeartbeatInterval)
+	case c.Grace < 0:
+		return fmt.Errorf("extsvc: Grace %s is negative", c.Grace)
+	}
+	return nil
+}
+
+// Task is one task handed to a handler.
+type Task struct {
+	ID        string
+	Type      string
+	SessionID string
+	// Params is the task's JSON object (or null).
+	Params   json.RawMessage
+	Timeout  time.Duration
+	Priority string
+	// Attempt counts dispatches of the task, from 1.
+	Attempt int
+	// CreatedAt is the create event's timestamp.
+	CreatedAt time.Time
+
+	token   string
+	svc     *Service
+	started time.Time
+}
+
+// Progress publishes a task.progress event: percent done (0–100), a short
+// message and an estimate of the time left (0 when unknown).
+func (t *Task) Progress(ctx context.Context, percent float64, message string, eta time.Duration) error {
+	e, err := stream.New(stream.TypeProgress, t.svc.cfg.Now(), stream.ProgressData{
+		TaskID: t.ID, Percent: percent, Message: message, ETASeconds: eta.Seconds(),
+		ReportedBy: t.svc.cfg.Name, Token: t.token,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = t.svc.pub.Publish(ctx, t.svc.keys.Progress(), e)
+	return err
+}
+
+// UnmarshalParams decodes the task's params into v, rejecting unknown
+// fields; a failure is a permanent INVALID_PARAMS error.
+func (t *Task) UnmarshalParams(v any) error {
+	if len(t.Params) == 0 || string(t.Params) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(t.Params)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Fail("INVALID_PARAMS", "params: "+err.Error(), false)
+	}
+	return nil
+}
+
+// Handler runs one task and returns its result (a JSON object: spec 003
+// shows file_url, summary and metadata) or an error. Return an *Error (see
+// Fail) to choose the error code and whether the agent retries; any other
+// error is reported as INTERNAL_ERROR, not retried, and a context error
+// after a cancel request as CANCELLED.
+type Handler interface {
+	Handle(ctx context.Context, t *Task) (json.RawMessage, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, t *Task) (json.RawMessage, error)
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, t *Task) (json.RawMessage, error) { return f(ctx, t) }
+
+// Error is a failure with spec 003's error code, message and details.
+type Error struct {
+	Code      string
+	Message   string
+	Details   map[string]any
+	Retryable bool
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Fail returns an *Error; retryable failures are retried by the agent with
+// backoff, the others go to the DLQ.
+func Fail(code, message string, retryable bool) *Error {
+	return &Error{Code: code, Message: message, Retryable: retryable}
+}
+
+// ErrCancelled is the cause of a task context cancelled by a cancel event.
+var ErrCancelled = errors.New("task cancelled by the agent")
+
+// errStopping is the cause of a task context cancelled by a graceful stop
+// past its grace: the task is left for another worker.
+var errStopping = errors.New("service stopping")
+
+// Result builds spec 003's result object.
+func Result(fileURL, summary string, metadata map[string]any) json.RawMessage {
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	b, _ := json.Marshal(map[string]any{"file_url": fileURL, "summary": summary, "metadata": metadata})
+	return b
+}
+
+// clientOf is a small seam so that tests can hand a *redis.Client.
+type clientOf = redis.UniversalClient

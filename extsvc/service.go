@@ -1,0 +1,451 @@
+package extsvc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/stream"
+)
+
+// Service consumes the task types registered on it. Register handlers,
+// then call Run once.
+type Service struct {
+	rdb      redis.UniversalClient
+	cfg      Config
+	keys     stream.Keys
+	pub      *stream.Publisher
+	group    string
+	handlers map[string]Handler
+
+	mu        sync.Mutex
+	inflight  map[string]*running  // stream entry id → running task
+	cancelled map[string]time.Time // task id → when a cancel arrived
+	slot      chan struct{}        // signalled when a task ends
+	wg        sync.WaitGroup
+}
+
+type running struct {
+	taskID string
+	cancel context.CancelCauseFunc
+}
+
+// New returns a Service on rdb (owned by the caller).
+func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	k := stream.NewKeys(cfg.Namespace)
+	return &Service{
+		rdb: rdb, cfg: cfg, keys: k,
+		pub:       stream.NewPublisher(rdb, cfg.Retention, cfg.Now),
+		group:     stream.ServiceGroup(cfg.Name),
+		handlers:  map[string]Handler{},
+		inflight:  map[string]*running{},
+		cancelled: map[string]time.Time{},
+		slot:      make(chan struct{}, 1),
+	}, nil
+}
+
+// Handle registers h for taskType. Registering a type twice panics (a
+// programming error, as with http.ServeMux).
+func (s *Service) Handle(taskType string, h Handler) {
+	if !stream.ValidTaskType(taskType) {
+		panic(fmt.Sprintf("extsvc: %q is not a task type name", taskType))
+	}
+	if _, dup := s.handlers[taskType]; dup {
+		panic(fmt.Sprintf("extsvc: task type %q registered twice", taskType))
+	}
+	s.handlers[taskType] = h
+}
+
+// HandleFunc registers f for taskType.
+func (s *Service) HandleFunc(taskType string, f func(ctx context.Context, t *Task) (json.RawMessage, error)) {
+	s.Handle(taskType, HandlerFunc(f))
+}
+
+// Types lists the registered task types, sorted.
+func (s *Service) Types() []string {
+	out := make([]string, 0, len(s.handlers))
+	for t := range s.handlers {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Consumer is this process's consumer name.
+func (s *Service) Consumer() string { return s.cfg.Consumer }
+
+// Run serves until ctx ends, then stops gracefully: no new reads, running
+// tasks get Grace to finish. It returns nil after a graceful stop.
+func (s *Service) Run(ctx context.Context) error {
+	if len(s.handlers) == 0 {
+		return errors.New("extsvc: no task types registered")
+	}
+	// "0": a service started after tasks were published still gets them.
+	if err := stream.EnsureGroup(ctx, s.rdb, s.keys.Create(), s.group, "0"); err != nil {
+		return err
+	}
+	if err := s.register(ctx); err != nil {
+		return err
+	}
+	cancelFrom, err := s.lastID(ctx, s.keys.Cancel())
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger.Info("service started", "service", s.cfg.Name, "consumer", s.cfg.Consumer, "types", strings.Join(s.Types(), ","))
+
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var bgWG sync.WaitGroup
+	bgWG.Add(2)
+	go func() { defer bgWG.Done(); s.heartbeatLoop(bg) }()
+	go func() { defer bgWG.Done(); s.cancelLoop(bg, cancelFrom) }()
+
+	loopErr := s.loop(ctx)
+
+	// Graceful stop: wait for running tasks up to Grace.
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	timer := time.NewTimer(s.cfg.Grace)
+	select {
+	case <-done:
+	case <-timer.C:
+		s.mu.Lock()
+		for _, r := range s.inflight {
+			r.cancel(errStopping)
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	timer.Stop()
+	stopBG()
+	bgWG.Wait()
+	s.unregister(context.WithoutCancel(ctx))
+	s.cfg.Logger.Info("service stopped", "service", s.cfg.Name, "consumer", s.cfg.Consumer)
+	if loopErr != nil && !errors.Is(loopErr, context.Canceled) && ctx.Err() == nil {
+		return loopErr
+	}
+	return nil
+}
+
+func (s *Service) loop(ctx context.Context) error {
+	nextClaim := time.Time{}
+	claimCursor := "0-0"
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		free := s.cfg.Concurrency - s.running()
+		if free <= 0 {
+			select {
+			case <-s.slot:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		var msgs []stream.Message
+		var err error
+		if now := time.Now(); !now.Before(nextClaim) {
+			msgs, claimCursor, err = stream.AutoClaim(ctx, s.rdb, s.keys.Create(), s.group, s.cfg.Consumer, s.cfg.ClaimIdle, claimCursor, int64(free))
+			if claimCursor == "0-0" || err != nil {
+				nextClaim = now.Add(s.cfg.ClaimIdle / 3)
+				claimCursor = "0-0"
+			}
+			for _, m := range msgs {
+				s.cfg.Logger.Info("task claimed from a dead consumer", "service", s.cfg.Name, "entry", m.ID)
+			}
+		}
+		if err == nil && len(msgs) == 0 {
+			msgs, err = stream.ReadGroup(ctx, s.rdb, s.group, s.cfg.Consumer, []string{s.keys.Create()}, int64(free), s.cfg.Block)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.cfg.Logger.Warn("read failed; retrying", "service", s.cfg.Name, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		for _, m := range msgs {
+			s.dispatch(ctx, m)
+		}
+	}
+	return nil
+}
+
+func (s *Service) running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inflight)
+}
+
+// dispatch starts the task of m, or acknowledges m at once when it is not
+// this service's (another type, malformed, already cancelled).
+func (s *Service) dispatch(ctx context.Context, m stream.Message) {
+	ack := func() {
+		if err := stream.Ack(context.WithoutCancel(ctx), s.rdb, s.keys.Create(), s.group, m.ID); err != nil {
+			s.cfg.Logger.Warn("ack failed", "service", s.cfg.Name, "entry", m.ID, "err", err)
+		}
+	}
+	if m.Err != nil {
+		s.cfg.Logger.Warn("malformed task.create entry skipped", "service", s.cfg.Name, "entry", m.ID, "err", m.Err)
+		ack()
+		return
+	}
+	d, err := stream.As[stream.CreateData](m.Event)
+	if err != nil {
+		s.cfg.Logger.Warn("malformed task.create entry skipped", "service", s.cfg.Name, "entry", m.ID, "err", err)
+		ack()
+		return
+	}
+	h, ok := s.handlers[d.TaskType]
+	if !ok {
+		ack() // another service's type
+		return
+	}
+	t := &Task{ID: d.TaskID, Type: d.TaskType, SessionID: d.SessionID, Params: d.Params,
+		Timeout: time.Duration(d.Timeout) * time.Second, Priority: d.Priority, Attempt: d.Attempt,
+		CreatedAt: m.Event.Timestamp, token: d.Token, svc: s, started: s.cfg.Now()}
+
+	s.mu.Lock()
+	if _, dup := s.inflight[m.ID]; dup {
+		s.mu.Unlock()
+		return
+	}
+	if _, gone := s.cancelled[d.TaskID]; gone {
+		s.mu.Unlock()
+		s.finish(ctx, m.ID, t, nil, ErrCancelled)
+		return
+	}
+	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	s.inflight[m.ID] = &running{taskID: d.TaskID, cancel: cancel}
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	s.cfg.Logger.Info("Task processing", "task_id", t.ID, "service", s.cfg.Name, "task_type", t.Type, "attempt", t.Attempt)
+	go func() {
+		defer s.wg.Done()
+		res, err := s.call(tctx, h, t)
+		if err != nil && tctx.Err() != nil {
+			if cause := context.Cause(tctx); errors.Is(cause, errStopping) {
+				// Left pending: another worker claims it after ClaimIdle.
+				s.cfg.Logger.Info("task left for another worker (stopping)", "task_id", t.ID, "service", s.cfg.Name)
+				s.release(m.ID, cancel)
+				return
+			} else if errors.Is(cause, ErrCancelled) {
+				err = ErrCancelled
+			}
+		}
+		s.finish(ctx, m.ID, t, res, err)
+		s.release(m.ID, cancel)
+	}()
+}
+
+func (s *Service) release(entryID string, cancel context.CancelCauseFunc) {
+	cancel(nil)
+	s.mu.Lock()
+	delete(s.inflight, entryID)
+	s.mu.Unlock()
+	select {
+	case s.slot <- struct{}{}:
+	default:
+	}
+}
+
+// call runs the handler, turning a panic into a PANIC failure.
+func (s *Service) call(ctx context.Context, h Handler, t *Task) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &Error{Code: "PANIC", Message: fmt.Sprint(p), Details: map[string]any{"stack": string(debug.Stack())}}
+		}
+	}()
+	return h.Handle(ctx, t)
+}
+
+// finish publishes the outcome, then acknowledges the create entry: if the
+// process dies in between, the entry is claimed and the task redone, and
+// the orchestrator ignores the second outcome.
+func (s *Service) finish(ctx context.Context, entryID string, t *Task, res json.RawMessage, herr error) {
+	ctx = context.WithoutCancel(ctx)
+	now := s.cfg.Now()
+	dur := now.Sub(t.started).Milliseconds()
+	var e stream.Event
+	var target string
+	var err error
+	if herr == nil {
+		if len(res) == 0 || string(res) == "null" {
+			res = json.RawMessage(`{}`)
+		}
+		e, err = stream.New(stream.TypeCompleted, now, stream.CompletedData{
+			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token})
+		target = s.keys.Completed()
+		if err == nil {
+			_, err = e.Unmarshal() // a result that is not a JSON object is the service's bug
+		}
+		if err != nil {
+			herr = fmt.Errorf("result is not a JSON object: %w", err)
+		} else {
+			s.cfg.Logger.Info("Task completed", "task_id", t.ID, "duration", dur, "service", s.cfg.Name)
+		}
+	}
+	if herr != nil {
+		info := toErrorInfo(herr)
+		e, err = stream.New(stream.TypeFailed, now, stream.FailedData{
+			TaskID: t.ID, Status: "failed", Error: info, DurationMS: dur, FailedBy: s.cfg.Name, Token: t.token})
+		target = s.keys.Failed()
+		s.cfg.Logger.Error("Task failed", "task_id", t.ID, "error", info.Code, "service", s.cfg.Name)
+	}
+	if err != nil {
+		s.cfg.Logger.Error("cannot encode outcome", "task_id", t.ID, "err", err)
+		return
+	}
+	if _, err := s.pub.Publish(ctx, target, e); err != nil {
+		s.cfg.Logger.Error("cannot publish outcome; the entry stays pending for a retry", "task_id", t.ID, "err", err)
+		return
+	}
+	if err := stream.Ack(ctx, s.rdb, s.keys.Create(), s.group, entryID); err != nil {
+		s.cfg.Logger.Warn("ack failed", "task_id", t.ID, "err", err)
+	}
+}
+
+func toErrorInfo(err error) stream.ErrorInfo {
+	var e *Error
+	if errors.As(err, &e) {
+		info := stream.ErrorInfo{Code: e.Code, Message: e.Message}
+		r := e.Retryable
+		info.Retryable = &r
+		if len(e.Details) > 0 {
+			info.Details, _ = json.Marshal(e.Details)
+		}
+		return info
+	}
+	f := false
+	switch {
+	case errors.Is(err, ErrCancelled):
+		return stream.ErrorInfo{Code: "CANCELLED", Message: "cancelled at the agent's request", Retryable: &f}
+	case errors.Is(err, context.DeadlineExceeded):
+		t := true
+		return stream.ErrorInfo{Code: "TIMEOUT", Message: err.Error(), Retryable: &t}
+	}
+	return stream.ErrorInfo{Code: "INTERNAL_ERROR", Message: err.Error(), Retryable: &f}
+}
+
+// heartbeatLoop touches the entries held by running tasks, so that no
+// other worker claims them, and renews the service's registration.
+func (s *Service) heartbeatLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		ids := make([]string, 0, len(s.inflight))
+		for id := range s.inflight {
+			ids = append(ids, id)
+		}
+		for id, at := range s.cancelled {
+			if time.Since(at) > time.Hour {
+				delete(s.cancelled, id)
+			}
+		}
+		s.mu.Unlock()
+		if err := stream.Touch(ctx, s.rdb, s.keys.Create(), s.group, s.cfg.Consumer, ids...); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("heartbeat failed", "service", s.cfg.Name, "err", err)
+		}
+		if err := s.register(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("registration failed", "service", s.cfg.Name, "err", err)
+		}
+	}
+}
+
+// cancelLoop follows the cancel stream (no group: every worker sees every
+// request) and cancels the matching running task.
+func (s *Service) cancelLoop(ctx context.Context, from string) {
+	for ctx.Err() == nil {
+		res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.keys.Cancel(), from}, Count: 100, Block: s.cfg.Block}).Result()
+		if err != nil {
+			if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-ctx.Done():
+				}
+			}
+			continue
+		}
+		for _, st := range res {
+			for _, x := range st.Messages {
+				from = x.ID
+				e, err := stream.Decode(x.ID, x.Values)
+				if err != nil {
+					continue
+				}
+				d, err := stream.As[stream.CancelData](e)
+				if err != nil {
+					continue
+				}
+				s.mu.Lock()
+				s.cancelled[d.TaskID] = time.Now()
+				for _, r := range s.inflight {
+					if r.taskID == d.TaskID {
+						r.cancel(ErrCancelled)
+					}
+				}
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (s *Service) lastID(ctx context.Context, key string) (string, error) {
+	xs, err := s.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
+	if err != nil {
+		return "", fmt.Errorf("extsvc: read %s: %w", key, err)
+	}
+	if len(xs) == 0 {
+		return "0-0", nil
+	}
+	return xs[0].ID, nil
+}
+
+func (s *Service) register(ctx context.Context) error {
+	ttl := 3 * s.cfg.HeartbeatInterval
+	if ttl < time.Second {
+		ttl = time.Second
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, s.keys.Services(), s.cfg.Name)
+		p.HSet(ctx, s.keys.Service(s.cfg.Name), "types", strings.Join(s.Types(), ","),
+			"consumer", s.cfg.Consumer, "heartbeat_ms", s.cfg.Now().UnixMilli())
+		p.PExpire(ctx, s.keys.Service(s.cfg.Name), ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("extsvc: register: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) unregister(ctx context.Context) {
+	// Other workers of the service may still run: only this consumer's
+	// registration is dropped when it is the one recorded.
+	cur, err := s.rdb.HGet(ctx, s.keys.Service(s.cfg.Name), "consumer").Result()
+	if err == nil && cur == s.cfg.Consumer {
+		s.rdb.Del(ctx, s.keys.Service(s.cfg.Name))
+	}
+}

@@ -1,0 +1,208 @@
+package extsvc
+
+import (
+	"context"
+	"encoding/json"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type bundle struct {
+	rdb  *redis.Client
+	ns   string
+	keys stream.Keys
+	pub  *stream.Publisher
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	rdb, ns := testredis.Client(t)
+	return &bundle{rdb: rdb, ns: ns, keys: stream.NewKeys(ns), pub: stream.NewPublisher(rdb, 0, nil)}
+}
+
+func (b *bundle) create(t *testing.T, id, typ, params string) {
+	t.Helper()
+	e, err := stream.New(stream.TypeCreate, time.Now(), stream.CreateData{TaskID: id, TaskType: typ,
+		Params: json.RawMessage(params), SessionID: "s1", Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: "tok-" + id})
+	require.NoError(t, err)
+	_, err = b.pub.Publish(context.Background(), b.keys.Create(), e)
+	require.NoError(t, err)
+}
+
+// waitOutcome polls the completed and failed streams (deadline 10 s) for
+// the outcome of task id.
+func (b *bundle) waitOutcome(t *testing.T, id string) stream.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, s := range []string{b.keys.Completed(), b.keys.Failed()} {
+			xs, err := b.rdb.XRange(context.Background(), s, "-", "+").Result()
+			require.NoError(t, err)
+			for _, x := range xs {
+				e, err := stream.Decode(x.ID, x.Values)
+				require.NoError(t, err)
+				var d struct {
+					TaskID string `json:"task_id"`
+				}
+				require.NoError(t, json.Unmarshal(e.Data, &d))
+				if d.TaskID == id {
+					return e
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no outcome for %s", id)
+	return stream.Event{}
+}
+
+func (b *bundle) start(t *testing.T, svc *Service) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
+func TestServiceCompletesOnlyItsTypes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc, err := New(b.rdb, Config{Name: "echo", Namespace: b.ns, Block: 50 * time.Millisecond})
+	require.NoError(t, err)
+	var calls atomic.Int32
+	svc.HandleFunc("echo.run", func(ctx context.Context, tk *Task) (json.RawMessage, error) {
+		calls.Add(1)
+		var p struct{ Word string }
+		if err := tk.UnmarshalParams(&p); err != nil {
+			return nil, err
+		}
+		require.NoError(t, tk.Progress(ctx, 50, "half", time.Second))
+		return Result("", "echo "+p.Word, nil), nil
+	})
+	stop := b.start(t, svc)
+	defer stop()
+
+	b.create(t, "t-other", "other.type", `{}`)
+	b.create(t, "t1", "echo.run", `{"word":"hi"}`)
+	b.create(t, "t2", "echo.run", `{"bogus":1}`)
+
+	e := b.waitOutcome(t, "t1")
+	require.Equal(t, stream.TypeCompleted, e.Type)
+	d, err := stream.As[stream.CompletedData](e)
+	require.NoError(t, err)
+	require.Equal(t, "tok-t1", d.Token)
+	require.Equal(t, "echo", d.CompletedBy)
+	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{}}`, string(d.Result))
+
+	e = b.waitOutcome(t, "t2")
+	f, err := stream.As[stream.FailedData](e)
+	require.NoError(t, err)
+	require.Equal(t, "INVALID_PARAMS", f.Error.Code)
+	require.False(t, f.Error.IsTransient())
+
+	// Progress reached its stream; the other type was never run.
+	n, err := b.rdb.XLen(context.Background(), b.keys.Progress()).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.EqualValues(t, 2, calls.Load())
+
+	// Everything acknowledged, and the service is registered with its types.
+	_, pending, err := stream.Lag(context.Background(), b.rdb, b.keys.Create(), "echo-group")
+	require.NoError(t, err)
+	require.Zero(t, pending)
+	types, err := b.rdb.HGet(context.Background(), b.keys.Service("echo"), "types").Result()
+	require.NoError(t, err)
+	require.Equal(t, "echo.run", types)
+}
+
+func TestServiceCancel(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc, err := New(b.rdb, Config{Name: "slow", Namespace: b.ns, Block: 50 * time.Millisecond})
+	require.NoError(t, err)
+	started := make(chan struct{})
+	svc.HandleFunc("slow.run", func(ctx context.Context, tk *Task) (json.RawMessage, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	stop := b.start(t, svc)
+	defer stop()
+	b.create(t, "c1", "slow.run", `{}`)
+	<-started
+	e, err := stream.New(stream.TypeCancel, time.Now(), stream.CancelData{TaskID: "c1", Reason: "user"})
+	require.NoError(t, err)
+	_, err = b.pub.Publish(context.Background(), b.keys.Cancel(), e)
+	require.NoError(t, err)
+	f, err := stream.As[stream.FailedData](b.waitOutcome(t, "c1"))
+	require.NoError(t, err)
+	require.Equal(t, "CANCELLED", f.Error.Code)
+}
+
+// TestDeadWorkerEntriesAreClaimed: a consumer that read an entry and died
+// (never acknowledged, never touched) loses it to a live worker.
+func TestDeadWorkerEntriesAreClaimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.NoError(t, stream.EnsureGroup(ctx, b.rdb, b.keys.Create(), "claim-group", "0"))
+	b.create(t, "d1", "claim.run", `{}`)
+	msgs, err := stream.ReadGroup(ctx, b.rdb, "claim-group", "dead-worker", []string{b.keys.Create()}, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+
+	svc, err := New(b.rdb, Config{Name: "claim", Namespace: b.ns, Block: 50 * time.Millisecond,
+		HeartbeatInterval: 20 * time.Millisecond, ClaimIdle: 100 * time.Millisecond})
+	require.NoError(t, err)
+	svc.HandleFunc("claim.run", func(ctx context.Context, tk *Task) (json.RawMessage, error) {
+		return json.RawMessage(`{"ok":true}`), nil
+	})
+	stop := b.start(t, svc)
+	defer stop()
+	require.Equal(t, stream.TypeCompleted, b.waitOutcome(t, "d1").Type)
+}
+
+// TestGracefulStopLeavesUnfinishedWork: past the grace period a running
+// task is not reported; its entry stays pending for another worker.
+func TestGracefulStopLeavesUnfinishedWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	svc, err := New(b.rdb, Config{Name: "stop", Namespace: b.ns, Block: 50 * time.Millisecond, Grace: 10 * time.Millisecond})
+	require.NoError(t, err)
+	started := make(chan struct{})
+	svc.HandleFunc("stop.run", func(ctx context.Context, tk *Task) (json.RawMessage, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	stop := b.start(t, svc)
+	b.create(t, "g1", "stop.run", `{}`)
+	<-started
+	stop()
+	_, pending, err := stream.Lag(context.Background(), b.rdb, b.keys.Create(), "stop-group")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pending)
+	n, err := b.rdb.XLen(context.Background(), b.keys.Failed()).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	_, err := New(nil, Config{})
+	require.Error(t, err)
+	_, err = New(nil, Config{Name: "x", HeartbeatInterval: time.Second, ClaimIdle: time.Second})
+	require.ErrorContains(t, err, "ClaimIdle")
+}
