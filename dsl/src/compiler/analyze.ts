@@ -197,7 +197,9 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
           natural(n.right, "expr");
           return "expr";
         case ts.SyntaxKind.SlashToken:
+          natural(n.left, "expr");
           report(n.operatorToken, "division is not supported (the plan IR has no division); multiply by a constant instead, e.g. x * 0.5");
+          natural(n.right, "expr");
           return "expr";
         case ts.SyntaxKind.LessThanToken:
         case ts.SyntaxKind.LessThanEqualsToken:
@@ -206,10 +208,17 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
         case ts.SyntaxKind.EqualsEqualsToken:
         case ts.SyntaxKind.ExclamationEqualsToken:
         case ts.SyntaxKind.EqualsEqualsEqualsToken:
-        case ts.SyntaxKind.ExclamationEqualsEqualsToken:
+        case ts.SyntaxKind.ExclamationEqualsEqualsToken: {
+          // One message for `Key.country == "US"`, not one per side.
+          const str = [n.left, n.right].map(unparen).find((x) => stringLit(x) || ts.isTemplateExpression(x));
+          if (str) {
+            report(str, "strings are not values of expressions; test a string key with Pred.in(Key.country, [...]) or Pred.regex(Key.title, ...)");
+            return "pred";
+          }
           natural(n.left, "expr");
           natural(n.right, "expr");
           return "pred";
+        }
         case ts.SyntaxKind.AmpersandAmpersandToken:
         case ts.SyntaxKind.BarBarToken:
           natural(n.left, "pred");
@@ -503,6 +512,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
     ts.forEachChild(node, visit);
   };
   visit(source);
+  diagnostics.sort((a, b) => a.line - b.line || a.column - b.column);
   return { diagnostics, slots, defineSite };
 }
 
