@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/extsvc/tools"
+)
+
+func init() { register("service", newServiceCommand) }
+
+// newServiceCommand runs one of the example external services of spec 003
+// (extsvc/tools) against REDIS_URL until interrupted.
+func newServiceCommand(m *Main) *cobra.Command {
+	var (
+		redisURL    string
+		namespace   string
+		outputDir   string
+		consumer    string
+		concurrency int
+	)
+	cmd := &cobra.Command{
+		Use:   "service NAME",
+		Short: "Run an example external service (" + strings.Join(tools.Names(), ", ") + ") over Redis Streams",
+		Long: "Runs one of spec 003's example services: it takes its task types from agent:stream:task.create\n" +
+			"through the consumer group NAME-service-group and publishes task.completed / task.failed.\n" +
+			"Services: " + strings.Join(tools.Names(), ", ") + ".",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, ok := tools.Catalog[args[0]]
+			if !ok {
+				return &ExitError{Code: 2, Err: fmt.Errorf("service: unknown service %q (want one of %s)", args[0], strings.Join(tools.Names(), ", "))}
+			}
+			if redisURL == "" {
+				return &ExitError{Code: 2, Err: errors.New("service: REDIS_URL (or --redis-url) is required")}
+			}
+			opt, err := redis.ParseURL(redisURL)
+			if err != nil {
+				return &ExitError{Code: 2, Err: fmt.Errorf("service: REDIS_URL: %w", err)}
+			}
+			rdb := redis.NewClient(opt)
+			defer rdb.Close()
+			svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: namespace, Consumer: consumer,
+				Concurrency: concurrency, Logger: m.Logger})
+			if err != nil {
+				return &ExitError{Code: 2, Err: err}
+			}
+			spec.Register(svc, tools.Options{OutputDir: outputDir})
+			fmt.Fprintf(m.Stdout, "%s (%s) consuming %s as %s; output in %s\n", spec.Service, strings.Join(spec.Types, ", "),
+				"agent:stream:task.create", svc.Consumer(), tools.Options{OutputDir: outputDir}.WithDefaults().OutputDir)
+			return svc.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&redisURL, "redis-url", m.Getenv("REDIS_URL"), "Redis to use (REDIS_URL)")
+	f.StringVar(&namespace, "namespace", serviceEnvOr(m, "TASKFLOW_NAMESPACE", "taskflow"), "key namespace (TASKFLOW_NAMESPACE)")
+	f.StringVar(&outputDir, "output-dir", serviceEnvOr(m, "TASKFLOW_OUTPUT_DIR", "taskflow-output"), "where output files go (TASKFLOW_OUTPUT_DIR)")
+	f.StringVar(&consumer, "consumer", "", "consumer name in the group (default NAME-worker-<host>-<pid>)")
+	f.IntVar(&concurrency, "concurrency", 5, "tasks run at once")
+	return cmd
+}
+
+// serviceEnvOr is getenv with a default, local to the service command.
+func serviceEnvOr(m *Main, name, def string) string {
+	if v := m.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

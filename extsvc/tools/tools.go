@@ -1,0 +1,123 @@
+// Package tools holds the example external services of spec 003's tools:
+// report.generate (generate_report_tool), data.analyze (analyze_data_tool),
+// document.process (process_document_tool) and data.export
+// (export_data_tool). Each writes a real output file and returns spec 003's
+// result object {file_url, summary, metadata}. `taskflow service NAME`
+// runs them.
+package tools
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/taskflow/taskflow/extsvc"
+)
+
+// Options configures the example services.
+type Options struct {
+	// OutputDir is where output files are written, one subdirectory per
+	// task type (TASKFLOW_OUTPUT_DIR). Default "taskflow-output".
+	OutputDir string
+}
+
+// WithDefaults returns o with unset fields defaulted.
+func (o Options) WithDefaults() Options {
+	if o.OutputDir == "" {
+		o.OutputDir = "taskflow-output"
+	}
+	return o
+}
+
+// Spec describes one example service.
+type Spec struct {
+	// Service is the service name (its group is Service+"-group").
+	Service string
+	// Types are the task types it takes.
+	Types []string
+	// Register adds its handlers to a service.
+	Register func(svc *extsvc.Service, o Options)
+}
+
+// Catalog lists the example services by the short name `taskflow service`
+// accepts.
+var Catalog = map[string]Spec{
+	"report": {Service: "report-service", Types: []string{"report.generate"}, Register: func(s *extsvc.Service, o Options) {
+		s.Handle("report.generate", reportHandler{o})
+	}},
+	"analysis": {Service: "analysis-service", Types: []string{"data.analyze"}, Register: func(s *extsvc.Service, o Options) {
+		s.Handle("data.analyze", analyzeHandler{o})
+	}},
+	"document": {Service: "document-service", Types: []string{"document.process"}, Register: func(s *extsvc.Service, o Options) {
+		s.Handle("document.process", documentHandler{o})
+	}},
+	"export": {Service: "export-service", Types: []string{"data.export"}, Register: func(s *extsvc.Service, o Options) {
+		s.Handle("data.export", exportHandler{o})
+	}},
+}
+
+// Names lists the catalog's short names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(Catalog))
+	for n := range Catalog {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// safeName keeps a task id usable as a file name.
+func safeName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	s := strings.TrimLeft(b.String(), ".")
+	if s == "" {
+		s = "task"
+	}
+	return s
+}
+
+// writeOutput writes data to OutputDir/<taskType>/<taskID>.<ext> atomically
+// (a redone task replaces the file whole) and returns its file URL, its
+// path and its SHA-256.
+func writeOutput(o Options, taskType, taskID, ext string, data []byte) (url, path, sum string, err error) {
+	dir := filepath.Join(o.OutputDir, taskType)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)
+	}
+	path = filepath.Join(dir, safeName(taskID)+"."+ext)
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil {
+		_ = os.Remove(tmp.Name())
+		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", fmt.Sprint(werr, cerr), true)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	h := sha256.Sum256(data)
+	return "file://" + filepath.ToSlash(abs), abs, hex.EncodeToString(h[:]), nil
+}
+
+func invalid(format string, args ...any) error {
+	return extsvc.Fail("INVALID_PARAMS", fmt.Sprintf(format, args...), false)
+}

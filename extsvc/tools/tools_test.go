@@ -1,0 +1,192 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// run starts the catalog service name on a real Redis, publishes one
+// task.create per params and returns the outcome events by task id.
+func run(t *testing.T, name string, params map[string]string) (map[string]stream.Event, string) {
+	t.Helper()
+	rdb, ns := testredis.Client(t)
+	k := stream.NewKeys(ns)
+	spec := Catalog[name]
+	svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: ns, Block: 50 * time.Millisecond})
+	require.NoError(t, err)
+	out := t.TempDir()
+	spec.Register(svc, Options{OutputDir: out})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	pub := stream.NewPublisher(rdb, 0, nil)
+	for id, p := range params {
+		e, err := stream.New(stream.TypeCreate, time.Now(), stream.CreateData{TaskID: id, TaskType: spec.Types[0], Params: json.RawMessage(p), Attempt: 1})
+		require.NoError(t, err)
+		_, err = pub.Publish(ctx, k.Create(), e)
+		require.NoError(t, err)
+	}
+	got := map[string]stream.Event{}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(got) < len(params) && time.Now().Before(deadline) {
+		for _, s := range []string{k.Completed(), k.Failed()} {
+			xs, err := rdb.XRange(ctx, s, "-", "+").Result()
+			require.NoError(t, err)
+			for _, x := range xs {
+				e, err := stream.Decode(x.ID, x.Values)
+				require.NoError(t, err)
+				var d struct {
+					TaskID string `json:"task_id"`
+				}
+				require.NoError(t, json.Unmarshal(e.Data, &d))
+				got[d.TaskID] = e
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.Len(t, got, len(params))
+	return got, out
+}
+
+type result struct {
+	FileURL  string         `json:"file_url"`
+	Summary  string         `json:"summary"`
+	Metadata map[string]any `json:"metadata"`
+}
+
+func completed(t *testing.T, e stream.Event) (result, []byte) {
+	t.Helper()
+	d, err := stream.As[stream.CompletedData](e)
+	require.NoError(t, err, "event: %s", e.Data)
+	var r result
+	require.NoError(t, json.Unmarshal(d.Result, &r))
+	u, err := url.Parse(r.FileURL)
+	require.NoError(t, err)
+	require.Equal(t, "file", u.Scheme)
+	b, err := os.ReadFile(u.Path)
+	require.NoError(t, err)
+	return r, b
+}
+
+func failedCode(t *testing.T, e stream.Event) string {
+	t.Helper()
+	d, err := stream.As[stream.FailedData](e)
+	require.NoError(t, err, "event: %s", e.Data)
+	return d.Error.Code
+}
+
+func TestReportService(t *testing.T) {
+	t.Parallel()
+	got, _ := run(t, "report", map[string]string{
+		"md":    `{"quarter":"q4","year":2024,"data":{"revenue":[100,120,150],"costs":[80,80,90]}}`,
+		"pdf":   `{"quarter":"Q4","year":2024,"format":"pdf","data":{"revenue":[100,120,150]}}`,
+		"empty": `{"quarter":"Q4","year":2024,"data":{}}`,
+		"badq":  `{"quarter":"Q5","year":2024,"data":{"x":[1]}}`,
+	})
+	r, b := completed(t, got["md"])
+	require.Contains(t, string(b), "| revenue | 3 | 370.00 | 123.33 | 100.00 | 150.00 | 50.00 |")
+	require.Contains(t, string(b), "| costs | 3 | 250.00 |")
+	require.Equal(t, "Q4 2024 report: 2 metrics", r.Summary)
+	_, b = completed(t, got["pdf"])
+	require.True(t, strings.HasPrefix(string(b), "%PDF-1.4"))
+	require.Contains(t, string(b), "(revenue | 3 | 370.00")
+	require.Equal(t, "INSUFFICIENT_DATA", failedCode(t, got["empty"]))
+	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["badq"]))
+}
+
+func TestAnalysisService(t *testing.T) {
+	t.Parallel()
+	got, _ := run(t, "analysis", map[string]string{
+		"ok":  `{"csv":"city,temp,rain\nOslo,3,1.5\nRome,15,0\nOslo,5,\nLima,20,0.5\n"}`,
+		"bad": `{"csv":"a,b\n1,2,3\n"}`,
+	})
+	r, b := completed(t, got["ok"])
+	require.Equal(t, "4 rows, 3 columns (2 numeric)", r.Summary)
+	var st Stats
+	require.NoError(t, json.Unmarshal(b, &st))
+	temp := st.Columns[1]
+	require.True(t, temp.Numeric)
+	require.InDelta(t, 10.75, *temp.Mean, 1e-9)
+	require.InDelta(t, 10, *temp.Median, 1e-9)
+	require.InDelta(t, 3, *temp.Min, 1e-9)
+	require.InDelta(t, 20, *temp.Max, 1e-9)
+	rain := st.Columns[2]
+	require.Equal(t, 1, rain.Empty)
+	require.InDelta(t, 2.0, *rain.Sum, 1e-9)
+	city := st.Columns[0]
+	require.False(t, city.Numeric)
+	require.Equal(t, "Oslo", city.Top)
+	require.Equal(t, 2, city.TopCount)
+	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["bad"]))
+}
+
+func TestDocumentService(t *testing.T) {
+	t.Parallel()
+	got, _ := run(t, "document", map[string]string{
+		"html": `{"content":"<html><head><title>x</title><style>p{}</style></head><body><h1>Title</h1><p>Fish &amp; chips</p><script>evil()</script></body></html>"}`,
+		"md":   `{"content":"# Head\n\nSome **bold** and a [link](http://x).\n","format":"markdown"}`,
+		"none": `{"content":"   "}`,
+	})
+	r, b := completed(t, got["html"])
+	require.Equal(t, "Title\n\nFish & chips\n", string(b))
+	require.Equal(t, "html", r.Metadata["format"])
+	_, b = completed(t, got["md"])
+	require.Equal(t, "Head\n\nSome bold and a link.\n", string(b))
+	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["none"]))
+}
+
+func TestExportService(t *testing.T) {
+	t.Parallel()
+	got, _ := run(t, "export", map[string]string{
+		"csv":   `{"rows":[{"b":1,"a":"x,y"},{"a":"z","c":null}]}`,
+		"jsonl": `{"rows":[{"a":1},{"a":2}],"format":"jsonl"}`,
+		"xml":   `{"rows":[{"a":1}],"format":"xml"}`,
+	})
+	_, b := completed(t, got["csv"])
+	require.Equal(t, "a,b,c\n\"x,y\",1,\nz,,\n", string(b))
+	_, b = completed(t, got["jsonl"])
+	require.Equal(t, "{\"a\":1}\n{\"a\":2}\n", string(b))
+	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["xml"]))
+}
+
+func FuzzAnalyze(f *testing.F) {
+	f.Add("a,b\n1,2\n3,x\n")
+	f.Add("")
+	f.Add("\"unterminated\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		st, err := Analyze(s, ',')
+		if err != nil {
+			return
+		}
+		for _, c := range st.Columns {
+			require.Equal(t, st.Rows, c.Count+c.Empty)
+		}
+	})
+}
+
+func FuzzExtractText(f *testing.F) {
+	f.Add("<p>hi</p>", "html")
+	f.Add("# h\n[a](b)", "markdown")
+	f.Add("plain", "text")
+	f.Fuzz(func(t *testing.T, s, format string) {
+		out := ExtractText(s, format)
+		require.True(t, strings.HasSuffix(out, "\n"))
+		_ = guessFormat(s)
+	})
+}
