@@ -1,0 +1,101 @@
+// Package builtin holds the task types every taskflow process serves:
+// noop (returns at once) and sleep (waits, then optionally fails), for
+// benchmarks, demos and tests.
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/retry"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+// Task type names.
+const (
+	TypeNoop  = "noop"
+	TypeSleep = "sleep"
+)
+
+// Register adds noop and sleep to mux.
+func Register(mux *worker.Mux) {
+	mux.HandleFunc(TypeNoop, Noop)
+	mux.HandleFunc(TypeSleep, Sleep)
+}
+
+// Noop returns {} at once.
+func Noop(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+// SleepParams are the params of a sleep task.
+type SleepParams struct {
+	// DurationMS is how long to sleep (0..86,400,000).
+	DurationMS int64 `json:"duration_ms"`
+	// Fail, when set, is how the task fails after sleeping: "transient"
+	// (a 503), "permanent" (a 400), "timeout" (a network timeout), "panic",
+	// or "cancel".
+	Fail string `json:"fail,omitempty"`
+}
+
+// ParseSleepParams decodes and checks sleep params (unknown fields are
+// refused so a typo does not silently sleep 0 ms).
+func ParseSleepParams(raw json.RawMessage) (SleepParams, error) {
+	var p SleepParams
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return p, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, fmt.Errorf("sleep params: %w", err)
+	}
+	if dec.More() {
+		return p, errors.New("sleep params: trailing data after the JSON object")
+	}
+	if p.DurationMS < 0 || p.DurationMS > 86_400_000 {
+		return p, fmt.Errorf("sleep params: duration_ms %d must be within [0, 86400000]", p.DurationMS)
+	}
+	switch p.Fail {
+	case "", "transient", "permanent", "timeout", "panic", "cancel":
+	default:
+		return p, fmt.Errorf("sleep params: fail %q must be one of transient, permanent, timeout, panic, cancel", p.Fail)
+	}
+	return p, nil
+}
+
+// Sleep waits duration_ms (or until its context ends), then succeeds with
+// {"slept_ms": n} or fails as params.fail says.
+func Sleep(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	p, err := ParseSleepParams(t.Params)
+	if err != nil {
+		return nil, task.Permanent(err)
+	}
+	if p.DurationMS > 0 {
+		tm := time.NewTimer(time.Duration(p.DurationMS) * time.Millisecond)
+		defer tm.Stop()
+		select {
+		case <-tm.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	switch p.Fail {
+	case "transient":
+		return nil, &retry.StatusError{Code: 503, Err: errors.New("sleep: asked to fail transiently")}
+	case "permanent":
+		return nil, &retry.StatusError{Code: 400, Err: errors.New("sleep: asked to fail permanently")}
+	case "timeout":
+		return nil, fmt.Errorf("sleep: asked to time out: %w", context.DeadlineExceeded)
+	case "panic":
+		panic("sleep: asked to panic")
+	case "cancel":
+		return nil, task.Cancel(errors.New("sleep: asked to cancel"))
+	}
+	return json.RawMessage(fmt.Sprintf(`{"slept_ms":%d}`, p.DurationMS)), nil
+}

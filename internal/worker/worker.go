@@ -1,0 +1,504 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/retry"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Causes a handler's context is cancelled with (context.Cause).
+var (
+	// ErrCancelRequested: the task was cancelled (store.Cancel).
+	ErrCancelRequested = errors.New("worker: task cancel requested")
+	// ErrShutdown: the worker is stopping and the grace period is over.
+	ErrShutdown = errors.New("worker: shutting down")
+	// errCrash simulates a crashed process in tests.
+	errCrash = errors.New("worker: crashed")
+)
+
+// Stats counts what a worker did since it started.
+type Stats struct {
+	Started, Completed, Failed, DeadLettered, Cancelled, Released, LeaseLost int64
+}
+
+// Worker runs handlers for tasks fetched from a store: Concurrency handler
+// goroutines fed by one fetch loop (batch fetch, blocking wait when idle),
+// one acknowledgement loop (batched completions), one heartbeat loop
+// (leases, cancel requests, worker info) and a cancel-request listener.
+type Worker struct {
+	st       *store.Store
+	h        Handler
+	cfg      Config
+	log      *slog.Logger
+	breakers *breaker.Set
+
+	slots chan struct{}    // a token per busy handler slot
+	tasks chan job         // fetched tasks to handlers
+	acks  chan store.Completion
+
+	mu       sync.Mutex
+	inflight map[string]*running
+
+	tokenSeq atomic.Uint64
+	crashed  atomic.Bool
+	stats    struct {
+		started, completed, failed, dlq, cancelled, released, lost atomic.Int64
+	}
+}
+
+// job is a fetched task with its handler context (made at fetch time, so a
+// cancel request that arrives before the handler starts is not lost).
+type job struct {
+	t      *task.Task
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+type running struct {
+	token  string
+	cancel context.CancelCauseFunc
+}
+
+// New returns a Worker serving h (usually a *Mux) from st.
+func New(st *store.Store, h Handler, cfg Config) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil || h == nil {
+		return nil, errors.New("worker: nil store or handler")
+	}
+	bs, err := breaker.NewSet(cfg.Breaker)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{
+		st: st, h: h, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), breakers: bs,
+		slots:    make(chan struct{}, cfg.Concurrency),
+		tasks:    make(chan job),
+		acks:     make(chan store.Completion, cfg.Concurrency*2),
+		inflight: map[string]*running{},
+	}, nil
+}
+
+// ID returns the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Breakers returns the worker's circuit breakers.
+func (w *Worker) Breakers() *breaker.Set { return w.breakers }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{
+		Started: w.stats.started.Load(), Completed: w.stats.completed.Load(), Failed: w.stats.failed.Load(),
+		DeadLettered: w.stats.dlq.Load(), Cancelled: w.stats.cancelled.Load(), Released: w.stats.released.Load(),
+		LeaseLost: w.stats.lost.Load(),
+	}
+}
+
+// Run serves tasks until ctx ends, then shuts down gracefully: it stops
+// fetching, lets running handlers finish within ShutdownGrace, cancels the
+// rest and hands them back to their queue, flushes completions, and
+// returns. A Worker runs once.
+func (w *Worker) Run(ctx context.Context) error {
+	bg := context.WithoutCancel(ctx)
+	if err := w.publish(bg); err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancelCause(bg)
+	defer stopWork(nil)
+
+	var handlers, aux sync.WaitGroup
+	auxCtx, stopAux := context.WithCancel(bg)
+	defer stopAux()
+
+	ackDone := make(chan struct{})
+	go func() { defer close(ackDone); w.ackLoop() }()
+	aux.Add(2)
+	go func() { defer aux.Done(); w.heartbeatLoop(auxCtx) }()
+	ready := make(chan struct{})
+	go func() { defer aux.Done(); w.cancelListener(auxCtx, ready) }()
+	<-ready
+
+	for i := 0; i < w.cfg.Concurrency; i++ {
+		handlers.Add(1)
+		go func() { defer handlers.Done(); w.handlerLoop() }()
+	}
+	fetchDone := make(chan struct{})
+	go func() { defer close(fetchDone); w.fetchLoop(ctx, workCtx); close(w.tasks) }()
+
+	<-ctx.Done()
+	<-fetchDone
+	if w.crashed.Load() {
+		stopWork(errCrash)
+	}
+	allDone := make(chan struct{})
+	go func() { handlers.Wait(); close(allDone) }()
+	grace := time.NewTimer(w.cfg.ShutdownGrace)
+	select {
+	case <-allDone:
+	case <-grace.C:
+		w.log.Info("shutdown grace over: cancelling running tasks to hand them back")
+		stopWork(ErrShutdown)
+		<-allDone
+	}
+	grace.Stop()
+	close(w.acks)
+	<-ackDone
+	stopAux()
+	aux.Wait()
+	if !w.crashed.Load() {
+		if err := w.st.RemoveWorker(bg, w.cfg.ID); err != nil {
+			w.log.Warn("remove worker entry", "err", err)
+		}
+	}
+	return nil
+}
+
+// fetchLoop takes tasks while there are free handler slots, and blocks on
+// the store's wake-up signal when the queues are empty.
+func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
+	bg := context.WithoutCancel(ctx)
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < w.cfg.FetchBatch {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		// the fetch itself must not be cut off half way: a lost reply
+		// would leave its tasks ACTIVE until their leases expire
+		fctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		seq := w.tokenSeq.Add(1)
+		got, err := w.st.Fetch(fctx, store.FetchRequest{N: n, WorkerID: w.cfg.ID,
+			TokenPrefix: w.cfg.ID + "/" + strconv.FormatUint(seq, 10), Lease: w.cfg.Lease})
+		cancel()
+		for i := len(got); i < n; i++ {
+			<-w.slots
+		}
+		if err != nil {
+			w.log.Error("fetch", "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, 2*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		if len(got) > 0 {
+			jobs := make([]job, len(got))
+			w.mu.Lock()
+			for i, t := range got {
+				hctx, cancel := context.WithCancelCause(workCtx)
+				jobs[i] = job{t: t, ctx: hctx, cancel: cancel}
+				w.inflight[t.ID] = &running{token: t.Lease, cancel: cancel}
+			}
+			w.mu.Unlock()
+			for _, j := range jobs {
+				w.tasks <- j
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := w.st.WaitForWork(ctx, w.cfg.IdleWait); err != nil && ctx.Err() == nil {
+			w.log.Error("wait for work", "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (w *Worker) handlerLoop() {
+	for j := range w.tasks {
+		w.runTask(j)
+		<-w.slots
+	}
+}
+
+// runTask runs one task's handler and applies its outcome.
+func (w *Worker) runTask(j job) {
+	t, hctx := j.t, j.ctx
+	defer j.cancel(nil)
+	w.stats.started.Add(1)
+	bg := context.WithoutCancel(hctx)
+	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
+		if ok, wait := w.breakers.Allow(dep); !ok {
+			w.forget(t.ID)
+			due := w.cfg.Clock.Now().Add(wait)
+			if err := w.st.Release(bg, t.ID, t.Lease, due, "breaker_open "+dep); err != nil {
+				w.log.Warn("release (breaker open)", "task", t.ID, "err", err)
+			}
+			w.stats.released.Add(1)
+			return
+		}
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = w.cfg.DefaultTimeout
+	}
+	dctx, cancelT := context.WithTimeout(hctx, timeout)
+	result, err := w.call(dctx, t)
+	cancelT()
+	cause := context.Cause(hctx)
+	w.forget(t.ID)
+
+	dep := w.cfg.Dependencies[t.Type]
+	switch {
+	case errors.Is(cause, errCrash) || w.crashed.Load():
+		return // a crashed process writes nothing
+	case errors.Is(cause, task.ErrLeaseLost):
+		w.stats.lost.Add(1)
+		return // another worker owns the task now
+	case err == nil:
+		if dep != "" {
+			w.breakers.Record(dep, true)
+		}
+		if result == nil {
+			result = json.RawMessage("null")
+		}
+		w.acks <- store.Completion{ID: t.ID, Token: t.Lease, Result: result}
+		return
+	case errors.Is(cause, ErrShutdown):
+		if rerr := w.st.Release(bg, t.ID, t.Lease, time.Time{}, "shutdown"); rerr != nil {
+			w.log.Warn("hand back at shutdown", "task", t.ID, "err", rerr)
+		}
+		w.stats.released.Add(1)
+		return
+	}
+	var ce *task.CancelError
+	if errors.Is(cause, ErrCancelRequested) || errors.As(err, &ce) {
+		if cerr := w.st.CancelActive(bg, t.ID, t.Lease, "cancelled"); cerr != nil {
+			w.log.Warn("cancel", "task", t.ID, "err", cerr)
+		}
+		w.stats.cancelled.Add(1)
+		return
+	}
+	w.fail(bg, t, err, dep)
+}
+
+// call runs the handler, turning a panic into a failure with its stack.
+func (w *Worker) call(ctx context.Context, t *task.Task) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := debug.Stack()
+			if len(stack) > 8192 {
+				stack = stack[:8192]
+			}
+			err = task.Transient(task.ErrTypePanic, fmt.Errorf("panic: %v\n%s", p, stack))
+		}
+	}()
+	return w.h.ProcessTask(ctx, t)
+}
+
+func (w *Worker) fail(ctx context.Context, t *task.Task, err error, dep string) {
+	d := retry.Classify(err)
+	if dep != "" && d.Class == task.ClassTransient {
+		w.breakers.Record(dep, false)
+	}
+	now := w.cfg.Clock.Now()
+	due := now.Add(d.After)
+	if d.After <= 0 {
+		due = w.cfg.Retry.NextRetryAt(now, t.RetryCount, d.ErrorType)
+	}
+	msg := err.Error()
+	if len(msg) > 16384 {
+		msg = msg[:16384]
+	}
+	out, ferr := w.st.Fail(ctx, t.ID, t.Lease, store.Failure{
+		ErrorType: d.ErrorType, Message: msg, Permanent: d.Class == task.ClassPermanent,
+		RetryAt: due, Attempt: t.RetryCount + 1, Worker: w.cfg.ID,
+	})
+	if ferr != nil {
+		w.log.Warn("record failure", "task", t.ID, "err", ferr)
+		return
+	}
+	w.stats.failed.Add(1)
+	if out.State == task.StateDLQ {
+		w.stats.dlq.Add(1)
+	}
+}
+
+func (w *Worker) forget(id string) {
+	w.mu.Lock()
+	delete(w.inflight, id)
+	w.mu.Unlock()
+}
+
+// interrupt cancels the handler of id with cause, if it runs here.
+func (w *Worker) interrupt(id string, cause error) {
+	w.mu.Lock()
+	r, ok := w.inflight[id]
+	w.mu.Unlock()
+	if ok {
+		r.cancel(cause)
+	}
+}
+
+// ackLoop writes completions in batches: it takes what has queued up while
+// the previous write was in flight (group commit), up to AckBatch.
+func (w *Worker) ackLoop() {
+	batch := make([]store.Completion, 0, w.cfg.AckBatch)
+	for c := range w.acks {
+		batch = append(batch[:0], c)
+	gather:
+		for len(batch) < w.cfg.AckBatch {
+			select {
+			case c, ok := <-w.acks:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, c)
+			default:
+				break gather
+			}
+		}
+		w.flush(batch)
+	}
+}
+
+func (w *Worker) flush(batch []store.Completion) {
+	if w.crashed.Load() {
+		return
+	}
+	backoff := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs, err := w.st.CompleteBatch(ctx, batch)
+		cancel()
+		if err == nil {
+			for i, e := range errs {
+				if e == nil {
+					w.stats.completed.Add(1)
+					continue
+				}
+				w.stats.lost.Add(1)
+				w.log.Debug("completion refused", "task", batch[i].ID, "err", e)
+			}
+			return
+		}
+		if attempt == 8 || w.crashed.Load() {
+			w.log.Error("completions not written; their leases will expire and the tasks run again", "n", len(batch), "err", err)
+			return
+		}
+		time.Sleep(backoff) // Redis is failing: back off before writing again
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// heartbeatLoop renews leases of running tasks, stops the ones lost or
+// cancelled, and publishes the worker's info (breaker states).
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	tick := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if w.crashed.Load() {
+			return
+		}
+		w.mu.Lock()
+		leases := make([]store.Lease, 0, len(w.inflight))
+		for id, r := range w.inflight {
+			leases = append(leases, store.Lease{ID: id, Token: r.token})
+		}
+		w.mu.Unlock()
+		hctx, cancel := context.WithTimeout(ctx, w.cfg.HeartbeatInterval)
+		res, err := w.st.Heartbeat(hctx, leases, w.cfg.Lease)
+		cancel()
+		if err != nil {
+			w.log.Warn("heartbeat", "err", err)
+			continue
+		}
+		for _, id := range res.Lost {
+			w.interrupt(id, task.ErrLeaseLost)
+		}
+		for _, id := range res.CancelRequested {
+			w.interrupt(id, ErrCancelRequested)
+		}
+		if err := w.publish(ctx); err != nil {
+			w.log.Warn("publish worker info", "err", err)
+		}
+	}
+}
+
+func (w *Worker) publish(ctx context.Context) error {
+	b, _ := json.Marshal(w.breakers.Snapshots())
+	return w.st.PublishWorker(ctx, w.cfg.ID, map[string]string{
+		"concurrency": strconv.Itoa(w.cfg.Concurrency),
+		"types":       typesOf(w.h),
+		"breakers":    string(b),
+	}, 3*w.cfg.HeartbeatInterval)
+}
+
+func typesOf(h Handler) string {
+	if m, ok := h.(*Mux); ok {
+		b, _ := json.Marshal(m.Types())
+		return string(b)
+	}
+	return "[]"
+}
+
+// cancelListener follows the store's cancel channel and interrupts the
+// handlers of tasks cancelled while they run here.
+func (w *Worker) cancelListener(ctx context.Context, ready chan<- struct{}) {
+	ps := w.st.Client().Subscribe(ctx, w.st.CancelChannel())
+	defer ps.Close()
+	// wait for the subscription so no request after Run started is missed
+	_, err := ps.Receive(ctx)
+	close(ready)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("cancel listener: subscribe", "err", err)
+		}
+		return
+	}
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			w.interrupt(m.Payload, ErrCancelRequested)
+		}
+	}
+}
+
+// crash makes the worker stop as a killed process would: handlers are
+// cancelled, nothing more is written, leases are left to expire. Tests
+// call it before cancelling Run's context.
+func (w *Worker) crash() { w.crashed.Store(true) }
