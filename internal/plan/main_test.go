@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -26,6 +27,7 @@ func TestMain(m *testing.M) {
 // bundle is one test's engine over its own Redis namespace holding the demo data.
 type bundle struct {
 	eng    *plan.Engine
+	rdb    *redis.Client
 	prefix string
 	reg    *registry.Registry
 }
@@ -45,7 +47,7 @@ func setup(t testing.TB, mods ...func(*plan.Config)) *bundle {
 	eng, err := plan.New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, eng.Close()) })
-	return &bundle{eng: eng, prefix: prefix, reg: reg}
+	return &bundle{eng: eng, rdb: c, prefix: prefix, reg: reg}
 }
 
 // compile parses and compiles an inline plan.
