@@ -18,7 +18,7 @@ func TestParseRequest(t *testing.T) {
 	require.NoError(t, err)
 	ok := []struct {
 		name, in string
-		want plan.Request
+		want     plan.Request
 	}{
 		{"Minimal", `{"user_id":1}`, plan.Request{UserID: 1}},
 		{"DecimalString", `{"user_id":"123","request_id":"r"}`, plan.Request{UserID: 123, RequestID: "r"}},
