@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/service"
+)
+
+// access is who may call a route.
+type access int
+
+const (
+	public    access = iota // anyone, no credentials read
+	principal               // a session or the admin
+	admin                   // the admin only (operator endpoints)
+)
+
+func (a access) String() string {
+	switch a {
+	case public:
+		return "public"
+	case principal:
+		return "session or admin"
+	}
+	return "admin"
+}
+
+// route is one endpoint: how it is served and how it is documented.
+type route struct {
+	method  string
+	path    string // net/http pattern path, without trailing slash
+	access  access
+	handler func(w http.ResponseWriter, r *http.Request, p auth.Principal)
+	doc     opDoc
+}
+
+// router dispatches to routes. A trailing slash is ignored ("/x/" is "/x");
+// an unknown path is a JSON 404 and a known path with the wrong method a
+// JSON 405 with Allow.
+type router struct {
+	s      *Server
+	mux    *http.ServeMux
+	routes []route
+}
+
+func newRouter(s *Server) *router { return &router{s: s, mux: http.NewServeMux()} }
+
+func (rt *router) add(r route) {
+	rt.routes = append(rt.routes, r)
+	h := r.handler
+	acc := r.access
+	rt.mux.HandleFunc(r.method+" "+r.path, func(w http.ResponseWriter, req *http.Request) {
+		var p auth.Principal
+		if acc != public {
+			var err error
+			p, err = rt.s.authenticate(req)
+			if err != nil {
+				rt.s.writeError(w, req, err)
+				return
+			}
+			if acc == admin && !p.Admin {
+				rt.s.writeError(w, req, service.Forbidden("this endpoint needs the admin key"))
+				return
+			}
+			req = req.WithContext(auth.WithPrincipal(req.Context(), p))
+		}
+		h(w, req, p)
+	})
+}
+
+// mount serves an outside handler (plan API, notifications) at pattern,
+// behind the given access check.
+func (rt *router) mount(pattern string, acc access, h http.Handler) {
+	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if acc != public {
+			p, err := rt.s.authenticate(req)
+			if err != nil {
+				rt.s.writeError(w, req, err)
+				return
+			}
+			if acc == admin && !p.Admin {
+				rt.s.writeError(w, req, service.Forbidden("this endpoint needs the admin key"))
+				return
+			}
+			req = req.WithContext(auth.WithPrincipal(req.Context(), p))
+		}
+		h.ServeHTTP(w, req)
+	}))
+}
+
+// ServeHTTP strips one trailing slash, then routes.
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r2 := *r
+		u := *r.URL
+		u.Path = strings.TrimSuffix(p, "/")
+		u.RawPath = ""
+		r2.URL = &u
+		r = &r2
+	}
+	_, pattern := rt.mux.Handler(r)
+	if sw, ok := w.(*statusWriter); ok {
+		sw.route = pattern
+	}
+	if pattern == "" {
+		rt.miss(w, r)
+		return
+	}
+	rt.mux.ServeHTTP(w, r)
+}
+
+// miss answers a request no route takes: 405 when another method would
+// match, else 404.
+func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pat := rt.mux.Handler(probe); pat != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		sort.Strings(allow)
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{
+			Code: "method_not_allowed", Message: r.Method + " is not allowed here; use " + strings.Join(allow, " or ")}})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{Error: errorDetail{
+		Code: "not_found", Message: "no endpoint " + r.URL.Path + " (see /openapi.json)"}})
+}
+
+// authenticate resolves the request's bearer token to a principal, as a
+// *service.Error on failure.
+func (s *Server) authenticate(r *http.Request) (auth.Principal, error) {
+	tok, err := auth.BearerToken(r)
+	if err != nil {
+		return auth.Principal{}, service.Unauthenticated("%v", err)
+	}
+	p, err := s.auth.Authenticate(r.Context(), tok)
+	switch {
+	case errors.Is(err, auth.ErrNoCredentials), errors.Is(err, auth.ErrInvalidToken):
+		return auth.Principal{}, service.Unauthenticated("%v", err)
+	case err != nil:
+		return auth.Principal{}, service.Unavailable(err)
+	}
+	return p, nil
+}

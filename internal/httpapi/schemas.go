@@ -1,0 +1,126 @@
+package httpapi
+
+// apiSchemas are the OpenAPI component schemas of the bodies the API sends
+// and accepts. Tests check that every schema a route names exists and that
+// real responses carry the required fields.
+
+func obj(required []string, props map[string]any) map[string]any {
+	m := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		m["required"] = required
+	}
+	return m
+}
+
+func str(desc string) map[string]any { return map[string]any{"type": "string", "description": desc} }
+func integer(desc string) map[string]any {
+	return map[string]any{"type": "integer", "description": desc}
+}
+func num(desc string) map[string]any { return map[string]any{"type": "number", "description": desc} }
+func boolean(desc string) map[string]any {
+	return map[string]any{"type": "boolean", "description": desc}
+}
+func ts(desc string) map[string]any {
+	return map[string]any{"type": "string", "format": "date-time", "description": desc}
+}
+func arr(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
+func mapOf(v any) map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": v}
+}
+
+var stateEnum = map[string]any{"type": "string", "enum": []string{"PENDING", "ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED"}}
+
+var apiSchemas = map[string]any{
+	"Error": obj([]string{"error"}, map[string]any{
+		"error": obj([]string{"code", "message"}, map[string]any{
+			"code":    str("stable machine code, e.g. validation_failed, unknown_field, task_not_found, task_not_retryable, task_active"),
+			"message": str("what is wrong, in words"),
+			"field":   str("the request field or parameter concerned, when there is one"),
+		}),
+	}),
+	"Session": obj([]string{"session_id", "token"}, map[string]any{
+		"session_id": str("the session's id"),
+		"token":      str("bearer token of the session; shown once, stored only as a hash"),
+		"created_at": ts(""), "expires_at": ts(""),
+	}),
+	"SummarizeRequest": obj([]string{"content"}, map[string]any{
+		"content":     map[string]any{"type": "string", "description": "text to summarize", "example": "Redis is an in-memory data store. It is used as a cache and a message broker."},
+		"priority":    map[string]any{"type": "string", "enum": []string{"high", "normal", "low"}},
+		"timeout":     num("seconds one attempt may run"),
+		"max_retries": integer("0..100; default 3"),
+		"run_at":      ts("delay the first run until this time"),
+	}),
+	"SubmitRequest": obj([]string{"task_type"}, map[string]any{
+		"task_type":   map[string]any{"type": "string", "description": "a registered task type", "example": "summarize"},
+		"content":     str("input text (required for summarize)"),
+		"params":      map[string]any{"type": "object", "description": "handler parameters"},
+		"priority":    map[string]any{"type": "string", "enum": []string{"high", "normal", "low"}},
+		"timeout":     num("seconds one attempt may run"),
+		"max_retries": integer("0..100; default 3"),
+		"run_at":      ts("delay the first run until this time"),
+	}),
+	"Submitted": obj([]string{"task_id", "state"}, map[string]any{"task_id": str(""), "state": stateEnum}),
+	"Task": obj([]string{"task_id", "task_type", "state", "retry_count", "max_retries", "created_at", "updated_at"}, map[string]any{
+		"task_id": str(""), "task_type": str(""), "state": stateEnum, "content": str(""),
+		"params": map[string]any{"type": "object"}, "session_id": str(""),
+		"priority": str(""), "timeout": num("seconds"), "retry_count": integer(""), "max_retries": integer(""),
+		"last_error": str(""), "error_type": str(""), "retry_after": ts(""), "created_at": ts(""), "updated_at": ts(""),
+		"started_at": ts(""), "completed_at": ts(""),
+		"result": map[string]any{"type": "object", "description": "the handler's result; summarize: {summary, summarizer, model}"},
+		"worker": str(""),
+		"error_history": arr(obj(nil, map[string]any{"at": ts(""), "attempt": integer(""), "error_type": str(""), "message": str(""), "worker": str("")})),
+		"state_history": arr(obj(nil, map[string]any{"at": ts(""), "from": str(""), "to": str(""), "cause": str("")})),
+	}),
+	"TaskList": obj([]string{"tasks", "total", "page", "page_size"}, map[string]any{
+		"tasks": arr(ref("Task")), "total": integer("matching tasks"), "page": integer(""), "page_size": integer(""),
+		"partial": boolean("a filtered listing stopped scanning at 10000 entries"),
+	}),
+	"Deleted":   obj([]string{"task_id", "deleted"}, map[string]any{"task_id": str(""), "deleted": boolean("")}),
+	"Cancelled": obj([]string{"task_id", "outcome", "state"}, map[string]any{"task_id": str(""), "outcome": map[string]any{"type": "string", "enum": []string{"cancelled", "requested"}}, "state": stateEnum}),
+	"Requeued":  obj([]string{"requeued", "task_ids"}, map[string]any{"requeued": integer(""), "task_ids": arr(str(""))}),
+	"QueueStatus": obj([]string{"queues", "states", "retry_ratio"}, map[string]any{
+		"queues":              obj([]string{"primary", "retry", "scheduled", "dlq"}, map[string]any{"primary": integer(""), "retry": integer(""), "scheduled": integer(""), "dlq": integer("")}),
+		"primary_by_priority": mapOf(integer("")),
+		"states":              mapOf(integer("")),
+		"retry_ratio":         num("share of fetches served retry-first now"),
+		"pressure":            map[string]any{"type": "string", "enum": []string{"normal", "warning", "critical"}},
+	}),
+	"TaskEvent": obj([]string{"id", "task_id", "to", "at"}, map[string]any{
+		"id": str("event id (resume with Last-Event-ID)"), "task_id": str(""), "from": str(""), "to": stateEnum,
+		"at": ts(""), "task_type": str(""), "session_id": str(""),
+	}),
+	"DLQPage": obj([]string{"tasks", "total"}, map[string]any{
+		"tasks": arr(map[string]any{"allOf": []any{ref("Task"), obj(nil, map[string]any{"dlq": mapOf(str("failure snapshot"))})}}),
+		"total": integer(""), "offset": integer(""), "limit": integer(""),
+	}),
+	"TaskSummary": obj([]string{"task_id", "task_type", "state"}, map[string]any{
+		"task_id": str(""), "task_type": str(""), "state": stateEnum, "session_id": str(""), "priority": str(""),
+		"retry_count": integer(""), "max_retries": integer(""), "error_type": str(""), "last_error": str(""),
+		"created_at": ts(""), "updated_at": ts(""), "completed_at": ts(""),
+	}),
+	"QueuePage": obj([]string{"queue", "tasks", "total"}, map[string]any{
+		"queue": str(""), "tasks": arr(ref("TaskSummary")), "total": integer(""), "offset": integer(""), "limit": integer(""),
+	}),
+	"Workers": obj([]string{"workers", "count"}, map[string]any{
+		"count": integer(""),
+		"workers": arr(obj([]string{"worker_id"}, map[string]any{
+			"worker_id": str(""), "host": str(""), "started_at": ts(""), "last_heartbeat": ts(""),
+			"heartbeat_age_seconds": num(""), "concurrency": integer(""), "in_flight": integer(""),
+			"task_types": arr(str("")), "circuit_breakers": mapOf(map[string]any{"type": "string", "enum": []string{"CLOSED", "HALF_OPEN", "OPEN"}}),
+		})),
+	}),
+	"BreakerRequest": obj(nil, map[string]any{
+		"dependency":       map[string]any{"type": "string", "description": "e.g. openrouter; empty = every dependency", "example": "openrouter"},
+		"duration_seconds": num("open-circuit-breaker only: how long to hold it open"),
+	}),
+	"BreakerResult": obj([]string{"state"}, map[string]any{"dependency": str(""), "state": str("")}),
+	"Health": obj([]string{"status", "components", "timestamp"}, map[string]any{
+		"status": map[string]any{"type": "string", "enum": []string{"healthy", "unhealthy"}},
+		"components": obj([]string{"redis", "workers", "circuit_breaker"}, map[string]any{
+			"redis": boolean(""), "workers": boolean("at least one live worker"), "worker_count": integer(""),
+			"circuit_breaker": mapOf(str("worst state per dependency")),
+		}),
+		"timestamp": ts(""),
+	}),
+	"Probe": obj([]string{"status"}, map[string]any{"status": str("")}),
+}

@@ -1,0 +1,175 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const adminKey = "test-admin-key-0123456789abcdef"
+
+// testBundle is one API server on a real Redis namespace of its own.
+type testBundle struct {
+	t     *testing.T
+	srv   *httptest.Server
+	st    *store.Store
+	svc   *service.Service
+	api   *httpapi.Server
+	ns    string
+	types []string
+}
+
+type setupOpts struct {
+	open         bool
+	maxBody      int64
+	maxContent   int
+	heartbeat    time.Duration
+	breakers     service.BreakerControl
+	mounts       []httpapi.Mount
+	withoutTypes bool
+}
+
+func setup(t *testing.T, o ...setupOpts) *testBundle {
+	t.Helper()
+	var opt setupOpts
+	if len(o) > 0 {
+		opt = o[0]
+	}
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	key := adminKey
+	if opt.open {
+		key = ""
+	}
+	au, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: key, Open: opt.open})
+	require.NoError(t, err)
+	b := &testBundle{t: t, st: st, ns: ns, types: []string{"summarize", "noop", "sleep"}}
+	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers}
+	if !opt.withoutTypes {
+		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }
+	}
+	svc, err := service.New(scfg)
+	require.NoError(t, err)
+	t.Cleanup(svc.Close)
+	api, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, MaxBodyBytes: opt.maxBody, Heartbeat: opt.heartbeat,
+		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts})
+	require.NoError(t, err)
+	b.srv = httptest.NewServer(api)
+	t.Cleanup(b.srv.Close)
+	b.svc, b.api = svc, api
+	return b
+}
+
+// resp is a decoded response.
+type resp struct {
+	code int
+	body map[string]any
+	raw  []byte
+	hdr  http.Header
+}
+
+func (r resp) errCode() string {
+	e, _ := r.body["error"].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+func (r resp) errField() string {
+	e, _ := r.body["error"].(map[string]any)
+	s, _ := e["field"].(string)
+	return s
+}
+
+func (b *testBundle) do(method, path, token string, body any) resp {
+	b.t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		j, err := json.Marshal(v)
+		require.NoError(b.t, err)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, b.srv.URL+path, rd)
+	require.NoError(b.t, err)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := b.srv.Client().Do(req)
+	require.NoError(b.t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(b.t, err)
+	out := resp{code: res.StatusCode, raw: raw, hdr: res.Header}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+		require.NoError(b.t, json.Unmarshal(raw, &out.body), "body: %s", raw)
+		if res.StatusCode >= 400 {
+			require.NotEmpty(b.t, out.errCode(), "error without code: %s", raw)
+		}
+	}
+	return out
+}
+
+func (b *testBundle) session() auth.Session {
+	b.t.Helper()
+	r := b.do("POST", "/api/v1/sessions", "", nil)
+	require.Equal(b.t, http.StatusCreated, r.code, string(r.raw))
+	return auth.Session{ID: r.body["session_id"].(string), Token: r.body["token"].(string)}
+}
+
+func (b *testBundle) submit(token, content string) string {
+	b.t.Helper()
+	r := b.do("POST", "/api/v1/tasks/summarize/", token, map[string]any{"content": content})
+	require.Equal(b.t, http.StatusCreated, r.code, string(r.raw))
+	return r.body["task_id"].(string)
+}
+
+// activate moves up to n pending tasks to ACTIVE as a worker would, and
+// returns them with their lease tokens.
+func (b *testBundle) activate(n int) []*task.Task {
+	b.t.Helper()
+	ts, err := b.st.Fetch(context.Background(), store.FetchRequest{N: n, WorkerID: "test-worker", TokenPrefix: "tw", Lease: time.Minute})
+	require.NoError(b.t, err)
+	return ts
+}
+
+// deadLetter makes task id go to the DLQ through a permanent failure.
+func (b *testBundle) deadLetter(id string) {
+	b.t.Helper()
+	for _, tk := range b.activate(100) {
+		if tk.ID != id {
+			continue
+		}
+		out, err := b.st.Fail(context.Background(), tk.ID, tk.Lease, store.Failure{ErrorType: task.ErrTypeInvalidInput, Message: "bad input", Permanent: true, Attempt: 1})
+		require.NoError(b.t, err)
+		require.Equal(b.t, task.StateDLQ, out.State)
+		return
+	}
+	b.t.Fatalf("task %s was not fetched", id)
+}

@@ -1,0 +1,556 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// ListInput filters and pages a task listing. Zero values mean: every
+// state, every type, page 1 of 50, newest first, full tasks.
+type ListInput struct {
+	Status    string // a state (PROCESSING is accepted for ACTIVE)
+	TaskType  string
+	Page      int // 1-based
+	PageSize  int // 1..1000; spec 001's limit is an alias
+	SortBy    string
+	SortOrder string // asc | desc
+	Summary   bool   // leave out content and result
+}
+
+// Listing limits.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+	// MaxMergeWindow bounds page*page_size of listings that merge several
+	// indexes (all states) or filter by task_type.
+	MaxMergeWindow = 10000
+)
+
+// TaskSummary is a task without its content and result (the summaries form).
+type TaskSummary struct {
+	ID          string     `json:"task_id"`
+	Type        string     `json:"task_type"`
+	State       task.State `json:"state"`
+	SessionID   string     `json:"session_id,omitempty"`
+	Priority    string     `json:"priority"`
+	RetryCount  int        `json:"retry_count"`
+	MaxRetries  int        `json:"max_retries"`
+	ErrorType   string     `json:"error_type,omitempty"`
+	LastError   string     `json:"last_error,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+}
+
+// SummaryOf is t without content and result.
+func SummaryOf(t *task.Task) TaskSummary {
+	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: string(t.Priority),
+		RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, ErrorType: t.ErrorType, LastError: t.LastError,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, CompletedAt: t.CompletedAt}
+}
+
+// TaskList is a page of tasks. Tasks holds TaskView or TaskSummary values.
+type TaskList struct {
+	Tasks    []any `json:"tasks"`
+	Total    int64 `json:"total"`
+	Page     int   `json:"page"`
+	PageSize int   `json:"page_size"`
+	// Partial is true when a filtered listing stopped at MaxMergeWindow
+	// index entries: Total counts only what was examined.
+	Partial bool `json:"partial,omitempty"`
+}
+
+type listQuery struct {
+	state    task.State
+	hasState bool
+	taskType string
+	offset   int
+	size     int
+	byCreate bool
+	asc      bool
+	summary  bool
+}
+
+func (in ListInput) parse() (listQuery, error) {
+	q := listQuery{taskType: strings.TrimSpace(in.TaskType), summary: in.Summary}
+	if in.Status != "" && !strings.EqualFold(in.Status, "all") {
+		st, err := task.ParseState(in.Status)
+		if err != nil {
+			return q, Invalid("invalid_parameter", "status", "status %q is not a state (PENDING, ACTIVE, COMPLETED, FAILED, DLQ, TIMEOUT, CANCELLED)", truncate(in.Status, 40))
+		}
+		q.state, q.hasState = st, true
+	}
+	page := in.Page
+	if page == 0 {
+		page = 1
+	}
+	if page < 1 {
+		return q, Invalid("invalid_parameter", "page", "page must be 1 or more")
+	}
+	q.size = in.PageSize
+	if q.size == 0 {
+		q.size = DefaultPageSize
+	}
+	if q.size < 1 || q.size > MaxPageSize {
+		return q, Invalid("invalid_parameter", "page_size", "page_size (or limit) must be between 1 and %d", MaxPageSize)
+	}
+	if page > 1_000_000 {
+		return q, Invalid("invalid_parameter", "page", "page is too large")
+	}
+	q.offset = (page - 1) * q.size
+	switch strings.ToLower(in.SortBy) {
+	case "", "updated_at":
+	case "created_at":
+		q.byCreate = true
+	default:
+		return q, Invalid("invalid_parameter", "sort_by", "sort_by must be created_at or updated_at")
+	}
+	switch strings.ToLower(in.SortOrder) {
+	case "", "desc":
+	case "asc":
+		q.asc = true
+	default:
+		return q, Invalid("invalid_parameter", "sort_order", "sort_order must be asc or desc")
+	}
+	return q, nil
+}
+
+// List pages tasks. The admin lists every task; a session lists its own.
+func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (TaskList, error) {
+	if err := requirePrincipal(p); err != nil {
+		return TaskList{}, err
+	}
+	q, err := in.parse()
+	if err != nil {
+		return TaskList{}, err
+	}
+	out := TaskList{Page: q.offset/q.size + 1, PageSize: q.size, Tasks: []any{}}
+	var tasks []*task.Task
+	switch {
+	case !p.Admin:
+		tasks, out.Total, out.Partial, err = s.listSession(ctx, p.SessionID, q)
+	case q.hasState && q.taskType == "":
+		var pg *store.TaskPage
+		pg, err = s.st.ListByState(ctx, q.state, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
+		if err == nil {
+			tasks, out.Total = pg.Tasks, pg.Total
+			sortTasks(tasks, q)
+		}
+	default:
+		tasks, out.Total, out.Partial, err = s.listMerged(ctx, q)
+	}
+	if err != nil {
+		return TaskList{}, storeErr("", err)
+	}
+	for _, t := range tasks {
+		if q.summary {
+			out.Tasks = append(out.Tasks, SummaryOf(t))
+		} else {
+			out.Tasks = append(out.Tasks, ViewOf(t))
+		}
+	}
+	return out, nil
+}
+
+func (q listQuery) match(t *task.Task) bool {
+	return (!q.hasState || t.State == q.state) && (q.taskType == "" || t.Type == q.taskType)
+}
+
+func sortTasks(ts []*task.Task, q listQuery) {
+	key := func(t *task.Task) time.Time {
+		if q.byCreate {
+			return t.CreatedAt
+		}
+		return t.UpdatedAt
+	}
+	sort.SliceStable(ts, func(i, j int) bool {
+		if q.asc {
+			return key(ts[i]).Before(key(ts[j]))
+		}
+		return key(ts[j]).Before(key(ts[i]))
+	})
+}
+
+// listMerged serves listings across states or filtered by type: it reads
+// the newest (or oldest) offset+size entries of each state index, filters,
+// sorts by the requested field and cuts the page. Bounded by MaxMergeWindow.
+func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, int64, bool, error) {
+	window := q.offset + q.size
+	if window > MaxMergeWindow {
+		return nil, 0, false, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states or filtering by task_type; filter by status to page deeper", MaxMergeWindow)
+	}
+	states := task.States
+	if q.hasState {
+		states = []task.State{q.state}
+	}
+	var all []*task.Task
+	var total int64
+	partial := false
+	for _, st := range states {
+		scanned := 0
+		for off := 0; scanned < MaxMergeWindow; {
+			n := min(MaxPageSize, MaxMergeWindow-scanned)
+			pg, err := s.st.ListByState(ctx, st, store.ListOptions{Offset: off, Limit: n, Oldest: q.asc})
+			if err != nil {
+				return nil, 0, false, err
+			}
+			if q.taskType == "" {
+				total += pg.Total
+				all = append(all, pg.Tasks...)
+				break // the first window is enough when nothing is filtered out
+			}
+			for _, t := range pg.Tasks {
+				if q.match(t) {
+					all = append(all, t)
+					total++
+				}
+			}
+			scanned += n
+			off += n
+			if int64(off) >= pg.Total {
+				break
+			}
+			if scanned >= MaxMergeWindow {
+				partial = true
+			}
+		}
+	}
+	sortTasks(all, q)
+	if q.offset >= len(all) {
+		return nil, total, partial, nil
+	}
+	return all[q.offset:min(len(all), q.offset+q.size)], total, partial, nil
+}
+
+// listSession pages a session's own tasks from its task index.
+func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) ([]*task.Task, int64, bool, error) {
+	k := sessionTasksKey(s.ns, sessionID)
+	var all []*task.Task
+	var missing []any
+	partial := false
+	for off := int64(0); ; off += MaxPageSize {
+		var ids []string
+		var err error
+		if q.asc {
+			ids, err = s.rdb.ZRange(ctx, k, off, off+MaxPageSize-1).Result()
+		} else {
+			ids, err = s.rdb.ZRevRange(ctx, k, off, off+MaxPageSize-1).Result()
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+		ts, err := s.st.GetMany(ctx, ids)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		found := make(map[string]bool, len(ts))
+		for _, t := range ts {
+			found[t.ID] = true
+			if q.match(t) {
+				all = append(all, t)
+			}
+		}
+		for _, id := range ids {
+			if !found[id] {
+				missing = append(missing, id)
+			}
+		}
+		if len(ids) < MaxPageSize {
+			break
+		}
+		if off+MaxPageSize >= MaxMergeWindow {
+			partial = true
+			break
+		}
+	}
+	if len(missing) > 0 { // deleted or expired tasks: drop them from the index
+		_ = s.rdb.ZRem(ctx, k, missing...).Err()
+	}
+	sortTasks(all, q)
+	total := int64(len(all))
+	if q.offset >= len(all) {
+		return nil, total, partial, nil
+	}
+	return all[q.offset:min(len(all), q.offset+q.size)], total, partial, nil
+}
+
+// QueueStatus is spec 001's GET /api/v1/queues/status answer.
+type QueueStatus struct {
+	Queues            map[string]int64        `json:"queues"`
+	PrimaryByPriority map[task.Priority]int64 `json:"primary_by_priority"`
+	States            map[task.State]int64    `json:"states"`
+	RetryRatio        float64                 `json:"retry_ratio"`
+	Pressure          string                  `json:"pressure"`
+}
+
+// QueueStatus returns queue depths and per-state counts (operator).
+func (s *Service) QueueStatus(ctx context.Context, p auth.Principal) (QueueStatus, error) {
+	if err := requireAdmin(p); err != nil {
+		return QueueStatus{}, err
+	}
+	return s.queueStatus(ctx)
+}
+
+func (s *Service) queueStatus(ctx context.Context) (QueueStatus, error) {
+	qs, err := s.st.QueueStatus(ctx)
+	if err != nil {
+		return QueueStatus{}, storeErr("", err)
+	}
+	states := make(map[task.State]int64, len(task.States))
+	for _, st := range task.States {
+		states[st] = qs.States[st]
+	}
+	return QueueStatus{
+		Queues:            map[string]int64{"primary": qs.Primary, "retry": qs.Retry, "scheduled": qs.Scheduled, "dlq": qs.DLQ},
+		PrimaryByPriority: qs.PrimaryByPriority,
+		States:            states,
+		RetryRatio:        qs.RetryRatio,
+		Pressure:          qs.Pressure,
+	}, nil
+}
+
+// DLQItem is a dead-lettered task with the failure snapshot taken when it
+// entered the DLQ.
+type DLQItem struct {
+	TaskView
+	DLQ map[string]string `json:"dlq"`
+}
+
+// Page is a generic page of items.
+type Page[T any] struct {
+	Items  []T   `json:"tasks"`
+	Total  int64 `json:"total"`
+	Offset int   `json:"offset"`
+	Limit  int   `json:"limit"`
+}
+
+// DLQ pages the dead-letter queue, newest first (operator).
+func (s *Service) DLQ(ctx context.Context, p auth.Principal, offset, limit int) (Page[DLQItem], error) {
+	if err := requireAdmin(p); err != nil {
+		return Page[DLQItem]{}, err
+	}
+	if err := checkWindow(offset, &limit); err != nil {
+		return Page[DLQItem]{}, err
+	}
+	es, total, err := s.st.ListDLQ(ctx, store.ListOptions{Offset: offset, Limit: limit})
+	if err != nil {
+		return Page[DLQItem]{}, storeErr("", err)
+	}
+	out := Page[DLQItem]{Items: make([]DLQItem, 0, len(es)), Total: total, Offset: offset, Limit: limit}
+	for _, e := range es {
+		out.Items = append(out.Items, DLQItem{TaskView: ViewOf(e.Task), DLQ: e.Snapshot})
+	}
+	return out, nil
+}
+
+func checkWindow(offset int, limit *int) error {
+	if offset < 0 {
+		return Invalid("invalid_parameter", "offset", "offset must not be negative")
+	}
+	if *limit == 0 {
+		*limit = DefaultPageSize
+	}
+	if *limit < 1 || *limit > MaxPageSize {
+		return Invalid("invalid_parameter", "limit", "limit must be between 1 and %d", MaxPageSize)
+	}
+	return nil
+}
+
+// QueueTasks pages the tasks waiting in one queue in the order they will
+// be taken (operator). queue is primary, primary:high, primary:low, retry,
+// scheduled or dlq.
+func (s *Service) QueueTasks(ctx context.Context, p auth.Principal, queue string, offset, limit int) (Page[TaskSummary], error) {
+	if err := requireAdmin(p); err != nil {
+		return Page[TaskSummary]{}, err
+	}
+	q, err := store.ParseQueue(queue)
+	if err != nil {
+		return Page[TaskSummary]{}, NotFound("queue_not_found", "no queue %q (primary, primary:high, primary:low, retry, scheduled, dlq)", truncate(queue, 40))
+	}
+	if err := checkWindow(offset, &limit); err != nil {
+		return Page[TaskSummary]{}, err
+	}
+	ids, total, err := s.st.QueueContents(ctx, q, store.ListOptions{Offset: offset, Limit: limit})
+	if err != nil {
+		return Page[TaskSummary]{}, storeErr("", err)
+	}
+	ts, err := s.st.GetMany(ctx, ids)
+	if err != nil {
+		return Page[TaskSummary]{}, storeErr("", err)
+	}
+	out := Page[TaskSummary]{Items: make([]TaskSummary, 0, len(ts)), Total: total, Offset: offset, Limit: limit}
+	for _, t := range ts {
+		out.Items = append(out.Items, SummaryOf(t))
+	}
+	return out, nil
+}
+
+// WorkerLiveness is how recent a heartbeat must be for a worker to count.
+const WorkerLiveness = 30 * time.Second
+
+// Workers lists live workers (operator).
+func (s *Service) Workers(ctx context.Context, p auth.Principal) ([]WorkerInfo, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	return s.workers(ctx)
+}
+
+func (s *Service) workers(ctx context.Context) ([]WorkerInfo, error) {
+	if s.cfg.Workers != nil {
+		ws, err := s.cfg.Workers(ctx)
+		if err != nil {
+			return nil, storeErr("", err)
+		}
+		return ws, nil
+	}
+	raw, err := s.st.Workers(ctx, WorkerLiveness.Milliseconds())
+	if err != nil {
+		return nil, storeErr("", err)
+	}
+	now := s.cfg.Now()
+	out := make([]WorkerInfo, 0, len(raw))
+	for _, w := range raw {
+		out = append(out, workerFromFields(w, now))
+	}
+	return out, nil
+}
+
+// workerFromFields reads what a worker publishes about itself (see the
+// worker package): concurrency, in_flight, started_at (unix ms), host,
+// task_types (comma-separated) and breakers (JSON object dependency →
+// state). Unknown or missing fields are left zero.
+func workerFromFields(w store.WorkerInfo, now time.Time) WorkerInfo {
+	f := w.Fields
+	last := time.UnixMilli(w.LastSeen).UTC()
+	wi := WorkerInfo{ID: w.ID, LastHeartbeat: last, HeartbeatAge: now.Sub(last).Seconds(), Host: f["host"],
+		Breakers: map[string]string{}}
+	wi.Concurrency, _ = strconv.Atoi(f["concurrency"])
+	wi.InFlight, _ = strconv.Atoi(firstNonEmpty(f["in_flight"], f["inflight"]))
+	if ms, err := strconv.ParseInt(f["started_at"], 10, 64); err == nil {
+		wi.StartedAt = time.UnixMilli(ms).UTC()
+	} else if t, err := time.Parse(time.RFC3339Nano, f["started_at"]); err == nil {
+		wi.StartedAt = t
+	}
+	if tt := firstNonEmpty(f["task_types"], f["types"]); tt != "" {
+		wi.TaskTypes = strings.Split(tt, ",")
+	}
+	if b := firstNonEmpty(f["breakers"], f["breaker"]); b != "" {
+		var m map[string]any
+		if json.Unmarshal([]byte(b), &m) == nil {
+			for dep, v := range m {
+				switch x := v.(type) {
+				case string:
+					wi.Breakers[dep] = x
+				case map[string]any:
+					if st, ok := x["state"].(string); ok {
+						wi.Breakers[dep] = st
+					}
+				}
+			}
+		}
+	}
+	return wi
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// Health is spec 001's GET /health answer.
+type Health struct {
+	Status     string           `json:"status"` // healthy | unhealthy
+	Components HealthComponents `json:"components"`
+	Timestamp  time.Time        `json:"timestamp"`
+}
+
+// HealthComponents are the parts health looks at.
+type HealthComponents struct {
+	Redis bool `json:"redis"`
+	// Workers is true when at least one worker heartbeated recently.
+	Workers bool `json:"workers"`
+	// WorkerCount is the number of live workers.
+	WorkerCount int `json:"worker_count"`
+	// CircuitBreaker is the worst state per dependency across workers
+	// (OPEN > HALF_OPEN > CLOSED).
+	CircuitBreaker map[string]string `json:"circuit_breaker"`
+}
+
+// Health checks Redis and the workers; anyone may ask.
+func (s *Service) Health(ctx context.Context) Health {
+	h := Health{Status: "healthy", Timestamp: s.cfg.Now().UTC(), Components: HealthComponents{CircuitBreaker: map[string]string{}}}
+	h.Components.Redis = s.Ready(ctx) == nil
+	if h.Components.Redis {
+		if ws, err := s.workers(ctx); err == nil {
+			h.Components.WorkerCount = len(ws)
+			h.Components.Workers = len(ws) > 0
+			for _, w := range ws {
+				for dep, st := range w.Breakers {
+					if rank(st) > rank(h.Components.CircuitBreaker[dep]) {
+						h.Components.CircuitBreaker[dep] = st
+					}
+				}
+			}
+		}
+	}
+	if !h.Components.Redis || !h.Components.Workers {
+		h.Status = "unhealthy"
+	}
+	return h
+}
+
+func rank(state string) int {
+	switch strings.ToUpper(state) {
+	case "OPEN":
+		return 3
+	case "HALF_OPEN":
+		return 2
+	case "CLOSED":
+		return 1
+	}
+	return 0
+}
+
+// Ready reports whether the API can serve: Redis answers.
+func (s *Service) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return Unavailable(fmt.Errorf("redis: %w", err))
+	}
+	return nil
+}
+
+// BreakerAction resets or opens circuit breakers (operator).
+func (s *Service) BreakerAction(ctx context.Context, p auth.Principal, open bool, dependency string, d time.Duration) error {
+	if err := requireAdmin(p); err != nil {
+		return err
+	}
+	if s.cfg.Breakers == nil {
+		return Conflict("breaker_control_unavailable", "no circuit breaker control is configured in this process")
+	}
+	var err error
+	if open {
+		err = s.cfg.Breakers.Open(ctx, dependency, d)
+	} else {
+		err = s.cfg.Breakers.Reset(ctx, dependency)
+	}
+	if err != nil {
+		return storeErr("", err)
+	}
+	return nil
+}

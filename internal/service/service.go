@@ -1,0 +1,241 @@
+// Package service is taskflow's business logic behind every front end: the
+// HTTP API (internal/httpapi) and, later, the MCP server call the same
+// methods. Each method takes the caller's auth.Principal and enforces who may
+// do what: a session sees only its own tasks; operator actions need the
+// admin. Failures a caller can act on are *Error values with a stable code.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Config configures a Service.
+type Config struct {
+	// Store is the task store. Required.
+	Store *store.Store
+	// Auth creates sessions. Required.
+	Auth *auth.Authenticator
+	// TaskTypes lists the task types workers handle; a submit of another
+	// type is refused (422). Default nil: any type is accepted.
+	TaskTypes func() []string
+	// MaxContentBytes caps a task's content (413 beyond). Default 512 KiB.
+	MaxContentBytes int
+	// SessionTTL is how long a session's task index lives. Default 24h.
+	SessionTTL time.Duration
+	// BatchMax is the most submits one enqueue script call carries when
+	// submits arrive concurrently (they are gathered without waiting: a
+	// lone submit goes alone). Default 128; 1 disables batching.
+	BatchMax int
+	// BatchWorkers is the number of concurrent enqueue calls. Default 4.
+	BatchWorkers int
+	// Workers reports the live workers (the core's worker registry). Default
+	// nil: the workers view is empty and health reports no workers.
+	Workers func(ctx context.Context) ([]WorkerInfo, error)
+	// Breakers controls circuit breakers (reset/open); default nil: those
+	// operator actions answer 409 breaker_control_unavailable.
+	Breakers BreakerControl
+	// Logger receives the service's own logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock (health timestamps, run_at checks). Default time.Now.
+	Now func() time.Time
+}
+
+// BreakerControl is how the operator endpoints move circuit breakers.
+type BreakerControl interface {
+	// Reset closes the breaker of dependency ("" = every dependency).
+	Reset(ctx context.Context, dependency string) error
+	// Open forces the breaker of dependency open for d ("" = every one).
+	Open(ctx context.Context, dependency string, d time.Duration) error
+}
+
+// WorkerInfo is one live worker as the workers view shows it.
+type WorkerInfo struct {
+	ID            string            `json:"worker_id"`
+	Host          string            `json:"host,omitempty"`
+	StartedAt     time.Time         `json:"started_at"`
+	LastHeartbeat time.Time         `json:"last_heartbeat"`
+	HeartbeatAge  float64           `json:"heartbeat_age_seconds"`
+	Concurrency   int               `json:"concurrency"`
+	InFlight      int               `json:"in_flight"`
+	TaskTypes     []string          `json:"task_types,omitempty"`
+	Breakers      map[string]string `json:"circuit_breakers"`
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.MaxContentBytes == 0 {
+		c.MaxContentBytes = 512 << 10
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = 24 * time.Hour
+	}
+	if c.BatchMax == 0 {
+		c.BatchMax = 128
+	}
+	if c.BatchWorkers == 0 {
+		c.BatchWorkers = 4
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("service: Store is required"))
+	}
+	if c.Auth == nil {
+		errs = append(errs, errors.New("service: Auth is required"))
+	}
+	if c.MaxContentBytes < 1 {
+		errs = append(errs, fmt.Errorf("service: MaxContentBytes %d must be positive", c.MaxContentBytes))
+	}
+	if c.BatchMax < 1 || c.BatchMax > 500 {
+		errs = append(errs, fmt.Errorf("service: BatchMax %d must be within [1, 500]", c.BatchMax))
+	}
+	if c.BatchWorkers < 1 {
+		errs = append(errs, fmt.Errorf("service: BatchWorkers %d must be positive", c.BatchWorkers))
+	}
+	return errors.Join(errs...)
+}
+
+// Service implements taskflow's operations. Start it with Start, stop it
+// with Close (it runs the submit batchers).
+type Service struct {
+	cfg   Config
+	st    *store.Store
+	rdb   redis.UniversalClient
+	ns    string
+	batch *batcher
+}
+
+// New returns a Service; call Close when done.
+func New(cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, st: cfg.Store, rdb: cfg.Store.Client(), ns: cfg.Store.Config().Namespace}
+	s.batch = newBatcher(s, cfg.BatchMax, cfg.BatchWorkers)
+	return s, nil
+}
+
+// Close stops the batchers after the submits in flight are written.
+func (s *Service) Close() { s.batch.close() }
+
+// Store returns the underlying store (for front ends that need raw access,
+// e.g. the event stream).
+func (s *Service) Store() *store.Store { return s.st }
+
+// CreateSession opens a new session; anyone may.
+func (s *Service) CreateSession(ctx context.Context) (auth.Session, error) {
+	sess, err := s.cfg.Auth.CreateSession(ctx)
+	if err != nil {
+		return auth.Session{}, Unavailable(err)
+	}
+	return sess, nil
+}
+
+// storeErr maps the store's errors to service errors for task id.
+func storeErr(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return err
+	}
+	var ve *store.ValidationError
+	if errors.As(err, &ve) {
+		return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: ve.Field, Message: ve.Field + " " + ve.Reason, Err: err}
+	}
+	if errors.Is(err, task.ErrNotFound) {
+		return &Error{Kind: KindNotFound, Code: "task_not_found", Message: fmt.Sprintf("no task %s", id), Err: err}
+	}
+	if errors.Is(err, task.ErrDuplicateTaskID) {
+		return &Error{Kind: KindConflict, Code: "duplicate_task_id", Field: "task_id", Message: "a task with this id already exists", Err: err}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Unavailable(err)
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) || isConnErr(err) {
+		return Unavailable(err)
+	}
+	return Internal(err)
+}
+
+func isConnErr(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"connection refused", "broken pipe", "connection reset", "i/o timeout", "EOF", "pool timeout", "client is closed"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// authorize checks that p may touch t: the admin always, a session only its
+// own tasks.
+func authorize(p auth.Principal, t *task.Task) error {
+	if p.Admin {
+		return nil
+	}
+	if p.SessionID == "" {
+		return Unauthenticated("credentials required")
+	}
+	if t.SessionID != p.SessionID {
+		return Forbidden("task %s belongs to another session", t.ID)
+	}
+	return nil
+}
+
+func requireAdmin(p auth.Principal) error {
+	if p.Admin {
+		return nil
+	}
+	if p.Anonymous() {
+		return Unauthenticated("credentials required")
+	}
+	return Forbidden("this operation needs the admin key")
+}
+
+func requirePrincipal(p auth.Principal) error {
+	if p.Anonymous() {
+		return Unauthenticated("credentials required")
+	}
+	return nil
+}
+
+// knownType reports whether taskType is handled by the workers.
+func (s *Service) knownType(taskType string) (bool, []string) {
+	if s.cfg.TaskTypes == nil {
+		return true, nil
+	}
+	types := s.cfg.TaskTypes()
+	sort.Strings(types)
+	for _, t := range types {
+		if t == taskType {
+			return true, types
+		}
+	}
+	return false, types
+}

@@ -1,0 +1,292 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// SubmitInput is a request to create a task of any registered type.
+type SubmitInput struct {
+	TaskType   string          `json:"task_type"`
+	Content    *string         `json:"content,omitempty"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Priority   string          `json:"priority,omitempty"`
+	Timeout    *float64        `json:"timeout,omitempty"` // seconds
+	MaxRetries *int            `json:"max_retries,omitempty"`
+	RunAt      *string         `json:"run_at,omitempty"` // RFC 3339
+}
+
+// Limits of SubmitInput.
+const (
+	MaxTimeout    = 24 * time.Hour
+	MaxMaxRetries = 100
+	MaxRunAhead   = 30 * 24 * time.Hour
+)
+
+// TaskTypeSummarize is spec 001's summarization task type.
+const TaskTypeSummarize = "summarize"
+
+// Submitted is the answer to a submit: spec 001's TaskResponse.
+type Submitted struct {
+	TaskID string     `json:"task_id"`
+	State  task.State `json:"state"`
+}
+
+// Submit validates in and creates the task, owned by p's session (none for
+// the admin).
+func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) (Submitted, error) {
+	if err := requirePrincipal(p); err != nil {
+		return Submitted{}, err
+	}
+	req, err := s.validate(in)
+	if err != nil {
+		return Submitted{}, err
+	}
+	req.SessionID = p.SessionID
+	t, err := s.batch.enqueue(ctx, req)
+	if err != nil {
+		return Submitted{}, storeErr("", err)
+	}
+	if p.SessionID != "" {
+		if err := s.indexSessionTask(ctx, p.SessionID, t); err != nil {
+			return Submitted{}, Unavailable(err)
+		}
+	}
+	return Submitted{TaskID: t.ID, State: t.State}, nil
+}
+
+func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
+	var r store.EnqueueRequest
+	in.TaskType = strings.TrimSpace(in.TaskType)
+	if in.TaskType == "" {
+		return r, Unprocessable("task_type", "task_type is required")
+	}
+	if ok, types := s.knownType(in.TaskType); !ok {
+		return r, &Error{Kind: KindUnprocessable, Code: "unknown_task_type", Field: "task_type",
+			Message: fmt.Sprintf("no worker handles task_type %q (known: %s)", in.TaskType, strings.Join(types, ", "))}
+	}
+	r.Type = in.TaskType
+	if in.Content != nil {
+		if len(*in.Content) > s.cfg.MaxContentBytes {
+			return r, TooLarge("content_too_large", "content", "content is %d bytes; the limit is %d", len(*in.Content), s.cfg.MaxContentBytes)
+		}
+		r.Content = *in.Content
+	}
+	if in.TaskType == TaskTypeSummarize && strings.TrimSpace(r.Content) == "" {
+		return r, Unprocessable("content", "content is required: the text to summarize")
+	}
+	if len(in.Params) > 0 && !bytes.Equal(bytes.TrimSpace(in.Params), []byte("null")) {
+		trimmed := bytes.TrimSpace(in.Params)
+		if len(trimmed) == 0 || trimmed[0] != '{' {
+			return r, Unprocessable("params", "params must be a JSON object")
+		}
+		r.Params = trimmed
+	}
+	prio, err := task.ParsePriority(in.Priority)
+	if err != nil {
+		return r, Unprocessable("priority", "%v", err)
+	}
+	r.Priority = prio
+	if in.Timeout != nil {
+		d := time.Duration(*in.Timeout * float64(time.Second))
+		if *in.Timeout <= 0 || d > MaxTimeout {
+			return r, Unprocessable("timeout", "timeout must be between 0 and %d seconds (got %v)", int(MaxTimeout.Seconds()), *in.Timeout)
+		}
+		r.Timeout = d
+	}
+	if in.MaxRetries != nil {
+		if *in.MaxRetries < 0 || *in.MaxRetries > MaxMaxRetries {
+			return r, Unprocessable("max_retries", "max_retries must be between 0 and %d (got %d)", MaxMaxRetries, *in.MaxRetries)
+		}
+		n := *in.MaxRetries
+		r.MaxRetries = &n
+	}
+	if in.RunAt != nil && *in.RunAt != "" {
+		at, err := time.Parse(time.RFC3339Nano, *in.RunAt)
+		if err != nil {
+			return r, Unprocessable("run_at", "run_at must be an RFC 3339 time like 2026-01-02T15:04:05Z (got %q)", *in.RunAt)
+		}
+		if at.After(s.cfg.Now().Add(MaxRunAhead)) {
+			return r, Unprocessable("run_at", "run_at is more than %d days ahead", int(MaxRunAhead.Hours()/24))
+		}
+		r.RunAt = at
+	}
+	return r, nil
+}
+
+// indexSessionTask records t in its session's task index.
+func (s *Service) indexSessionTask(ctx context.Context, sessionID string, t *task.Task) error {
+	k := sessionTasksKey(s.ns, sessionID)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, k, redis.Z{Score: float64(t.CreatedAt.UnixMilli()), Member: t.ID})
+		p.Expire(ctx, k, s.cfg.SessionTTL)
+		return nil
+	})
+	return err
+}
+
+// TaskView is a task as the API shows it: the task's fields plus its
+// timeout in seconds.
+type TaskView struct {
+	*task.Task
+	TimeoutSeconds float64 `json:"timeout,omitempty"`
+}
+
+// ViewOf wraps t for output.
+func ViewOf(t *task.Task) TaskView {
+	return TaskView{Task: t, TimeoutSeconds: t.Timeout.Seconds()}
+}
+
+// get loads a task and checks that p may see it.
+func (s *Service) get(ctx context.Context, p auth.Principal, id string) (*task.Task, error) {
+	if err := requirePrincipal(p); err != nil {
+		return nil, err
+	}
+	if err := validTaskID(id); err != nil {
+		return nil, err
+	}
+	t, err := s.st.Get(ctx, id)
+	if err != nil {
+		return nil, storeErr(id, err)
+	}
+	if err := authorize(p, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func validTaskID(id string) error {
+	if id == "" || len(id) > 200 || strings.ContainsAny(id, " {},;\t\n\r") {
+		return Invalid("invalid_parameter", "task_id", "task_id %q is not a valid task id", truncate(id, 64))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// Get returns the task id if p may see it.
+func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (TaskView, error) {
+	t, err := s.get(ctx, p, id)
+	if err != nil {
+		return TaskView{}, err
+	}
+	return ViewOf(t), nil
+}
+
+// Retry is spec 001's manual retry: a FAILED or DLQ task goes back to
+// PENDING in the retry queue with retry_count 0. Another state is a 409
+// saying which state the task is in.
+func (s *Service) Retry(ctx context.Context, p auth.Principal, id string) (Submitted, error) {
+	if _, err := s.get(ctx, p, id); err != nil {
+		return Submitted{}, err
+	}
+	err := s.st.Retry(ctx, id)
+	var se *task.StateError
+	if errors.As(err, &se) {
+		return Submitted{}, &Error{Kind: KindConflict, Code: "task_not_retryable", Err: err,
+			Message: fmt.Sprintf("task %s is %s: only FAILED or DLQ tasks can be retried%s", id, se.Have, retryHint(se.Have))}
+	}
+	if err != nil {
+		return Submitted{}, storeErr(id, err)
+	}
+	return Submitted{TaskID: id, State: task.StatePending}, nil
+}
+
+func retryHint(st task.State) string {
+	switch st {
+	case task.StatePending, task.StateActive:
+		return " (it has not failed: it is queued or running)"
+	case task.StateCompleted:
+		return " (it succeeded; submit a new task to run it again)"
+	case task.StateCancelled:
+		return " (it was cancelled; submit a new task)"
+	case task.StateTimeout:
+		return " (it is overdue but may still complete; cancel it first)"
+	}
+	return ""
+}
+
+// CancelResult says what a cancel did.
+type CancelResult struct {
+	TaskID string `json:"task_id"`
+	// Outcome is "cancelled" (the task is CANCELLED now) or "requested"
+	// (it is ACTIVE: its worker stops it and it ends CANCELLED).
+	Outcome string     `json:"outcome"`
+	State   task.State `json:"state"`
+}
+
+// Cancel cancels a PENDING, ACTIVE or TIMEOUT task.
+func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string) (CancelResult, error) {
+	if _, err := s.get(ctx, p, id); err != nil {
+		return CancelResult{}, err
+	}
+	out, err := s.st.Cancel(ctx, id)
+	var se *task.StateError
+	if errors.As(err, &se) {
+		return CancelResult{}, &Error{Kind: KindConflict, Code: "task_not_cancellable", Err: err,
+			Message: fmt.Sprintf("task %s is %s: only PENDING, ACTIVE or TIMEOUT tasks can be cancelled", id, se.Have)}
+	}
+	if err != nil {
+		return CancelResult{}, storeErr(id, err)
+	}
+	st := task.StateCancelled
+	if out == store.CancelRequested {
+		st = task.StateActive
+	}
+	return CancelResult{TaskID: id, Outcome: string(out), State: st}, nil
+}
+
+// Delete removes a task. An ACTIVE task is refused with 409 task_active: a
+// worker holds it, so deleting it would leave half a task behind; cancel
+// it first (docs/api.md).
+func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
+	t, err := s.get(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	err = s.st.Delete(ctx, id)
+	var se *task.StateError
+	if errors.As(err, &se) {
+		return &Error{Kind: KindConflict, Code: "task_active", Err: err,
+			Message: fmt.Sprintf("task %s is %s: a worker holds it; cancel it first (POST /api/v1/tasks/%s/cancel), then delete it", id, se.Have, id)}
+	}
+	if err != nil {
+		return storeErr(id, err)
+	}
+	if t.SessionID != "" {
+		_ = s.rdb.ZRem(ctx, sessionTasksKey(s.ns, t.SessionID), id).Err()
+	}
+	return nil
+}
+
+// RequeueOrphaned is spec 001's operator action: ACTIVE tasks whose lease
+// expired go back to their queue now.
+func (s *Service) RequeueOrphaned(ctx context.Context, p auth.Principal) ([]string, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	ids, err := s.st.RequeueOrphaned(ctx)
+	if err != nil {
+		return nil, storeErr("", err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
