@@ -38,5 +38,13 @@ fmt: ## Format the Go code
 generate: ## Regenerate generated files
 	$(GO) generate ./...
 
+conformance: ## Run our plan engine against the reference rankd's plans and registries (../shared/reference/rankd) when present
+	@ref="$${RANKD_REFERENCE_DIR:-../shared/reference/rankd}"; \
+	if [ -d "$$ref/plans" ]; then \
+		RANKD_REFERENCE_DIR="$$(cd "$$ref" && pwd)" $(GO) test -race -count=1 -tags conformance -run '^TestConformance$$' -v ./internal/plan/ ; \
+	else \
+		echo "conformance: no reference engine files at $$ref (they exist beside the checkout on the build machines only) - nothing to compare, skipping"; \
+	fi
+
 clean: ## Remove build output
 	rm -rf bin
