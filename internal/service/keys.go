@@ -7,4 +7,6 @@ package service
 // sessionTasksKey is a ZSET: the ids of the tasks a session created, scored
 // by creation time (unix ms). It expires with the session (refreshed on
 // every add). Entries of deleted tasks are removed lazily by listings.
-func sessionTasksKey(ns, sessionID string) string { return "{" + ns + "}:api:session:" + sessionID + ":tasks" }
+func sessionTasksKey(ns, sessionID string) string {
+	return "{" + ns + "}:api:session:" + sessionID + ":tasks"
+}
