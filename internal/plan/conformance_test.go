@@ -91,7 +91,7 @@ func TestConformance(t *testing.T) {
 		want   []cand
 		line   string
 	}{
-		"plans/reels_plan_a": {want: reels, line: `"candidates":[{"id":3,"fields":{"final_score":0.6000000000000001,"country":"US"}},{"id":4,"fields":{"final_score":0.8,"country":"CA"}},{"id":5,"fields":{"final_score":1.0,"country":"US"}},{"id":6,"fields":{"final_score":1.2000000000000002,"country":"CA"}},{"id":7,"fields":{"final_score":1.4000000000000001,"country":"US"}}]`},
+		"plans/reels_plan_a":          {want: reels, line: `"candidates":[{"id":3,"fields":{"final_score":0.6000000000000001,"country":"US"}},{"id":4,"fields":{"final_score":0.8,"country":"CA"}},{"id":5,"fields":{"final_score":1.0,"country":"US"}},{"id":6,"fields":{"final_score":1.2000000000000002,"country":"CA"}},{"id":7,"fields":{"final_score":1.4000000000000001,"country":"US"}}]`},
 		"plans-examples/reels_plan_a": {want: reels},
 		"plans/demo":                  {want: reels},
 		"plans/concat_plan":           {want: append(followCountries(1, 4), us(1001, 1002, 1003, 1004)...)},
