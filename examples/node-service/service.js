@@ -1,0 +1,176 @@
+// A taskflow external service in Node, written against docs/protocol.md with
+// nothing but the `redis` client: it takes text.wordcount tasks from
+// agent:stream:task.create through the consumer group wordcount-service-group,
+// reports progress, and publishes task.completed or task.failed.
+//
+//   REDIS_URL=redis://127.0.0.1:6379 TASKFLOW_NAMESPACE=taskflow node service.js
+//
+// Every Redis command is sent as a raw command, so this file doubles as a
+// worked example of the protocol for any other language.
+'use strict';
+
+const crypto = require('node:crypto');
+const os = require('node:os');
+const { createClient } = require('redis');
+
+const NS = process.env.TASKFLOW_NAMESPACE || 'taskflow';
+const SERVICE = process.env.SERVICE_NAME || 'wordcount-service';
+const TYPES = ['text.wordcount'];
+const CONSUMER = process.env.CONSUMER || `${SERVICE}-worker-${os.hostname()}-${process.pid}`;
+const GROUP = `${SERVICE}-group`;
+const P = `{${NS}}:`;
+const K = {
+  create: P + 'agent:stream:task.create',
+  completed: P + 'agent:stream:task.completed',
+  failed: P + 'agent:stream:task.failed',
+  progress: P + 'agent:stream:task.progress',
+  services: P + 'agent:services',
+  service: P + 'agent:service:' + SERVICE,
+};
+const RETENTION_MS = 7 * 24 * 3600 * 1000;
+const BLOCK_MS = Number(process.env.BLOCK_MS || 1000);
+const HEARTBEAT_MS = Number(process.env.HEARTBEAT_MS || 2000);
+const CLAIM_IDLE_MS = Number(process.env.CLAIM_IDLE_MS || 15000);
+
+const now = () => new Date();
+// Spec 003's timestamp: UTC, milliseconds, Z.
+const ts = (d) => d.toISOString();
+
+function log(level, msg, fields) {
+  const kv = Object.entries(fields || {}).map(([k, v]) => `${k}=${v}`).join(' ');
+  process.stderr.write(`[${level}] ${msg}${kv ? ': ' + kv : ''}\n`);
+}
+
+// fields turns a stream entry's flat [f1, v1, f2, v2, ...] into an object.
+function fields(flat) {
+  const o = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) o[flat[i]] = flat[i + 1];
+  return o;
+}
+
+async function publish(client, stream, type, data) {
+  const minId = `${Math.max(0, Date.now() - RETENTION_MS)}-0`;
+  const eventId = crypto.randomUUID();
+  await client.sendCommand(['XADD', stream, 'MINID', '~', minId, '*',
+    'event_id', eventId, 'event_type', type, 'timestamp', ts(now()), 'data', JSON.stringify(data)]);
+  return eventId;
+}
+
+// wordcount is the work: statistics of params.text.
+function wordcount(params) {
+  if (!params || typeof params.text !== 'string' || params.text.trim() === '') {
+    const err = new Error('params.text: required (a non-empty string)');
+    err.code = 'INVALID_PARAMS';
+    err.retryable = false;
+    throw err;
+  }
+  const words = params.text.toLowerCase().match(/[\p{L}\p{N}']+/gu) || [];
+  const counts = new Map();
+  for (const w of words) counts.set(w, (counts.get(w) || 0) + 1);
+  const top = [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, 5);
+  return {
+    file_url: '',
+    summary: `${words.length} words, ${counts.size} distinct`,
+    metadata: {
+      words: words.length,
+      distinct: counts.size,
+      lines: params.text.split('\n').length,
+      top_words: top.map(([word, count]) => ({ word, count })),
+    },
+  };
+}
+
+async function handle(client, entryId, flat) {
+  const ev = fields(flat);
+  let data;
+  try {
+    data = JSON.parse(ev.data);
+  } catch (e) {
+    log('WARN', 'malformed task.create skipped', { entry: entryId });
+    await client.sendCommand(['XACK', K.create, GROUP, entryId]);
+    return;
+  }
+  if (ev.event_type !== 'task.create' || !TYPES.includes(data.task_type)) {
+    await client.sendCommand(['XACK', K.create, GROUP, entryId]); // not ours
+    return;
+  }
+  const started = Date.now();
+  log('INFO', 'Task processing', { task_id: data.task_id, service: SERVICE });
+  await publish(client, K.progress, 'task.progress',
+    { task_id: data.task_id, percent: 0, message: 'counting', reported_by: SERVICE, token: data.token || '' });
+  try {
+    const result = wordcount(data.params);
+    await publish(client, K.completed, 'task.completed', {
+      task_id: data.task_id, status: 'success', result, duration_ms: Date.now() - started,
+      completed_by: SERVICE, token: data.token || '',
+    });
+    log('INFO', 'Task completed', { task_id: data.task_id, duration: Date.now() - started });
+  } catch (e) {
+    await publish(client, K.failed, 'task.failed', {
+      task_id: data.task_id, status: 'failed',
+      error: { code: e.code || 'INTERNAL_ERROR', message: String(e.message), details: {}, retryable: !!e.retryable },
+      duration_ms: Date.now() - started, failed_by: SERVICE, token: data.token || '',
+    });
+    log('ERROR', 'Task failed', { task_id: data.task_id, error: e.code || 'INTERNAL_ERROR' });
+  }
+  // Acknowledge only after the outcome is published.
+  await client.sendCommand(['XACK', K.create, GROUP, entryId]);
+}
+
+async function register(client) {
+  await client.sendCommand(['SADD', K.services, SERVICE]);
+  await client.sendCommand(['HSET', K.service, 'types', TYPES.join(','), 'consumer', CONSUMER,
+    'heartbeat_ms', String(Date.now())]);
+  await client.sendCommand(['PEXPIRE', K.service, String(3 * HEARTBEAT_MS)]);
+}
+
+async function main() {
+  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const client = createClient({ url });
+  client.on('error', (e) => log('ERROR', 'redis', { err: e.message }));
+  await client.connect();
+  const reader = client.duplicate(); // blocking reads get their own connection
+  await reader.connect();
+
+  try {
+    await client.sendCommand(['XGROUP', 'CREATE', K.create, GROUP, '0', 'MKSTREAM']);
+  } catch (e) {
+    if (!String(e.message).startsWith('BUSYGROUP')) throw e;
+  }
+  await register(client);
+  const hb = setInterval(() => register(client).catch((e) => log('WARN', 'heartbeat', { err: e.message })), HEARTBEAT_MS);
+
+  let stopping = false;
+  const stop = () => { stopping = true; };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  log('INFO', 'service started', { service: SERVICE, consumer: CONSUMER, types: TYPES.join(',') });
+  process.stdout.write(`ready ${CONSUMER}\n`);
+
+  while (!stopping) {
+    // First take over entries a dead consumer left pending, then read new ones.
+    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', '5']);
+    let entries = (claimed && claimed[1]) || [];
+    if (entries.length === 0) {
+      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', '5', 'BLOCK', String(BLOCK_MS),
+        'STREAMS', K.create, '>']);
+      entries = res ? res[0][1] : [];
+    }
+    for (const [id, flat] of entries) {
+      if (flat === null) { // deleted while pending
+        await client.sendCommand(['XACK', K.create, GROUP, id]);
+        continue;
+      }
+      await handle(client, id, flat);
+    }
+  }
+  clearInterval(hb);
+  log('INFO', 'service stopped', { service: SERVICE });
+  await reader.quit();
+  await client.quit();
+}
+
+main().catch((e) => {
+  log('ERROR', 'fatal', { err: e.stack || e.message });
+  process.exit(1);
+});
