@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// rankd runs the command with the demo data under a namespace of its own.
+func rankd(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	c, ns := testredis.Client(t)
+	_, err := plan.Seed(context.Background(), c, ns+":", plan.Demo())
+	require.NoError(t, err)
+	env := map[string]string{"REDIS_URL": testredis.URL(), "RANKD_KEY_PREFIX": ns + ":"}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb, func(k string) string { return env[k] })
+	return result{code, out.String(), errb.String()}
+}
+
+const plans = "../../internal/plan/testdata/plans"
+
+var engineID = regexp.MustCompile(`"engine_request_id":"[0-9a-f-]{36}"`)
+
+func TestSuccessLine(t *testing.T) {
+	t.Parallel()
+	r := rankd(t, `{"user_id":1,"request_id":"req-1"}`, "--plan_dir", plans, "--plan_name", "ranked_follows")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, r.stderr)
+	require.Equal(t, `{"request_id":"req-1","engine_request_id":"E","candidates":[`+
+		`{"id":3,"fields":{"final_score":0.6000000000000001,"country":"US"}},`+
+		`{"id":4,"fields":{"final_score":0.8,"country":"CA"}},`+
+		`{"id":5,"fields":{"final_score":1.0,"country":"US"}},`+
+		`{"id":6,"fields":{"final_score":1.2000000000000002,"country":"CA"}},`+
+		`{"id":7,"fields":{"final_score":1.4000000000000001,"country":"US"}}]}`+"\n",
+		engineID.ReplaceAllString(r.stdout, `"engine_request_id":"E"`))
+}
+
+func TestGeneratedRequestID(t *testing.T) {
+	t.Parallel()
+	r := rankd(t, `{"user_id":"1"}`, "--plan", filepath.Join(plans, "simple_viewer.plan.json"))
+	require.Equal(t, 0, r.code, r.stderr)
+	var out struct {
+		RequestID string `json:"request_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.Len(t, out.RequestID, 36)
+}
+
+func TestNoPlanFallback(t *testing.T) {
+	t.Parallel()
+	r := rankd(t, `{"user_id":1,"request_id":"x"}`)
+	require.Equal(t, 0, r.code)
+	require.Contains(t, r.stdout, `"candidates":[{"id":1,"fields":{}},{"id":2,"fields":{}},{"id":3,"fields":{}},{"id":4,"fields":{}},{"id":5,"fields":{}}]}`)
+}
+
+func TestRequestErrorsOnStdout(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		`{`:       `{"error":"Invalid JSON input","detail":`,
+		`{"x":1}`: `{"error":"Invalid request","detail":"missing required field: user_id"}`,
+		`{"user_id":1,"param_overrides":{"zzz":1}}`: `{"error":"Invalid param_overrides","detail":"unknown param 'zzz'"}`,
+	}
+	for in, want := range cases {
+		r := rankd(t, in, "--plan", filepath.Join(plans, "simple_viewer.plan.json"))
+		require.Equal(t, 1, r.code, in)
+		require.True(t, strings.HasPrefix(r.stdout, want), "%s: %s", in, r.stdout)
+		require.Empty(t, r.stderr)
+	}
+}
+
+func writePlan(t *testing.T, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "p.plan.json")
+	require.NoError(t, os.WriteFile(p, []byte(src), 0o600))
+	return p
+}
+
+func TestPlanAndRunErrorsOnStderr(t *testing.T) {
+	t.Parallel()
+	cycle := writePlan(t, `{"schema_version":1,"plan_name":"c","nodes":[{"node_id":"a","op":"core::take","inputs":["b"],"params":{"count":5}},{"node_id":"b","op":"core::take","inputs":["a"],"params":{"count":5}}],"outputs":["a"]}`)
+	slow := writePlan(t, `{"schema_version":1,"plan_name":"slow","nodes":[{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"z","op":"test::sleep","inputs":["s"],"params":{"duration_ms":30000}}],"outputs":["z"]}`)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"Cycle", []string{"--plan", cycle}, "Error: Plan contains a cycle\n"},
+		{"Deadline", []string{"--plan", slow, "--deadline_ms", "30"}, "Error: Request deadline exceeded\n"},
+		{"NodeTimeout", []string{"--plan", slow, "--node_timeout_ms", "30"}, "Error: Node execution timeout\n"},
+		{"MissingFile", []string{"--plan", "/nonexistent.plan.json"}, "Error: read plan: open /nonexistent.plan.json: no such file or directory\n"},
+		{"BadPlanName", []string{"--plan_name", "../x"}, "Error: Invalid plan_name '../x'. Plan names must match [A-Za-z0-9_]+ only.\n"},
+		{"BothPlanFlags", []string{"--plan", cycle, "--plan_name", "x"}, "Error: Cannot specify both --plan and --plan_name\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := rankd(t, `{"user_id":1}`, tc.args...)
+			require.Equal(t, 1, r.code)
+			require.Empty(t, r.stdout)
+			require.Equal(t, tc.want, r.stderr)
+		})
+	}
+}
+
+func TestTrace(t *testing.T) {
+	t.Parallel()
+	r := rankd(t, `{"user_id":1}`, "--plan", filepath.Join(plans, "complex_dag.plan.json"), "--trace")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "critical path 4 Redis round trip(s)")
+	for _, node := range []string{"v", "follow", "recs", "media_f", "media_r", "vm_f", "vm_r", "merge", "sort", "take"} {
+		require.Regexp(t, "(?m)^"+node+" ", r.stderr)
+	}
+}
+
+func TestBench(t *testing.T) {
+	t.Parallel()
+	r := rankd(t, "", "--plan", filepath.Join(plans, "complex_dag.plan.json"), "--bench", "20", "--bench_concurrency", "2", "--bench_warmup", "2")
+	require.Equal(t, 0, r.code, r.stderr)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	for _, k := range []string{"plan", "iterations", "concurrency", "total_ms", "throughput_rps", "avg_us", "p50_us", "p99_us", "min_us", "max_us"} {
+		require.Contains(t, out, k)
+	}
+	require.Equal(t, "complex_dag", out["plan"])
+	require.EqualValues(t, 20, out["iterations"])
+	require.EqualValues(t, 4, out["critical_round_trips"])
+	require.LessOrEqual(t, out["min_us"].(float64), out["p50_us"].(float64))
+	require.LessOrEqual(t, out["p50_us"].(float64), out["max_us"].(float64))
+}
+
+// TestManifestIsCurrent keeps registry/tasks.toml what the catalog prints.
+func TestManifestIsCurrent(t *testing.T) {
+	t.Parallel()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--print-task-manifest"}, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+	require.Equal(t, 0, code)
+	want, err := os.ReadFile("../../registry/tasks.toml")
+	require.NoError(t, err)
+	require.Equal(t, string(want), out.String(), "regenerate: go run ./cmd/rankd --print-task-manifest > registry/tasks.toml")
+}
