@@ -87,7 +87,7 @@ func scriptErr(id string, err error, want ...task.State) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
+	msg := strings.TrimPrefix(err.Error(), "ERR ")
 	switch {
 	case msg == "NOTFOUND":
 		return fmt.Errorf("task %s: %w", id, task.ErrNotFound)
