@@ -5,7 +5,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 15m
 export TASKFLOW_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 
-.PHONY: help run build test test-go test-dsl bench lint fmt generate plans conformance clean
+.PHONY: help run build test test-go test-dsl bench lint fmt generate plans plans-check dsl-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -21,8 +21,22 @@ test: test-go test-dsl ## Run every test (Go with -race, then the DSL's)
 test-go: ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
 
-test-dsl: ## Run the DSL's tests (vitest) when dsl/ exists
-	@if [ -f dsl/package.json ]; then cd dsl && npm test; else echo "no dsl/ yet"; fi
+test-dsl: dsl-deps ## Run the DSL's tests (vitest, incl. end to end on rankd), then plans-check
+	cd dsl && npm test
+	$(MAKE) plans-check
+
+dsl-deps: # Install dsl/node_modules from the lock file when missing (.ci/run does it too)
+	@if [ ! -d dsl/node_modules ]; then cd dsl && npm ci --no-audit --no-fund; fi
+
+PLAN_SOURCES := $(wildcard plans/*.plan.ts)
+
+plans: dsl-deps ## Regenerate the DSL's registry tables and compile plans/*.plan.ts to plans/*.plan.json
+	cd dsl && npm run --silent generate && npm run --silent build && node bin/dslc build $(PLAN_SOURCES:%=../%) --out ../plans
+
+plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.json differ from their sources, or a plan does not type-check
+	cd dsl && npm run --silent generate:check
+	cd dsl && npx tsc -p ../plans/tsconfig.json --noEmit
+	cd dsl && npm run --silent build && node bin/dslc build $(PLAN_SOURCES:%=../%) --out ../plans --check
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
