@@ -12,12 +12,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/ratelimit"
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -59,7 +60,15 @@ type Config struct {
 	SystemPrompt string
 	// MaxTokens bounds the LLM's answer. Default 512.
 	MaxTokens int
+	// MaxRateWait is how long a task may wait in its handler for a
+	// rate-limit grant; a longer wait returns a
+	// task.DependencyUnavailableError so the worker reschedules the task
+	// without spending a retry. Default 2 s; negative means never wait.
+	MaxRateWait time.Duration
 }
+
+// DefaultMaxRateWait is Config.MaxRateWait's default.
+const DefaultMaxRateWait = 2 * time.Second
 
 // WithDefaults returns c with every unset field at its default.
 func (c Config) WithDefaults() Config {
@@ -71,6 +80,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxTokens == 0 {
 		c.MaxTokens = 512
+	}
+	if c.MaxRateWait == 0 {
+		c.MaxRateWait = DefaultMaxRateWait
 	}
 	return c
 }
@@ -210,15 +222,8 @@ func (h *Handler) input(t *task.Task) (string, Budget, error) {
 
 // callLLM takes a rate-limit grant and makes one chat-completions call.
 func (h *Handler) callLLM(ctx context.Context, text string) (Result, error) {
-	if h.cfg.Limiter != nil {
-		if err := h.cfg.Limiter.Acquire(ctx); err != nil {
-			var le *ratelimit.LimitedError
-			if errors.As(err, &le) {
-				return Result{}, &task.DependencyUnavailableError{Dependency: Dependency, Wait: le.Wait, Reason: "rate limit reached"}
-			}
-			// Redis unreachable: the engine itself is in trouble; retry.
-			return Result{}, task.Transient(task.ErrTypeServiceUnavailable, err)
-		}
+	if err := h.acquire(ctx); err != nil {
+		return Result{}, err
 	}
 	resp, err := h.cfg.LLM.Complete(ctx, llm.Request{
 		Messages: []llm.Message{
@@ -244,44 +249,60 @@ func (h *Handler) callLLM(ctx context.Context, text string) (Result, error) {
 	return Result{Summary: summary, Summarizer: SummarizerLLM, Model: model, Usage: &resp.Usage}, nil
 }
 
-// Classify maps an llm error onto the engine's error classes (spec 001):
-//
-//	429                      transient RateLimitError, after Retry-After when given
-//	502, 503, 504            transient ServiceUnavailable (503's Retry-After honoured)
-//	500, other 5xx           transient Default
-//	408                      transient NetworkTimeout
-//	400, 413, 422            permanent InvalidInput
-//	401                      permanent AuthenticationError
-//	402, 403                 permanent PermissionDenied
-//	404                      permanent NotFound (e.g. an unknown model)
-//	other 4xx                permanent InvalidInput
-//	timeout, connection      transient NetworkTimeout
-//	malformed body, other    transient Default
+// acquire takes a rate-limit grant, waiting in the handler while the wait
+// is short (≤ MaxRateWait in all, and within ctx's deadline); a longer wait
+// becomes a DependencyUnavailableError: reschedule, no retry spent.
+func (h *Handler) acquire(ctx context.Context) error {
+	if h.cfg.Limiter == nil {
+		return nil
+	}
+	var waited time.Duration
+	for {
+		err := h.cfg.Limiter.Acquire(ctx)
+		var le *ratelimit.LimitedError
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &le):
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// Redis unreachable: the engine itself is in trouble; retry.
+			return task.Transient(task.ErrTypeServiceUnavailable, err)
+		}
+		deadline, hasDeadline := ctx.Deadline()
+		if waited+le.Wait > h.cfg.MaxRateWait || (hasDeadline && time.Until(deadline) < le.Wait+time.Second) {
+			return &task.DependencyUnavailableError{Dependency: Dependency, Wait: le.Wait, Reason: "rate limit reached"}
+		}
+		t := time.NewTimer(le.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		waited += le.Wait
+	}
+}
+
+// Classify maps an llm error onto the engine's error classes. HTTP statuses
+// follow retry.ClassifyStatus, the engine's one table of spec 001's rules
+// (429 RateLimitError; 500, 502, 503 ServiceUnavailable; 504 NetworkTimeout;
+// 400/422 InvalidInput, 401 AuthenticationError, 403 PermissionDenied, 404
+// NotFound, other 4xx InvalidInput — all permanent), and a transient
+// status keeps the server's Retry-After as the exact delay. A timeout or a
+// connection failure is transient NetworkTimeout; a malformed body, or
+// anything else, is transient Default.
 func Classify(err error) error {
 	var ae *llm.APIError
 	var te *llm.TransportError
 	switch {
 	case errors.As(err, &ae):
-		switch c := ae.StatusCode; {
-		case c == http.StatusTooManyRequests:
-			return &task.TransientError{Type: task.ErrTypeRateLimit, After: ae.RetryAfter, Err: err}
-		case c == http.StatusServiceUnavailable:
-			return &task.TransientError{Type: task.ErrTypeServiceUnavailable, After: ae.RetryAfter, Err: err}
-		case c == http.StatusBadGateway || c == http.StatusGatewayTimeout:
-			return task.Transient(task.ErrTypeServiceUnavailable, err)
-		case c >= 500:
-			return task.Transient(task.ErrTypeDefault, err)
-		case c == http.StatusRequestTimeout:
-			return task.Transient(task.ErrTypeNetworkTimeout, err)
-		case c == http.StatusUnauthorized:
-			return &task.PermanentError{Type: task.ErrTypeAuth, Err: err}
-		case c == http.StatusForbidden || c == http.StatusPaymentRequired:
-			return &task.PermanentError{Type: task.ErrTypeForbidden, Err: err}
-		case c == http.StatusNotFound:
-			return &task.PermanentError{Type: task.ErrTypeNotFound, Err: err}
-		default:
-			return &task.PermanentError{Type: task.ErrTypeInvalidInput, Err: err}
+		d := retry.ClassifyStatus(ae.StatusCode)
+		if d.Class == task.ClassPermanent {
+			return &task.PermanentError{Type: d.ErrorType, Err: err}
 		}
+		return &task.TransientError{Type: d.ErrorType, After: ae.RetryAfter, Err: err}
 	case errors.As(err, &te):
 		return task.Transient(task.ErrTypeNetworkTimeout, err)
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,10 +78,11 @@ func TestOutcomeMapping(t *testing.T) {
 	}{
 		{"RateLimited", llmfake.Outcome{Kind: llmfake.RateLimited, RetryAfter: 2 * time.Second}, want{false, task.ErrTypeRateLimit, 2 * time.Second}},
 		{"RateLimitedNoHeader", llmfake.Outcome{Kind: llmfake.RateLimited}, want{false, task.ErrTypeRateLimit, 0}},
-		{"ServerError", llmfake.Outcome{Kind: llmfake.ServerError}, want{false, task.ErrTypeDefault, 0}},
+		{"ServerError", llmfake.Outcome{Kind: llmfake.ServerError}, want{false, task.ErrTypeServiceUnavailable, 0}},
 		{"BadGateway", llmfake.Outcome{Kind: llmfake.BadGateway}, want{false, task.ErrTypeServiceUnavailable, 0}},
 		{"Unavailable", llmfake.Outcome{Kind: llmfake.Unavailable}, want{false, task.ErrTypeServiceUnavailable, 0}},
-		{"GatewayTimeout", llmfake.Outcome{Kind: llmfake.GatewayTimeout}, want{false, task.ErrTypeServiceUnavailable, 0}},
+		{"UnavailableRetryAfter", llmfake.Outcome{Kind: llmfake.Unavailable, RetryAfter: 4 * time.Second}, want{false, task.ErrTypeServiceUnavailable, 4 * time.Second}},
+		{"GatewayTimeout", llmfake.Outcome{Kind: llmfake.GatewayTimeout}, want{false, task.ErrTypeNetworkTimeout, 0}},
 		{"Malformed", llmfake.Outcome{Kind: llmfake.Malformed}, want{false, task.ErrTypeDefault, 0}},
 		{"Hang", llmfake.Outcome{Kind: llmfake.Hang}, want{false, task.ErrTypeNetworkTimeout, 0}},
 		{"BadRequest", llmfake.Outcome{Kind: llmfake.BadRequest}, want{true, task.ErrTypeInvalidInput, 0}},
@@ -146,6 +148,19 @@ func TestRateLimitWaitsWithoutRetry(t *testing.T) {
 	require.Greater(t, du.Wait, 59*time.Minute)
 	require.Contains(t, err.Error(), "rate limit")
 	require.Equal(t, 2, b.fake.Stats().Requests, "the limited task made no call")
+}
+
+func TestShortRateWaitHappensInHandler(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 1, Interval: 100 * time.Millisecond, Name: summarize.Dependency, Namespace: ns})
+	require.NoError(t, err)
+	b := setup(t, 5*time.Second, lim)
+	for i := range 3 {
+		_, err := b.handler.ProcessTask(context.Background(), newTask(fmt.Sprintf("Call %d.", i)))
+		require.NoError(t, err, "a wait within MaxRateWait is taken in the handler")
+	}
+	require.Equal(t, 3, b.fake.Stats().Requests)
 }
 
 func TestInvalidInputIsPermanentBeforeAnyCall(t *testing.T) {
