@@ -1,14 +1,71 @@
 package main
 
 import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/worker"
 )
+
+// taskDeps is what handlers need from the process that runs them.
+type taskDeps struct {
+	// Redis holds fleet-wide state handlers share (the LLM rate limit).
+	Redis redis.UniversalClient
+	// Namespace is the deployment's key namespace.
+	Namespace string
+}
 
 // newTaskMux builds the handler registry that `taskflow worker` and
 // `taskflow dev` serve. Each task type is registered here once, so every
 // process of a deployment offers the same types. Packages add one line
 // each: builtin (noop, sleep), summarize, plan.
-func newTaskMux(m *Main) (*worker.Mux, error) {
+//
+// Processes that run handlers pass their taskDeps; a process that only
+// lists the types (the API) passes none, and its handlers are built
+// without the Redis-backed parts (they never run there).
+func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
+	var d taskDeps
+	if len(deps) > 0 {
+		d = deps[0]
+	}
 	mux := worker.NewMux()
+	sum, err := newSummarize(m, d)
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle(summarize.TaskType, sum)
 	return mux, nil
+}
+
+// newSummarize builds the summarize handler from OPENROUTER_* (extractive
+// when no key is set).
+func newSummarize(m *Main, d taskDeps) (*summarize.Handler, error) {
+	getenv := m.Getenv
+	if d.Redis == nil {
+		getenv = func(k string) string {
+			if k == summarize.EnvRateLimit {
+				return "0" // listing only: no calls are made here
+			}
+			return m.Getenv(k)
+		}
+		return summarize.FromEnv(getenv, nil, d.Namespace)
+	}
+	return summarize.FromEnv(getenv, d.Redis, d.Namespace)
+}
+
+// taskDependencies maps each task type whose handler declares an outside
+// dependency (Dependencies() []string, e.g. summarize with an API key) to
+// it, for worker.Config.Dependencies: while that dependency's circuit
+// breaker is open, the worker leaves such tasks waiting.
+func taskDependencies(mux *worker.Mux) map[string]string {
+	out := map[string]string{}
+	for _, typ := range mux.Types() {
+		h, _ := mux.Handler(typ)
+		if d, ok := h.(interface{ Dependencies() []string }); ok {
+			if deps := d.Dependencies(); len(deps) > 0 {
+				out[typ] = deps[0]
+			}
+		}
+	}
+	return out
 }
