@@ -1,0 +1,231 @@
+// Package planapi serves the plan engine to the rest of taskflow: a
+// synchronous HTTP endpoint, POST /api/v1/plans/{name}/execute, and the
+// worker handler of task_type "plan" whose result is the plan's output.
+// Both read plans by name from one directory and share one plan.Engine.
+package planapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/plan/ir"
+)
+
+// Config configures a Service.
+type Config struct {
+	// PlanDir holds the plans, <name>.plan.json. Default "plans".
+	PlanDir string
+	// DefaultDeadline bounds a run whose request names no deadline_ms.
+	// Default 1s.
+	DefaultDeadline time.Duration
+	// MaxDeadline is the largest deadline_ms a request may ask. Default 30s.
+	MaxDeadline time.Duration
+	// NodeTimeout bounds each node unless the request sets
+	// node_timeout_ms. Default 0 (none: the deadline bounds the run).
+	NodeTimeout time.Duration
+	// MaxBodyBytes bounds an HTTP request body. Default 1 MiB.
+	MaxBodyBytes int64
+	// Logger receives failures that are the server's fault. Default: discard.
+	Logger *slog.Logger
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.PlanDir == "" {
+		c.PlanDir = "plans"
+	}
+	if c.DefaultDeadline <= 0 {
+		c.DefaultDeadline = time.Second
+	}
+	if c.MaxDeadline <= 0 {
+		c.MaxDeadline = 30 * time.Second
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate says what is wrong with c.
+func (c Config) Validate() error {
+	if c.DefaultDeadline > c.MaxDeadline {
+		return fmt.Errorf("planapi: DefaultDeadline %s is above MaxDeadline %s", c.DefaultDeadline, c.MaxDeadline)
+	}
+	if c.NodeTimeout < 0 {
+		return errors.New("planapi: NodeTimeout must not be negative")
+	}
+	return nil
+}
+
+// Service executes named plans for the HTTP API and for workers.
+type Service struct {
+	eng *plan.Engine
+	cfg Config
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	mod  time.Time
+	size int64
+	c    *plan.Compiled
+}
+
+// New returns a Service running plans on eng.
+func New(eng *plan.Engine, cfg Config) (*Service, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Service{eng: eng, cfg: cfg, cache: map[string]cached{}}, nil
+}
+
+// Error is a failure with an HTTP status, a stable code and, for bad
+// input, the field at fault.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Field   string
+	Err     error
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Input is an execution request: rankd's request plus limits.
+type Input struct {
+	Request       *plan.Request
+	Deadline      time.Duration
+	NodeTimeout   time.Duration
+	RequestIDSent bool
+}
+
+// ParseInput decodes rankd's request ({"user_id", "request_id"?,
+// "param_overrides"?}) plus the optional "deadline_ms" and "node_timeout_ms".
+func (s *Service) ParseInput(body []byte) (*Input, error) {
+	req, err := plan.ParseRequest(body, s.eng.Registry())
+	if err != nil {
+		var re *plan.RequestError
+		if errors.As(err, &re) {
+			field := re.Field
+			if field == "" {
+				field = "body"
+			}
+			return nil, &Error{Status: 400, Code: codeOf(re.Kind), Message: re.Kind + ": " + re.Detail, Field: field, Err: err}
+		}
+		return nil, err
+	}
+	var limits struct {
+		DeadlineMS    *float64 `json:"deadline_ms"`
+		NodeTimeoutMS *float64 `json:"node_timeout_ms"`
+	}
+	if err := json.Unmarshal(body, &limits); err != nil {
+		return nil, &Error{Status: 400, Code: "invalid_request", Message: "deadline_ms and node_timeout_ms must be numbers of milliseconds", Field: "deadline_ms", Err: err}
+	}
+	in := &Input{Request: req, Deadline: s.cfg.DefaultDeadline, NodeTimeout: s.cfg.NodeTimeout}
+	if ms := limits.DeadlineMS; ms != nil {
+		// Compare in milliseconds: a huge value overflows a Duration.
+		if !(*ms > 0 && *ms <= float64(s.cfg.MaxDeadline.Milliseconds())) {
+			return nil, &Error{Status: 400, Code: "invalid_request", Field: "deadline_ms",
+				Message: fmt.Sprintf("deadline_ms must be above 0 and at most %d", s.cfg.MaxDeadline.Milliseconds())}
+		}
+		in.Deadline = time.Duration(*ms * float64(time.Millisecond))
+	}
+	if ms := limits.NodeTimeoutMS; ms != nil {
+		if !(*ms > 0 && *ms <= float64(s.cfg.MaxDeadline.Milliseconds())) {
+			return nil, &Error{Status: 400, Code: "invalid_request", Field: "node_timeout_ms",
+				Message: fmt.Sprintf("node_timeout_ms must be above 0 and at most %d", s.cfg.MaxDeadline.Milliseconds())}
+		}
+		in.NodeTimeout = time.Duration(*ms * float64(time.Millisecond))
+	}
+	in.RequestIDSent = req.RequestID != ""
+	if req.RequestID == "" {
+		req.RequestID = uuid.NewString()
+	}
+	return in, nil
+}
+
+func codeOf(kind string) string {
+	switch kind {
+	case plan.ErrKindJSON:
+		return "invalid_json"
+	case plan.ErrKindParams:
+		return "invalid_param_overrides"
+	}
+	return "invalid_request"
+}
+
+// Plan returns the compiled plan called name, recompiling it when its file
+// changed.
+func (s *Service) Plan(name string) (*plan.Compiled, error) {
+	if !s.eng.Registry().Validation.ValidPlanName(name) {
+		return nil, &Error{Status: 400, Code: "invalid_plan_name", Field: "name",
+			Message: fmt.Sprintf("plan name %q must match [A-Za-z0-9_]+", name)}
+	}
+	path := filepath.Join(s.cfg.PlanDir, name+".plan.json")
+	st, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &Error{Status: 404, Code: "plan_not_found", Field: "name", Message: fmt.Sprintf("no plan named %q", name)}
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	hit, ok := s.cache[name]
+	s.mu.Unlock()
+	if ok && hit.mod.Equal(st.ModTime()) && hit.size == st.Size() {
+		return hit.c, nil
+	}
+	c, err := s.eng.Load(path)
+	if err != nil {
+		return nil, &Error{Status: 500, Code: "plan_invalid", Message: fmt.Sprintf("plan %q is invalid: %v", name, err), Err: err}
+	}
+	s.mu.Lock()
+	s.cache[name] = cached{mod: st.ModTime(), size: st.Size(), c: c}
+	s.mu.Unlock()
+	return c, nil
+}
+
+// Execute runs plan name for in and returns rankd's success line (without
+// newline) as JSON.
+func (s *Service) Execute(ctx context.Context, name string, in *Input) (json.RawMessage, error) {
+	c, err := s.Plan(name)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.eng.Run(ctx, c, in.Request, plan.RunOptions{Deadline: in.Deadline, NodeTimeout: in.NodeTimeout})
+	if err != nil {
+		return nil, runError(err)
+	}
+	return plan.AppendOutput(nil, in.Request.RequestID, uuid.NewString(), res.Outputs, s.eng.Registry()), nil
+}
+
+func runError(err error) error {
+	var ne *plan.NodeError
+	switch {
+	case errors.Is(err, plan.ErrDeadlineExceeded):
+		return &Error{Status: 504, Code: "deadline_exceeded", Message: err.Error(), Err: err}
+	case errors.Is(err, plan.ErrNodeTimeout):
+		return &Error{Status: 504, Code: "node_timeout", Message: err.Error(), Err: err}
+	case errors.Is(err, ir.ErrEval):
+		return &Error{Status: 422, Code: "plan_failed", Message: err.Error(), Err: err}
+	case errors.As(err, &ne):
+		return &Error{Status: 502, Code: "plan_failed", Message: err.Error(), Err: err}
+	}
+	return err
+}

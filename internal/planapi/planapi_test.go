@@ -1,0 +1,176 @@
+package planapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/planapi"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+}
+
+const follows = `{"schema_version":1,"plan_name":"follows","nodes":[
+ {"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
+ {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":3}}],"outputs":["f"]}`
+
+const slow = `{"schema_version":1,"plan_name":"slow","nodes":[
+ {"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},
+ {"node_id":"z","op":"test::sleep","inputs":["s"],"params":{"duration_ms":30000}}],"outputs":["z"]}`
+
+const broken = `{"schema_version":1,"plan_name":"broken","nodes":[
+ {"node_id":"a","op":"core::take","inputs":["b"],"params":{"count":1}},
+ {"node_id":"b","op":"core::take","inputs":["a"],"params":{"count":1}}],"outputs":["a"]}`
+
+type bundle struct {
+	svc *planapi.Service
+	srv *httptest.Server
+	dir string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	c, ns := testredis.Client(t)
+	_, err := plan.Seed(context.Background(), c, ns+":", plan.Demo())
+	require.NoError(t, err)
+	eng, err := plan.New(plan.Config{RedisURL: testredis.URL(), KeyPrefix: ns + ":"})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for name, src := range map[string]string{"follows": follows, "slow": slow, "broken": broken} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".plan.json"), []byte(src), 0o600))
+	}
+	svc, err := planapi.New(eng, planapi.Config{PlanDir: dir, DefaultDeadline: 5 * time.Second})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle(planapi.Route, svc.Handler())
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.Close()
+		require.NoError(t, eng.Close())
+	})
+	return &bundle{svc: svc, srv: srv, dir: dir}
+}
+
+func (b *bundle) post(t *testing.T, name, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(b.srv.URL+"/api/v1/plans/"+name+"/execute", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(raw, &out), string(raw))
+	return resp.StatusCode, out
+}
+
+func TestExecute(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	code, out := b.post(t, "follows", `{"user_id":1,"request_id":"r7"}`)
+	require.Equal(t, 200, code, out)
+	require.Equal(t, "r7", out["request_id"])
+	require.NotEmpty(t, out["engine_request_id"])
+	require.Equal(t, []any{
+		map[string]any{"id": 1.0, "fields": map[string]any{"country": "US"}},
+		map[string]any{"id": 2.0, "fields": map[string]any{"country": "CA"}},
+		map[string]any{"id": 3.0, "fields": map[string]any{"country": "US"}},
+	}, out["candidates"])
+}
+
+func TestExecuteErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cases := []struct {
+		name, plan, body string
+		status           int
+		code, field      string
+	}{
+		{"BadJSON", "follows", `{`, 400, "invalid_json", "body"},
+		{"MissingUser", "follows", `{}`, 400, "invalid_request", "user_id"},
+		{"BadUser", "follows", `{"user_id":"x"}`, 400, "invalid_request", "user_id"},
+		{"UnknownParam", "follows", `{"user_id":1,"param_overrides":{"nope":1}}`, 400, "invalid_param_overrides", "param_overrides.nope"},
+		{"BadDeadline", "follows", `{"user_id":1,"deadline_ms":-1}`, 400, "invalid_request", "deadline_ms"},
+		{"DeadlineTooLong", "follows", `{"user_id":1,"deadline_ms":99999999}`, 400, "invalid_request", "deadline_ms"},
+		{"DeadlineNotNumber", "follows", `{"user_id":1,"deadline_ms":"5"}`, 400, "invalid_request", "deadline_ms"},
+		{"BadNodeTimeout", "follows", `{"user_id":1,"node_timeout_ms":0}`, 400, "invalid_request", "node_timeout_ms"},
+		{"UnknownPlan", "nothere", `{"user_id":1}`, 404, "plan_not_found", "name"},
+		{"BadPlanName", "a.b", `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"InvalidPlan", "broken", `{"user_id":1}`, 500, "plan_invalid", ""},
+		{"Deadline", "slow", `{"user_id":1,"deadline_ms":30}`, 504, "deadline_exceeded", ""},
+		{"NodeTimeout", "slow", `{"user_id":1,"node_timeout_ms":30}`, 504, "node_timeout", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, out := b.post(t, tc.plan, tc.body)
+			require.Equal(t, tc.status, code, out)
+			e := out["error"].(map[string]any)
+			require.Equal(t, tc.code, e["code"])
+			require.NotEmpty(t, e["message"])
+			if tc.field != "" {
+				require.Equal(t, tc.field, e["field"])
+			} else {
+				require.NotContains(t, e, "field")
+			}
+		})
+	}
+}
+
+func TestPlanReloadsWhenChanged(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, out := b.post(t, "follows", `{"user_id":1}`)
+	require.Len(t, out["candidates"], 3)
+	p := filepath.Join(b.dir, "follows.plan.json")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(follows, `"fanout":3`, `"fanout":5`, 1)), 0o600))
+	// A new size is enough to see the change even within the file system's mtime granularity.
+	_, out = b.post(t, "follows", `{"user_id":1}`)
+	require.Len(t, out["candidates"], 5)
+}
+
+func TestTaskHandler(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := b.svc.TaskHandler()
+	run := func(params string) (json.RawMessage, error) {
+		return h.ProcessTask(context.Background(), &task.Task{ID: "t1", Type: planapi.TaskType, Params: json.RawMessage(params)})
+	}
+	out, err := run(`{"plan_name":"follows","user_id":1,"request_id":"task-1"}`)
+	require.NoError(t, err)
+	var res struct {
+		RequestID  string `json:"request_id"`
+		Candidates []struct {
+			ID int64 `json:"id"`
+		} `json:"candidates"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, "task-1", res.RequestID)
+	require.Len(t, res.Candidates, 3)
+
+	var perm *task.PermanentError
+	for _, params := range []string{``, `[]`, `{"user_id":1}`, `{"plan_name":"follows"}`, `{"plan_name":"nothere","user_id":1}`, `{"plan_name":"broken","user_id":1}`} {
+		_, err := run(params)
+		require.True(t, errors.As(err, &perm), "%s: %v", params, err)
+	}
+	_, err = run(`{"plan_name":"slow","user_id":1,"deadline_ms":20}`)
+	var tr *task.TransientError
+	require.True(t, errors.As(err, &tr), "%v", err)
+	require.Equal(t, task.ErrTypeNetworkTimeout, tr.Type)
+}

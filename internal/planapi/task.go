@@ -1,0 +1,53 @@
+package planapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+// TaskType is the task_type whose tasks run a plan.
+const TaskType = "plan"
+
+// TaskHandler runs tasks of type "plan". The task's params are the HTTP
+// body plus the plan's name: {"plan_name": "...", "user_id": ...,
+// "request_id"?, "param_overrides"?, "deadline_ms"?, "node_timeout_ms"?};
+// the result is rankd's success line. Bad params and bad plans fail
+// permanently; timeouts and Redis failures are retried.
+func (s *Service) TaskHandler() worker.Handler {
+	return worker.HandlerFunc(func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		var head struct {
+			PlanName string `json:"plan_name"`
+		}
+		if len(t.Params) == 0 || json.Unmarshal(t.Params, &head) != nil {
+			return nil, task.Permanent(errors.New("plan task: params must be a JSON object with plan_name and user_id"))
+		}
+		if head.PlanName == "" {
+			return nil, task.Permanent(errors.New("plan task: params.plan_name is required"))
+		}
+		in, err := s.ParseInput(t.Params)
+		if err != nil {
+			return nil, task.Permanent(fmt.Errorf("plan task: %w", err))
+		}
+		out, err := s.Execute(ctx, head.PlanName, in)
+		if err == nil {
+			return out, nil
+		}
+		var pe *Error
+		if errors.As(err, &pe) {
+			switch {
+			case pe.Status == 504:
+				return nil, task.Transient(task.ErrTypeNetworkTimeout, err)
+			case pe.Status == 502:
+				return nil, task.Transient(task.ErrTypeServiceUnavailable, err)
+			case pe.Status < 500 || pe.Code == "plan_invalid":
+				return nil, task.Permanent(err)
+			}
+		}
+		return nil, err
+	})
+}
