@@ -71,6 +71,10 @@ func (k keys) events() string { return k.ns + "events" }
 // promotions push a token when it is empty.
 func (k keys) wake() string { return k.ns + "tasks:wake" }
 
+// wakeWorker is one worker's private wake-up list (LIST): pushing to it
+// ends that worker's blocking wait at once (shutdown).
+func (k keys) wakeWorker(id string) string { return k.ns + "tasks:wake:" + id }
+
 // cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
 // tasks are announced (a channel, not a key).
 func (k keys) cancelChannel() string { return k.ns + "cancel" }

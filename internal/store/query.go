@@ -304,7 +304,7 @@ func (s *Store) PublishWorker(ctx context.Context, id string, fields map[string]
 func (s *Store) RemoveWorker(ctx context.Context, id string) error {
 	pipe := s.rdb.TxPipeline()
 	pipe.ZRem(ctx, s.keys.workers(), id)
-	pipe.Del(ctx, s.keys.worker(id))
+	pipe.Del(ctx, s.keys.worker(id), s.keys.wakeWorker(id))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("store: remove worker %s: %w", id, err)
 	}

@@ -78,14 +78,16 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 }
 
 // WaitForWork blocks until an enqueue, a promotion or a requeue signals
-// work (or timeout passes, or ctx ends). It consumes the wake-up token, so
-// one idle worker process wakes per signal; the fetch that follows passes
-// the token on while tasks remain. timeout is rounded up to whole seconds.
-func (s *Store) WaitForWork(ctx context.Context, timeout time.Duration) (bool, error) {
+// work, or Interrupt(workerID) is called, or timeout passes. It consumes
+// the wake-up token, so one idle worker process wakes per signal; the
+// fetch that follows passes the token on while tasks remain. timeout is
+// rounded up to whole seconds. (A blocked Redis read does not end with
+// ctx: stop it with Interrupt.)
+func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.Duration) (bool, error) {
 	if timeout < time.Second {
 		timeout = time.Second
 	}
-	err := s.rdb.BLPop(ctx, timeout, s.keys.wake()).Err()
+	err := s.rdb.BLPop(ctx, timeout, s.keys.wakeWorker(workerID), s.keys.wake()).Err()
 	switch {
 	case err == nil:
 		return true, nil
@@ -95,6 +97,18 @@ func (s *Store) WaitForWork(ctx context.Context, timeout time.Duration) (bool, e
 		return false, ctx.Err()
 	}
 	return false, fmt.Errorf("store: wait for work: %w", err)
+}
+
+// Interrupt ends the WaitForWork of workerID at once (used at shutdown).
+func (s *Store) Interrupt(ctx context.Context, workerID string) error {
+	k := s.keys.wakeWorker(workerID)
+	pipe := s.rdb.TxPipeline()
+	pipe.RPush(ctx, k, "stop")
+	pipe.PExpire(ctx, k, 10*time.Second)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("store: interrupt %s: %w", workerID, err)
+	}
+	return nil
 }
 
 // Completion is one task's successful end, as a worker or an external

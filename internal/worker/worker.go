@@ -44,8 +44,8 @@ type Worker struct {
 	log      *slog.Logger
 	breakers *breaker.Set
 
-	slots chan struct{}    // a token per busy handler slot
-	tasks chan job         // fetched tasks to handlers
+	slots chan struct{} // a token per busy handler slot
+	tasks chan job      // fetched tasks to handlers
 	acks  chan store.Completion
 
 	mu       sync.Mutex
@@ -140,6 +140,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer close(fetchDone); w.fetchLoop(ctx, workCtx); close(w.tasks) }()
 
 	<-ctx.Done()
+	if err := w.st.Interrupt(bg, w.cfg.ID); err != nil {
+		w.log.Warn("interrupt the idle wait", "err", err)
+	}
 	<-fetchDone
 	if w.crashed.Load() {
 		stopWork(errCrash)
@@ -226,7 +229,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := w.st.WaitForWork(ctx, w.cfg.IdleWait); err != nil && ctx.Err() == nil {
+		if _, err := w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait); err != nil && ctx.Err() == nil {
 			w.log.Error("wait for work", "err", err)
 			select {
 			case <-time.After(backoff):

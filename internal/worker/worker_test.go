@@ -1,0 +1,310 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/retry"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+type bundle struct {
+	st  *store.Store
+	rdb *redis.Client
+	ctx context.Context
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	return &bundle{st: st, rdb: rdb, ctx: context.Background()}
+}
+
+// start runs a worker until the test ends (or stop is called).
+func (b *bundle) start(t *testing.T, h Handler, cfg Config) (*Worker, func()) {
+	t.Helper()
+	w, err := New(b.st, h, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// waitState polls the task until it is in want or the deadline passes.
+func (b *bundle) waitState(t *testing.T, id string, want task.State) *task.Task {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		tk, err := b.st.Get(b.ctx, id)
+		require.NoError(t, err)
+		if tk.State == want {
+			return tk
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s stayed %s, want %s", id, tk.State, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestProcessesTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mux := NewMux()
+	mux.HandleFunc("echo", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			return nil, errors.New("no deadline")
+		}
+		return json.RawMessage(`"` + tk.Content + `"`), nil
+	})
+	var reqs []store.EnqueueRequest
+	for i := 0; i < 300; i++ {
+		reqs = append(reqs, store.EnqueueRequest{Type: "echo", Content: "hi"})
+	}
+	created, err := b.st.EnqueueBatch(b.ctx, reqs)
+	require.NoError(t, err)
+	w, _ := b.start(t, mux, Config{Concurrency: 8})
+	for _, c := range created {
+		got := b.waitState(t, c.ID, task.StateCompleted)
+		require.JSONEq(t, `"hi"`, string(got.Result))
+		require.Equal(t, w.ID(), got.Worker)
+	}
+	require.Eventually(t, func() bool { return w.Stats().Completed == 300 }, 5*time.Second, 5*time.Millisecond)
+	// unknown type: permanent failure
+	tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "nobody"})
+	require.NoError(t, err)
+	got := b.waitState(t, tk.ID, task.StateDLQ)
+	require.Contains(t, got.LastError, "no handler registered")
+	ws, err := b.st.Workers(b.ctx, 60_000)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, "8", ws[0].Fields["concurrency"])
+}
+
+func TestIdleWorkerWakesOnEnqueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	started := make(chan struct{}, 1)
+	mux := NewMux()
+	mux.HandleFunc("x", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		return nil, nil
+	})
+	// IdleWait is long: a worker that polled would not start the task in time
+	w, _ := b.start(t, mux, Config{Concurrency: 2, IdleWait: time.Minute})
+	// let the worker go idle (blocked on the wake-up list)
+	require.Eventually(t, func() bool {
+		n, _ := b.rdb.ClientList(b.ctx).Result()
+		return strings.Contains(n, "cmd=blpop")
+	}, 5*time.Second, 5*time.Millisecond)
+	_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "x"})
+	require.NoError(t, err)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle worker did not wake for a new task")
+	}
+	_ = w
+}
+
+func TestCancelActiveTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	running := make(chan struct{})
+	mux := NewMux()
+	mux.HandleFunc("block", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		close(running)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	b.start(t, mux, Config{Concurrency: 1, Lease: time.Minute})
+	tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "block"})
+	require.NoError(t, err)
+	<-running
+	out, err := b.st.Cancel(b.ctx, tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.CancelRequested, out)
+	// the pub/sub message arrives long before the 20s heartbeat
+	got := b.waitState(t, tk.ID, task.StateCancelled)
+	require.Equal(t, task.StateCancelled, got.State)
+}
+
+func TestHandlerOutcomes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mux := NewMux()
+	mux.HandleFunc("panic", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) { panic("kaboom") })
+	mux.HandleFunc("perm", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		return nil, &retry.StatusError{Code: 404}
+	})
+	mux.HandleFunc("cancel", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		return nil, task.Cancel(errors.New("not wanted"))
+	})
+	mux.HandleFunc("later", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		return nil, task.RetryAfter(errors.New("busy"), time.Hour)
+	})
+	mux.HandleFunc("slow", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	b.start(t, mux, Config{Concurrency: 4})
+	enq := func(typ string, timeout time.Duration) string {
+		tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: typ, Timeout: timeout})
+		require.NoError(t, err)
+		return tk.ID
+	}
+	p := b.waitState(t, enq("panic", 0), task.StateFailed)
+	require.Equal(t, task.ErrTypePanic, p.ErrorType)
+	require.Contains(t, p.ErrorHistory[0].Message, "kaboom")
+	require.Contains(t, p.ErrorHistory[0].Message, "worker.(*Worker).call", "the stack is recorded")
+
+	n := b.waitState(t, enq("perm", 0), task.StateDLQ)
+	require.Equal(t, task.ErrTypeNotFound, n.ErrorType)
+
+	b.waitState(t, enq("cancel", 0), task.StateCancelled)
+
+	l := b.waitState(t, enq("later", 0), task.StateFailed)
+	require.WithinDuration(t, time.Now().Add(time.Hour), *l.RetryAfter, time.Minute)
+
+	s := b.waitState(t, enq("slow", 50*time.Millisecond), task.StateFailed)
+	require.Equal(t, task.ErrTypeNetworkTimeout, s.ErrorType)
+}
+
+func TestGracefulShutdownHandsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var finished atomic.Int32
+	started := make(chan string, 4)
+	mux := NewMux()
+	mux.HandleFunc("quick", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		started <- tk.ID
+		time.Sleep(20 * time.Millisecond) // the handler's own work
+		finished.Add(1)
+		return nil, nil
+	})
+	mux.HandleFunc("stuck", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		started <- tk.ID
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	})
+	_, stop := b.start(t, mux, Config{Concurrency: 2, ShutdownGrace: 200 * time.Millisecond})
+	q, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "quick"})
+	require.NoError(t, err)
+	s, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "stuck"})
+	require.NoError(t, err)
+	<-started
+	<-started
+	stop()
+	require.Equal(t, task.StateCompleted, b.waitState(t, q.ID, task.StateCompleted).State, "finished within grace")
+	got := b.waitState(t, s.ID, task.StatePending)
+	require.Zero(t, got.RetryCount, "handed back without spending a retry")
+	last := got.StateHistory[len(got.StateHistory)-1]
+	require.Equal(t, "shutdown", last.Cause)
+	qs, err := b.st.QueueStatus(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), qs.Primary)
+	ws, err := b.st.Workers(b.ctx, 60_000)
+	require.NoError(t, err)
+	require.Empty(t, ws, "a stopped worker removes its entry")
+}
+
+func TestLeaseLostStopsHandler(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	causes := make(chan error, 1)
+	mux := NewMux()
+	mux.HandleFunc("block", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	})
+	w, _ := b.start(t, mux, Config{Concurrency: 1, Lease: 300 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond})
+	tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "block"})
+	require.NoError(t, err)
+	b.waitState(t, tk.ID, task.StateActive)
+	// someone else takes the task over: the fencing token changes
+	require.NoError(t, b.rdb.HSet(b.ctx, "{"+b.st.Config().Namespace+"}:task:"+tk.ID, "lease", "someone-else").Err())
+	select {
+	case c := <-causes:
+		require.ErrorIs(t, c, task.ErrLeaseLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("handler not stopped after its lease was lost")
+	}
+	require.Eventually(t, func() bool { return w.Stats().LeaseLost == 1 }, 5*time.Second, 5*time.Millisecond)
+	got, err := b.st.Get(b.ctx, tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateActive, got.State, "the old holder wrote nothing")
+}
+
+func TestBreakerOpenReschedules(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls atomic.Int32
+	mux := NewMux()
+	mux.HandleFunc("api", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		calls.Add(1)
+		return nil, &retry.StatusError{Code: 503}
+	})
+	w, _ := b.start(t, mux, Config{Concurrency: 1, Dependencies: map[string]string{"api": "openrouter"},
+		Breaker: breaker.Config{VolumeThreshold: 2, Timeout: time.Hour}, HeartbeatInterval: 50 * time.Millisecond, Lease: time.Second})
+	var last string
+	for i := 0; i < 3; i++ {
+		tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "api"})
+		require.NoError(t, err)
+		last = tk.ID
+	}
+	var got *task.Task
+	require.Eventually(t, func() bool {
+		var err error
+		got, err = b.st.Get(b.ctx, last)
+		require.NoError(t, err)
+		h := got.StateHistory
+		return len(h) > 2 && strings.HasPrefix(h[len(h)-1].Cause, "breaker_open")
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, task.StatePending, got.State)
+	require.Zero(t, got.RetryCount, "waiting for the breaker spends no retry")
+	require.Equal(t, int32(2), calls.Load(), "the third task never ran")
+	require.Equal(t, breaker.Open, w.Breakers().State("openrouter"))
+	qs, err := b.st.QueueStatus(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), qs.Scheduled, "two retries and one breaker wait")
+	// the breaker state is visible in Redis
+	require.Eventually(t, func() bool {
+		ws, err := b.st.Workers(b.ctx, 60_000)
+		return err == nil && len(ws) == 1 && strings.Contains(ws[0].Fields["breakers"], `"OPEN"`)
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := New(b.st, NewMux(), Config{ID: "a,b"})
+	require.Error(t, err)
+	_, err = New(b.st, NewMux(), Config{Lease: time.Second, HeartbeatInterval: 2 * time.Second})
+	require.Error(t, err)
+	_, err = New(b.st, NewMux(), Config{Concurrency: -1})
+	require.Error(t, err)
+}
