@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/store"
+)
+
+func init() {
+	register("api", func(m *Main) *cobra.Command {
+		cfg, envErr := config.FromEnv(m.Getenv)
+		cmd := &cobra.Command{
+			Use:   "api",
+			Short: "Serve the HTTP API (any number of API processes may share one Redis)",
+			Long: `Serve the HTTP API on TASKFLOW_ADDR (default :8080) against REDIS_URL.
+Refuses to start without TASKFLOW_ADMIN_KEY unless --insecure is given (then
+every request without credentials acts as the admin).`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if envErr != nil {
+					return envErr
+				}
+				if err := cfg.Validate(); err != nil {
+					return err
+				}
+				if cfg.RedisURL == "" {
+					return errors.New("REDIS_URL is not set: `taskflow api` needs a Redis (use `taskflow dev` for an embedded one)")
+				}
+				if cfg.AdminKey == "" && !cfg.Insecure {
+					return errors.New("TASKFLOW_ADMIN_KEY is not set: refusing to serve operator endpoints without an admin key (set it, or pass --insecure to run open)")
+				}
+				rdb, err := openRedis(cmd.Context(), cfg.RedisURL)
+				if err != nil {
+					return err
+				}
+				defer rdb.Close()
+				a, err := newAPI(m, cfg, rdb, cfg.Insecure && cfg.AdminKey == "")
+				if err != nil {
+					return err
+				}
+				defer a.close()
+				ln, err := net.Listen("tcp", cfg.Addr)
+				if err != nil {
+					return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+				}
+				if cfg.AdminKey == "" {
+					m.Logger.Warn("running open (--insecure): requests without credentials act as the admin")
+				}
+				m.Logger.Info("taskflow api listening", "addr", ln.Addr().String())
+				return a.serve(cmd.Context(), ln, cfg.ShutdownGrace)
+			},
+		}
+		cfg.ServerFlags(cmd.Flags())
+		return cmd
+	})
+}
+
+// openRedis connects to url and checks that the server answers.
+func openRedis(ctx context.Context, url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	if opt.PoolSize < 64 {
+		opt.PoolSize = 64
+	}
+	rdb := redis.NewClient(opt)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis at %s does not answer: %w", opt.Addr, err)
+	}
+	return rdb, nil
+}
+
+// apiProc is an API server with what it owns.
+type apiProc struct {
+	svc *service.Service
+	srv *httpapi.Server
+	st  *store.Store
+}
+
+// newAPI wires store, auth, service and HTTP server on rdb.
+func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*apiProc, error) {
+	st, err := store.New(rdb, store.Config{Namespace: cfg.Namespace})
+	if err != nil {
+		return nil, err
+	}
+	au, err := auth.New(rdb, auth.Config{Namespace: cfg.Namespace, AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
+	if err != nil {
+		return nil, err
+	}
+	mux, err := newTaskMux(m)
+	if err != nil {
+		return nil, err
+	}
+	types := mux.Types()
+	svc, err := service.New(service.Config{
+		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
+		TaskTypes: func() []string { return append([]string(nil), types...) },
+		Breakers:  newBreakerControl(st),
+	})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
+		Version: version, Mounts: apiMounts(m, cfg, rdb, st)})
+	if err != nil {
+		svc.Close()
+		return nil, err
+	}
+	return &apiProc{svc: svc, srv: srv, st: st}, nil
+}
+
+func (a *apiProc) close() { a.svc.Close() }
+
+// serve runs the HTTP server on ln until ctx ends, then shuts down within
+// grace (SSE streams are cut when ctx ends).
+func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
+	hs := httpapi.NewHTTPServer(ln.Addr().String(), a.srv)
+	hs.BaseContext = func(net.Listener) context.Context { return ctx }
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	go func() { _ = a.srv.Run(runCtx) }()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/internal/config"
+)
+
+// apiClient is the HTTP client the client commands share.
+type apiClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// APIError is an error answer of the API.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	Field   string
+}
+
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
+	if e.Field != "" {
+		s += " [field " + e.Field + "]"
+	}
+	return s
+}
+
+// clientCommand builds a client subcommand: it reads the client config
+// (TASKFLOW_URL, TASKFLOW_TOKEN / TASKFLOW_ADMIN_KEY, --url, --token) and
+// hands run a ready client.
+func clientCommand(m *Main, cmd *cobra.Command, run func(ctx context.Context, c *apiClient, args []string) error) *cobra.Command {
+	cfg, envErr := config.FromEnv(m.Getenv)
+	cfg.ClientFlags(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if envErr != nil {
+			return envErr
+		}
+		c := &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.Token, http: &http.Client{Timeout: 30 * time.Second}}
+		return run(cmd.Context(), c, args)
+	}
+	return cmd
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil).
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the taskflow API at %s (is `taskflow dev` or `taskflow api` running? set TASKFLOW_URL): %w", c.base, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode >= 400 {
+		var env struct {
+			Error struct{ Code, Message, Field string } `json:"error"`
+		}
+		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
+			return &APIError{Status: res.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field}
+		}
+		return &APIError{Status: res.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("unexpected answer from %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// taskDoc is the part of a task the client commands show.
+type taskDoc struct {
+	ID          string          `json:"task_id"`
+	Type        string          `json:"task_type"`
+	State       string          `json:"state"`
+	RetryCount  int             `json:"retry_count"`
+	MaxRetries  int             `json:"max_retries"`
+	LastError   string          `json:"last_error"`
+	ErrorType   string          `json:"error_type"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	CompletedAt *time.Time      `json:"completed_at"`
+	Result      json.RawMessage `json:"result"`
+}
+
+func isAPIError(err error, code string) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Code == code
+}
+
+func short(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	register("submit", func(m *Main) *cobra.Command {
+		var (
+			taskType, params, priority string
+			wait                       bool
+			waitFor                    time.Duration
+			maxRetries                 int
+			timeout                    float64
+		)
+		cmd := &cobra.Command{
+			Use:   "submit [FILE|-]",
+			Short: "Submit a task (default: summarize the text of FILE or stdin); --wait shows progress and prints the result",
+			Args:  cobra.MaximumNArgs(1),
+		}
+		cmd.Flags().StringVar(&taskType, "type", "summarize", "task type")
+		cmd.Flags().StringVar(&params, "params", "", "handler params as a JSON object")
+		cmd.Flags().StringVar(&priority, "priority", "", "high, normal or low")
+		cmd.Flags().IntVar(&maxRetries, "max-retries", -1, "retries before the DLQ (default: the server's, 3)")
+		cmd.Flags().Float64Var(&timeout, "timeout", 0, "seconds one attempt may run (default: the worker's)")
+		cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task ends, showing progress, then print its result")
+		cmd.Flags().DurationVar(&waitFor, "wait-timeout", 10*time.Minute, "give up waiting after this long")
+		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
+			body := map[string]any{"task_type": taskType}
+			content, src, err := readContent(m, args, taskType == "summarize" || (params == "" && len(args) > 0))
+			if err != nil {
+				return err
+			}
+			if src != "" {
+				body["content"] = content
+			}
+			if params != "" {
+				var p map[string]any
+				if err := json.Unmarshal([]byte(params), &p); err != nil {
+					return fmt.Errorf("--params: not a JSON object: %w", err)
+				}
+				body["params"] = p
+			}
+			if priority != "" {
+				body["priority"] = priority
+			}
+			if maxRetries >= 0 {
+				body["max_retries"] = maxRetries
+			}
+			if timeout > 0 {
+				body["timeout"] = timeout
+			}
+			var sub struct {
+				TaskID string `json:"task_id"`
+				State  string `json:"state"`
+			}
+			if err := c.do(ctx, "POST", "/api/v1/tasks", body, &sub); err != nil {
+				if src != "" {
+					return fmt.Errorf("%s: %w", src, err)
+				}
+				return err
+			}
+			if !wait {
+				_, err := fmt.Fprintln(m.Stdout, sub.TaskID)
+				return err
+			}
+			fmt.Fprintf(m.Stderr, "task %s submitted\n", sub.TaskID)
+			return waitTask(ctx, m, c, sub.TaskID, waitFor)
+		})
+	})
+}
+
+// readContent reads the task content from FILE, or stdin for "-" or no
+// argument when required.
+func readContent(m *Main, args []string, required bool) (string, string, error) {
+	var b []byte
+	var src string
+	var err error
+	switch {
+	case len(args) == 1 && args[0] != "-":
+		src = args[0]
+		b, err = os.ReadFile(src)
+		if err != nil {
+			return "", src, fmt.Errorf("%s: %w", src, err)
+		}
+	case len(args) == 1 || required:
+		src = "stdin"
+		b, err = io.ReadAll(io.LimitReader(m.Stdin, 64<<20))
+		if err != nil {
+			return "", src, fmt.Errorf("stdin: %w", err)
+		}
+	default:
+		return "", "", nil
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", src, fmt.Errorf("%s: no content to submit (the file is empty)", src)
+	}
+	return string(b), src, nil
+}
+
+// waitTask polls the task until it ends, printing each state change with
+// the elapsed time to stderr, then prints the result (or the error).
+func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	start := time.Now()
+	last := ""
+	delay := 50 * time.Millisecond
+	for {
+		var t taskDoc
+		if err := c.do(ctx, "GET", "/api/v1/tasks/"+id, nil, &t); err != nil {
+			if ctx.Err() != nil {
+				return &ExitError{Code: 3, Err: fmt.Errorf("gave up waiting for task %s after %s (state %s)", id, limit, last)}
+			}
+			return err
+		}
+		if t.State != last {
+			extra := ""
+			if t.RetryCount > 0 {
+				extra = fmt.Sprintf(" retry %d/%d", t.RetryCount, t.MaxRetries)
+			}
+			if t.LastError != "" && t.State != "COMPLETED" {
+				extra += " last error: " + short(t.LastError, 80)
+			}
+			fmt.Fprintf(m.Stderr, "[%6.1fs] %s%s\n", time.Since(start).Seconds(), t.State, extra)
+			last = t.State
+			delay = 50 * time.Millisecond
+		}
+		switch t.State {
+		case "COMPLETED":
+			return printResult(m, t.Result)
+		case "DLQ", "CANCELLED":
+			return &ExitError{Code: 2, Err: fmt.Errorf("task %s ended %s: %s %s", id, t.State, t.ErrorType, t.LastError)}
+		}
+		select {
+		case <-ctx.Done():
+			return &ExitError{Code: 3, Err: fmt.Errorf("gave up waiting for task %s after %s (state %s)", id, limit, last)}
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+// printResult prints a summary as text, any other result as JSON.
+func printResult(m *Main, raw json.RawMessage) error {
+	var r struct {
+		Summary    string `json:"summary"`
+		Summarizer string `json:"summarizer"`
+		Model      string `json:"model"`
+	}
+	if json.Unmarshal(raw, &r) == nil && r.Summary != "" {
+		by := r.Summarizer
+		if r.Model != "" {
+			by += ", " + r.Model
+		}
+		if by != "" {
+			fmt.Fprintf(m.Stderr, "summary by %s:\n", by)
+		}
+		_, err := fmt.Fprintln(m.Stdout, r.Summary)
+		return err
+	}
+	_, err := fmt.Fprintln(m.Stdout, string(raw))
+	return err
+}

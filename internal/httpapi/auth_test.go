@@ -1,0 +1,174 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// endpoint is one route as the auth matrix tries it.
+type endpoint struct {
+	method, path string
+	body         any
+	access       string // public | owner | admin
+}
+
+// endpoints lists every route; {id} is replaced by a task of session A.
+func endpoints() []endpoint {
+	return []endpoint{
+		{"POST", "/api/v1/sessions", nil, "public"},
+		{"GET", "/health", nil, "public"},
+		{"GET", "/live", nil, "public"},
+		{"GET", "/ready", nil, "public"},
+		{"GET", "/openapi.json", nil, "public"},
+		{"GET", "/docs", nil, "public"},
+		{"POST", "/api/v1/tasks/summarize", map[string]any{"content": "One. Two."}, "session"},
+		{"POST", "/api/v1/tasks", map[string]any{"task_type": "noop"}, "session"},
+		{"GET", "/api/v1/tasks", nil, "session"},
+		{"GET", "/api/v1/tasks/{id}", nil, "owner"},
+		{"POST", "/api/v1/tasks/{id}/retry", nil, "owner"},
+		{"POST", "/api/v1/tasks/{id}/cancel", nil, "owner"},
+		{"DELETE", "/api/v1/tasks/{id}", nil, "owner"},
+		{"POST", "/api/v1/tasks/requeue-orphaned", nil, "admin"},
+		{"GET", "/api/v1/queues/status", nil, "admin"},
+		{"GET", "/api/v1/queues/dlq", nil, "admin"},
+		{"GET", "/api/v1/queues/primary/tasks", nil, "admin"},
+		{"GET", "/api/v1/queues/retry/tasks", nil, "admin"},
+		{"GET", "/api/v1/queues/scheduled/tasks", nil, "admin"},
+		{"GET", "/api/v1/queues/dlq/tasks", nil, "admin"},
+		{"GET", "/api/v1/workers", nil, "admin"},
+		{"POST", "/api/v1/workers/reset-circuit-breaker", nil, "admin"},
+		{"POST", "/api/v1/workers/open-circuit-breaker", nil, "admin"},
+		{"GET", "/metrics", nil, "admin"},
+	}
+}
+
+// TestAuthMatrix tries every endpoint without credentials, with a bad
+// token, with another session's token, and with the right one.
+func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	owner, other := b.session(), b.session()
+
+	// The matrix must cover every documented route.
+	covered := map[string]bool{}
+	for _, e := range endpoints() {
+		covered[e.method+" "+strings.ReplaceAll(e.path, "{id}", "{task_id}")] = true
+	}
+	doc := b.do("GET", "/openapi.json", "", nil)
+	for path, ops := range doc.body["paths"].(map[string]any) {
+		for m := range ops.(map[string]any) {
+			p := strings.ReplaceAll(path, "{queue}", "primary")
+			require.True(t, covered[strings.ToUpper(m)+" "+p] || strings.Contains(path, "{queue}") || path == "/api/v1/queues/status/stream",
+				"route %s %s is not in the auth matrix", m, path)
+		}
+	}
+
+	for _, e := range endpoints() {
+		t.Run(e.method+strings.ReplaceAll(e.path, "/", "_"), func(t *testing.T) {
+			b := b.with(t)
+			id := b.submit(owner.Token, "A task of the owner. It has two sentences.")
+			path := strings.ReplaceAll(e.path, "{id}", id)
+			if e.access == "public" {
+				r := b.do(e.method, path, "", e.body)
+				if e.path == "/health" { // no worker runs in this test: unhealthy, but answered
+					require.Equal(t, http.StatusServiceUnavailable, r.code)
+					return
+				}
+				require.Less(t, r.code, 400, "%s %s without credentials: %s", e.method, path, r.raw)
+				return
+			}
+			r := b.do(e.method, path, "", e.body)
+			require.Equal(t, http.StatusUnauthorized, r.code, string(r.raw))
+			require.Equal(t, "unauthenticated", r.errCode())
+			require.Contains(t, r.hdr.Get("WWW-Authenticate"), "Bearer")
+
+			r = b.do(e.method, path, "tfs_not-a-real-token", e.body)
+			require.Equal(t, http.StatusUnauthorized, r.code, string(r.raw))
+
+			r = b.do(e.method, path, other.Token, e.body)
+			switch e.access {
+			case "session":
+				require.Less(t, r.code, 300, "another session may use %s %s: %s", e.method, path, r.raw)
+			default:
+				require.Equal(t, http.StatusForbidden, r.code, "%s %s with another session's token: %s", e.method, path, r.raw)
+				require.Equal(t, "forbidden", r.errCode())
+			}
+
+			tok := owner.Token
+			if e.access == "admin" {
+				r = b.do(e.method, path, owner.Token, e.body)
+				require.Equal(t, http.StatusForbidden, r.code, "a session on an operator endpoint: %s", r.raw)
+				tok = adminKey
+			}
+			r = b.do(e.method, path, tok, e.body)
+			require.NotContains(t, []int{401, 403}, r.code, "%s %s with the right token: %s", e.method, path, r.raw)
+			require.Less(t, r.code, 500, string(r.raw))
+
+			// The admin may do what an owner may.
+			if e.access == "owner" {
+				id2 := b.submit(owner.Token, "Another task. Still the owner's.")
+				r = b.do(e.method, strings.ReplaceAll(e.path, "{id}", id2), adminKey, e.body)
+				require.NotContains(t, []int{401, 403}, r.code, string(r.raw))
+			}
+		})
+	}
+}
+
+func TestMalformedAuthorization(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	req, err := http.NewRequest("GET", b.srv.URL+"/api/v1/tasks", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Basic dXNlcjpwYXNz")
+	res, err := b.srv.Client().Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+}
+
+func TestOpenModeActsAsAdmin(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{open: true})
+	r := b.do("GET", "/api/v1/queues/status", "", nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	id := b.submit("", "Created without credentials. In open mode.")
+	r = b.do("GET", "/api/v1/tasks/"+id, "", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	// A session's token still scopes the caller to the session.
+	s := b.session()
+	r = b.do("GET", "/api/v1/tasks/"+id, s.Token, nil)
+	require.Equal(t, http.StatusForbidden, r.code)
+}
+
+func TestSessionListsOnlyItsOwnTasks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a, c := b.session(), b.session()
+	var mine []string
+	for range 3 {
+		mine = append(mine, b.submit(a.Token, "Mine. Really mine."))
+	}
+	theirs := b.submit(c.Token, "Theirs. Not mine.")
+
+	r := b.do("GET", "/api/v1/tasks/", a.Token, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.EqualValues(t, 3, r.body["total"])
+	var got []string
+	for _, x := range r.body["tasks"].([]any) {
+		got = append(got, x.(map[string]any)["task_id"].(string))
+	}
+	require.ElementsMatch(t, mine, got)
+	require.NotContains(t, got, theirs)
+
+	r = b.do("GET", "/api/v1/tasks?status=COMPLETED", a.Token, nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.EqualValues(t, 0, r.body["total"])
+
+	// The admin sees all four.
+	r = b.do("GET", "/api/v1/tasks?status=PENDING&limit=10", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.EqualValues(t, 4, r.body["total"])
+}

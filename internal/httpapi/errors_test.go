@@ -1,0 +1,118 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRequestErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxBody: 4096, maxContent: 1000})
+	tok := b.session().Token
+	big := strings.Repeat("a", 5000)
+	for name, tc := range map[string]struct {
+		method, path string
+		body         any
+		code         int
+		errCode      string
+		field        string
+	}{
+		"EmptyBody":           {"POST", "/api/v1/tasks/summarize", "", 400, "invalid_json", ""},
+		"MalformedJSON":       {"POST", "/api/v1/tasks/summarize", `{"content": "x"`, 400, "invalid_json", ""},
+		"NotAnObject":         {"POST", "/api/v1/tasks/summarize", `["content"]`, 400, "invalid_json", ""},
+		"TrailingData":        {"POST", "/api/v1/tasks/summarize", `{"content":"x"} {}`, 400, "invalid_json", ""},
+		"UnknownField":        {"POST", "/api/v1/tasks/summarize", `{"content":"x","colour":"red"}`, 400, "unknown_field", "colour"},
+		"WrongType":           {"POST", "/api/v1/tasks/summarize", `{"content": 12}`, 400, "invalid_type", "content"},
+		"MissingContent":      {"POST", "/api/v1/tasks/summarize", `{}`, 422, "validation_failed", "content"},
+		"BlankContent":        {"POST", "/api/v1/tasks/summarize", `{"content":"   "}`, 422, "validation_failed", "content"},
+		"BodyTooLarge":        {"POST", "/api/v1/tasks/summarize", `{"content":"` + big + `"}`, 413, "body_too_large", ""},
+		"ContentTooLarge":     {"POST", "/api/v1/tasks", `{"task_type":"summarize","content":"` + strings.Repeat("b", 1500) + `"}`, 413, "content_too_large", "content"},
+		"MissingType":         {"POST", "/api/v1/tasks", `{"content":"x"}`, 422, "validation_failed", "task_type"},
+		"UnknownType":         {"POST", "/api/v1/tasks", `{"task_type":"nope"}`, 422, "unknown_task_type", "task_type"},
+		"BadPriority":         {"POST", "/api/v1/tasks", `{"task_type":"noop","priority":"urgent"}`, 422, "validation_failed", "priority"},
+		"BadTimeout":          {"POST", "/api/v1/tasks", `{"task_type":"noop","timeout":-1}`, 422, "validation_failed", "timeout"},
+		"BadMaxRetries":       {"POST", "/api/v1/tasks", `{"task_type":"noop","max_retries":1000}`, 422, "validation_failed", "max_retries"},
+		"BadRunAt":            {"POST", "/api/v1/tasks", `{"task_type":"noop","run_at":"tomorrow"}`, 422, "validation_failed", "run_at"},
+		"ParamsNotObject":     {"POST", "/api/v1/tasks", `{"task_type":"noop","params":[1]}`, 422, "validation_failed", "params"},
+		"WrongContentType":    {"POST", "/api/v1/tasks", "CT:text/plain", 400, "unsupported_media_type", ""},
+		"UnknownQuery":        {"GET", "/api/v1/tasks?colour=red", nil, 400, "unknown_parameter", "colour"},
+		"BadStatus":           {"GET", "/api/v1/tasks?status=DONE", nil, 400, "invalid_parameter", "status"},
+		"BadLimit":            {"GET", "/api/v1/tasks?limit=abc", nil, 400, "invalid_parameter", "limit"},
+		"HugePageSize":        {"GET", "/api/v1/tasks?page_size=5000", nil, 400, "invalid_parameter", "page_size"},
+		"PageZero":            {"GET", "/api/v1/tasks?page=0", nil, 400, "invalid_parameter", "page"},
+		"BadSort":             {"GET", "/api/v1/tasks?sort_by=colour", nil, 400, "invalid_parameter", "sort_by"},
+		"BadOrder":            {"GET", "/api/v1/tasks?sort_order=up", nil, 400, "invalid_parameter", "sort_order"},
+		"BadSummary":          {"GET", "/api/v1/tasks?summary=perhaps", nil, 400, "invalid_parameter", "summary"},
+		"RepeatedParam":       {"GET", "/api/v1/tasks?status=PENDING&status=DLQ", nil, 400, "invalid_parameter", "status"},
+		"UnknownTask":         {"GET", "/api/v1/tasks/00000000-0000-0000-0000-000000000000", nil, 404, "task_not_found", ""},
+		"UnknownTaskRetry":    {"POST", "/api/v1/tasks/nope/retry", nil, 404, "task_not_found", ""},
+		"UnknownTaskDelete":   {"DELETE", "/api/v1/tasks/nope", nil, 404, "task_not_found", ""},
+		"BadTaskID":           {"GET", "/api/v1/tasks/a%7Bb%7D", nil, 400, "invalid_parameter", "task_id"},
+		"UnknownRoute":        {"GET", "/api/v1/nothing", nil, 404, "not_found", ""},
+		"WrongMethod":         {"PUT", "/api/v1/tasks/summarize", `{}`, 405, "method_not_allowed", ""},
+		"WrongMethodTasks":    {"PATCH", "/api/v1/tasks", nil, 405, "method_not_allowed", ""},
+		"UnknownQueue":        {"GET", "/api/v1/queues/nope/tasks", "ADMIN", 404, "queue_not_found", ""},
+		"DLQBadLimit":         {"GET", "/api/v1/queues/dlq?limit=0", "ADMIN", 400, "invalid_parameter", "limit"},
+		"DLQNegativeOffset":   {"GET", "/api/v1/queues/dlq?offset=-1", "ADMIN", 400, "invalid_parameter", "offset"},
+		"BreakerUnknownField": {"POST", "/api/v1/workers/open-circuit-breaker", "ADMIN:{\"dep\":\"x\"}", 400, "unknown_field", "dep"},
+		"BreakerBadDuration":  {"POST", "/api/v1/workers/open-circuit-breaker", "ADMIN:{\"duration_seconds\":-5}", 422, "validation_failed", "duration_seconds"},
+		"BadLastEventID":      {"GET", "/api/v1/queues/status/stream?after=xyz", "ADMIN", 400, "invalid_parameter", "Last-Event-ID"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := b.with(t)
+			token, body := tok, tc.body
+			if s, ok := body.(string); ok && strings.HasPrefix(s, "ADMIN") {
+				token, body = adminKey, strings.TrimPrefix(strings.TrimPrefix(s, "ADMIN"), ":")
+				if body == "" {
+					body = nil
+				}
+			}
+			var r resp
+			if s, ok := body.(string); ok && strings.HasPrefix(s, "CT:") {
+				req, err := http.NewRequest(tc.method, b.srv.URL+tc.path, strings.NewReader("hello"))
+				require.NoError(t, err)
+				req.Header.Set("Content-Type", strings.TrimPrefix(s, "CT:"))
+				req.Header.Set("Authorization", "Bearer "+token)
+				res, err := b.srv.Client().Do(req)
+				require.NoError(t, err)
+				res.Body.Close()
+				require.Equal(t, tc.code, res.StatusCode)
+				return
+			}
+			r = b.do(tc.method, tc.path, token, body)
+			require.Equal(t, tc.code, r.code, string(r.raw))
+			require.Equal(t, tc.errCode, r.errCode(), string(r.raw))
+			require.Equal(t, tc.field, r.errField(), string(r.raw))
+			if tc.code == 405 {
+				require.NotEmpty(t, r.hdr.Get("Allow"))
+			}
+		})
+	}
+}
+
+func TestTrailingSlash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tok := b.session().Token
+	id := b.submit(tok, "With a slash. Without a slash.")
+	for _, p := range []string{"/api/v1/tasks/" + id, "/api/v1/tasks/" + id + "/"} {
+		r := b.do("GET", p, tok, nil)
+		require.Equal(t, http.StatusOK, r.code, p)
+	}
+	for _, p := range []string{"/api/v1/tasks", "/api/v1/tasks/"} {
+		r := b.do("GET", p, tok, nil)
+		require.Equal(t, http.StatusOK, r.code, p)
+	}
+	for _, p := range []string{"/api/v1/tasks/summarize", "/api/v1/tasks/summarize/"} {
+		r := b.do("POST", p, tok, map[string]any{"content": "Slash. Or not."})
+		require.Equal(t, http.StatusCreated, r.code, p)
+	}
+	for _, p := range []string{"/api/v1/queues/status", "/api/v1/queues/status/", "/health/", "/ready/"} {
+		r := b.do("GET", p, adminKey, nil)
+		require.Contains(t, []int{200, 503}, r.code, p)
+	}
+}
