@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -34,6 +35,11 @@ func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
 		return nil, err
 	}
 	mux.Handle(summarize.TaskType, sum)
+	pl, err := planapi.FromEnv(m.Getenv, m.Logger)
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle(planapi.TaskType, pl.TaskHandler())
 	return mux, nil
 }
 
