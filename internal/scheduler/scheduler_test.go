@@ -1,0 +1,133 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestTwoSchedulersRacing runs two schedulers (each with its own store, as
+// two processes would) over the same due retries, expired leases and
+// too-old tasks, and checks each task was moved exactly once.
+func TestTwoSchedulersRacing(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	mk := func() *store.Store {
+		st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
+		require.NoError(t, err)
+		return st
+	}
+	st := mk()
+	ctx := context.Background()
+	const failed, leased, old = 3000, 1000, 500
+	var reqs []store.EnqueueRequest
+	for i := 0; i < failed+leased; i++ {
+		reqs = append(reqs, store.EnqueueRequest{ID: fmt.Sprintf("t%05d", i), Type: "noop"})
+	}
+	_, err := st.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+	var held []*task.Task
+	for len(held) < failed+leased {
+		got, err := st.Fetch(ctx, store.FetchRequest{N: 500, WorkerID: "w", TokenPrefix: fmt.Sprint(len(held)), Lease: time.Minute})
+		require.NoError(t, err)
+		held = append(held, got...)
+	}
+	for _, tk := range held[:failed] {
+		_, err := st.Fail(ctx, tk.ID, tk.Lease, store.Failure{ErrorType: "Default", Message: "x", RetryAt: clk.Now().Add(time.Second)})
+		require.NoError(t, err)
+	}
+	clk.Advance(2 * time.Minute) // retries due, leases expired
+	var olds []store.EnqueueRequest
+	for i := 0; i < old; i++ {
+		olds = append(olds, store.EnqueueRequest{ID: fmt.Sprintf("o%05d", i), Type: "noop"})
+	}
+	_, err = st.EnqueueBatch(ctx, olds)
+	require.NoError(t, err)
+	clk.Advance(2 * time.Hour) // the old ones are past the max age; so are the others, but only PENDING ones in queues are swept
+
+	var wg sync.WaitGroup
+	results := make([]TickResult, 2)
+	for i := range results {
+		s, err := New(mk(), Config{Batch: 100, MaxBatchesPerTick: 1000})
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := s.Tick(ctx)
+			require.NoError(t, err)
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+
+	total := TickResult{}
+	for _, r := range results {
+		total.Promoted += r.Promoted
+		total.Reaped += r.Reaped
+		total.DeadLettered += r.DeadLettered
+	}
+	require.Equal(t, failed, total.Promoted, "each due retry promoted once")
+	require.Equal(t, leased, total.Reaped, "each expired lease reaped once")
+
+	qs, err := st.QueueStatus(ctx)
+	require.NoError(t, err)
+	// promoted FAILED tasks were older than the max age when due: DLQ'd by
+	// promote; reaped tasks went back PENDING and then the sweep took the
+	// ones it could see as too old. Every task is in exactly one place.
+	var sum int64
+	for _, n := range qs.States {
+		sum += n
+	}
+	require.Equal(t, int64(failed+leased+old), sum)
+	inQueues := qs.Primary + qs.Retry
+	require.Equal(t, qs.States[task.StatePending], inQueues, "no id queued twice")
+	require.Equal(t, qs.States[task.StateDLQ], qs.DLQ)
+	ids, _, err := st.QueueContents(ctx, store.QueueDLQ, store.ListOptions{Limit: 1000})
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		require.False(t, seen[id], "DLQ holds %s twice", id)
+		seen[id] = true
+	}
+}
+
+func TestRunPromotesWithinASecond(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = st.Enqueue(ctx, store.EnqueueRequest{ID: "soon", Type: "noop", RunAt: time.Now().Add(50 * time.Millisecond)})
+	require.NoError(t, err)
+	s, err := New(st, Config{})
+	require.NoError(t, err)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(rctx) }()
+	require.Eventually(t, func() bool {
+		qs, err := st.QueueStatus(ctx)
+		return err == nil && qs.Primary == 1 && qs.Scheduled == 0
+	}, 5*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	require.Error(t, Config{Interval: 2 * time.Second}.WithDefaults().Validate())
+	require.Error(t, Config{Batch: -1}.WithDefaults().Validate())
+	require.NoError(t, Config{}.WithDefaults().Validate())
+}
