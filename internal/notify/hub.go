@@ -1,0 +1,139 @@
+package notify
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Hub fans the "new notification" announcements of every process out to
+// the live connections (WebSocket, SSE) of this process: one Redis
+// subscription per process, whatever the number of connections. A signal
+// only says "look again": each connection reads the stream after what it
+// has delivered, so a missed or coalesced signal loses nothing.
+type Hub struct {
+	rdb     redis.UniversalClient
+	channel string
+
+	mu    sync.Mutex
+	subs  map[string]map[*Subscription]struct{}
+	ready chan struct{}
+}
+
+// Subscription is one live connection's wake-up signal.
+type Subscription struct {
+	// C receives a value (coalesced) when the session may have new
+	// notifications, and once at start.
+	C       chan struct{}
+	session string
+	hub     *Hub
+}
+
+// NewHub returns a Hub for the notifier's namespace. Call Run.
+func NewHub(n *Notifier) *Hub {
+	return &Hub{rdb: n.rdb, channel: n.keys.channel(), subs: map[string]map[*Subscription]struct{}{}, ready: make(chan struct{})}
+}
+
+// Run follows the announcement channel until ctx ends. After a lost
+// connection it resubscribes and wakes every subscription (they re-read).
+func (h *Hub) Run(ctx context.Context) error {
+	once := false
+	for ctx.Err() == nil {
+		ps := h.rdb.Subscribe(ctx, h.channel)
+		if _, err := ps.Receive(ctx); err != nil {
+			_ = ps.Close()
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if !once {
+			close(h.ready)
+			once = true
+		} else {
+			h.wakeAll()
+		}
+		ch := ps.Channel(redis.WithChannelSize(1024))
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case m, ok := <-ch:
+				if !ok {
+					break loop
+				}
+				h.wake(m.Payload)
+			}
+		}
+		_ = ps.Close()
+	}
+	return nil
+}
+
+// Ready is closed once the Hub is subscribed.
+func (h *Hub) Ready() <-chan struct{} { return h.ready }
+
+// Subscribe registers a live connection of session.
+func (h *Hub) Subscribe(session string) *Subscription {
+	s := &Subscription{C: make(chan struct{}, 1), session: session, hub: h}
+	s.C <- struct{}{}
+	h.mu.Lock()
+	m := h.subs[session]
+	if m == nil {
+		m = map[*Subscription]struct{}{}
+		h.subs[session] = m
+	}
+	m[s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+// Close unregisters the subscription.
+func (s *Subscription) Close() {
+	h := s.hub
+	h.mu.Lock()
+	if m := h.subs[s.session]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(h.subs, s.session)
+		}
+	}
+	h.mu.Unlock()
+}
+
+// Connections counts the live subscriptions.
+func (h *Hub) Connections() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, m := range h.subs {
+		n += len(m)
+	}
+	return n
+}
+
+func (h *Hub) wake(session string) {
+	h.mu.Lock()
+	for s := range h.subs[session] {
+		select {
+		case s.C <- struct{}{}:
+		default:
+		}
+	}
+	h.mu.Unlock()
+}
+
+func (h *Hub) wakeAll() {
+	h.mu.Lock()
+	for _, m := range h.subs {
+		for s := range m {
+			select {
+			case s.C <- struct{}{}:
+			default:
+			}
+		}
+	}
+	h.mu.Unlock()
+}

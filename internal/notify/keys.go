@@ -1,0 +1,25 @@
+package notify
+
+// keys builds every Redis key and channel of the notify package. They carry
+// the deployment's hash tag {namespace} like the store's keys.
+type keys struct {
+	ns string // "{namespace}:"
+}
+
+func newKeys(namespace string) keys { return keys{ns: "{" + namespace + "}:"} }
+
+// stream is spec 003's user:stream:notifications:{session_id} (STREAM,
+// capped, expiring with the session's data).
+func (k keys) stream(sessionID string) string {
+	return k.ns + "user:stream:notifications:" + sessionID
+}
+
+// cursor is the id of the newest notification the session has been shown
+// (STRING, a stream id); later ones are unread.
+func (k keys) cursor(sessionID string) string {
+	return k.ns + "user:notifications:" + sessionID + ":read"
+}
+
+// channel is the pub/sub channel announcing "a session has a new
+// notification" (payload: the session id) to every process's Hub.
+func (k keys) channel() string { return k.ns + "user:notifications" }

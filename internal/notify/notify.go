@@ -1,0 +1,253 @@
+// Package notify tells a session about its tasks, in spec 003 §5's format,
+// on the stream user:stream:notifications:{session_id}, and delivers the
+// notifications three ways: riding on the session's next API response
+// (Middleware / TakeUnread), live over WebSocket and SSE (Handler, fed by
+// a Hub), and by polling (Handler). A read cursor per session marks what
+// has been shown; every delivery path advances it.
+package notify
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// Kind is a notification's type.
+type Kind string
+
+// The notification types.
+const (
+	KindCompleted Kind = "task_completed"
+	KindFailed    Kind = "task_failed"
+	KindTimeout   Kind = "task_timeout"
+	KindCancelled Kind = "task_cancelled"
+	KindRetrying  Kind = "task_retrying"
+)
+
+// Notification is spec 003 §5's message format. ID is the stream entry id
+// (the cursor for polling and resuming), not part of the spec's object.
+type Notification struct {
+	ID             string    `json:"id,omitempty"`
+	NotificationID string    `json:"notification_id"`
+	Type           Kind      `json:"type"`
+	TaskID         string    `json:"task_id"`
+	TaskType       string    `json:"task_type"`
+	Message        string    `json:"message"`
+	Action         string    `json:"action"`
+	Timestamp      time.Time `json:"timestamp"`
+	Priority       string    `json:"priority"`
+}
+
+// MarshalJSON writes the timestamp in spec 003's millisecond form.
+func (n Notification) MarshalJSON() ([]byte, error) {
+	type plain Notification
+	return json.Marshal(struct {
+		plain
+		Timestamp string `json:"timestamp"`
+	}{plain(n), n.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z")})
+}
+
+// Config configures a Notifier.
+type Config struct {
+	// Namespace is the deployment's key namespace. Default "taskflow".
+	Namespace string
+	// MaxLen caps a session's notification stream (approximate). Default 1000.
+	MaxLen int64
+	// TTL is how long a session's notifications live after the newest one
+	// (spec 003's 86400 s). Default 24h.
+	TTL time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = "taskflow"
+	}
+	if c.MaxLen == 0 {
+		c.MaxLen = 1000
+	}
+	if c.TTL == 0 {
+		c.TTL = 24 * time.Hour
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c.
+func (c Config) Validate() error {
+	if c.MaxLen < 1 {
+		return fmt.Errorf("notify: MaxLen %d must be ≥ 1", c.MaxLen)
+	}
+	if c.TTL < time.Second {
+		return fmt.Errorf("notify: TTL %s must be ≥ 1s", c.TTL)
+	}
+	return nil
+}
+
+//go:embed scripts/advance.lua
+var advanceLua string
+
+var advanceScript = redis.NewScript(advanceLua)
+
+// ErrNoSession: a notification needs a session id.
+var ErrNoSession = errors.New("notify: no session id")
+
+// Notifier writes and reads session notifications. Safe for concurrent use.
+type Notifier struct {
+	rdb  redis.UniversalClient
+	cfg  Config
+	keys keys
+}
+
+// New returns a Notifier on rdb (owned by the caller).
+func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Notifier{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
+}
+
+// Notify appends n to the session's stream and announces it to every
+// process's Hub. Empty NotificationID, Timestamp and Priority are filled
+// in. It returns n as stored (with ID).
+func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification) (Notification, error) {
+	if sessionID == "" {
+		return n, ErrNoSession
+	}
+	if n.NotificationID == "" {
+		n.NotificationID = "notif-" + uuid.NewString()
+	}
+	if n.Timestamp.IsZero() {
+		n.Timestamp = s.cfg.Now()
+	}
+	if n.Priority == "" {
+		n.Priority = "normal"
+	}
+	n.ID = ""
+	body, err := json.Marshal(n)
+	if err != nil {
+		return n, fmt.Errorf("notify: encode: %w", err)
+	}
+	k := s.keys.stream(sessionID)
+	var add *redis.StringCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		add = p.XAdd(ctx, &redis.XAddArgs{Stream: k, MaxLen: s.cfg.MaxLen, Approx: true, Values: []any{"n", string(body)}})
+		p.Expire(ctx, k, s.cfg.TTL)
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("notify: write %s: %w", k, err)
+	}
+	n.ID = add.Val()
+	if err := s.rdb.Publish(ctx, s.keys.channel(), sessionID).Err(); err != nil {
+		// Stored: pollers and the next interaction still see it.
+		return n, fmt.Errorf("notify: announce: %w", err)
+	}
+	return n, nil
+}
+
+// List returns up to limit (1–1000) notifications of the session after the
+// stream id after ("" or "0" for the oldest kept), oldest first.
+func (s *Notifier) List(ctx context.Context, sessionID, after string, limit int) ([]Notification, error) {
+	if limit < 1 || limit > 1000 {
+		limit = 100
+	}
+	start := "-"
+	if after != "" && after != "0" && after != "0-0" {
+		if !validID(after) {
+			return nil, fmt.Errorf("notify: cursor %q is not a stream id like 1700000000000-0", after)
+		}
+		start = "(" + after
+	}
+	xs, err := s.rdb.XRangeN(ctx, s.keys.stream(sessionID), start, "+", int64(limit)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("notify: read: %w", err)
+	}
+	out := make([]Notification, 0, len(xs))
+	for _, x := range xs {
+		raw, _ := x.Values["n"].(string)
+		var n Notification
+		if err := json.Unmarshal([]byte(raw), &n); err != nil {
+			continue // not ours to fail on; skip a damaged entry
+		}
+		n.ID = x.ID
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// Cursor returns the id of the newest notification the session has been
+// shown ("0-0" when none).
+func (s *Notifier) Cursor(ctx context.Context, sessionID string) (string, error) {
+	c, err := s.rdb.Get(ctx, s.keys.cursor(sessionID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "0-0", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("notify: cursor: %w", err)
+	}
+	return c, nil
+}
+
+// Unread returns up to limit notifications the session has not been shown.
+func (s *Notifier) Unread(ctx context.Context, sessionID string, limit int) ([]Notification, error) {
+	c, err := s.Cursor(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.List(ctx, sessionID, c, limit)
+}
+
+// MarkRead moves the session's cursor forward to id (never back).
+func (s *Notifier) MarkRead(ctx context.Context, sessionID, id string) error {
+	if id == "" {
+		return nil
+	}
+	if !validID(id) {
+		return fmt.Errorf("notify: %q is not a stream id", id)
+	}
+	ttl := int64(s.cfg.TTL / time.Second)
+	if err := advanceScript.Run(ctx, s.rdb, []string{s.keys.cursor(sessionID)}, id, ttl).Err(); err != nil {
+		return fmt.Errorf("notify: mark read: %w", err)
+	}
+	return nil
+}
+
+// TakeUnread returns the unread notifications and marks them read: the
+// "next interaction" delivery.
+func (s *Notifier) TakeUnread(ctx context.Context, sessionID string, limit int) ([]Notification, error) {
+	ns, err := s.Unread(ctx, sessionID, limit)
+	if err != nil || len(ns) == 0 {
+		return ns, err
+	}
+	return ns, s.MarkRead(ctx, sessionID, ns[len(ns)-1].ID)
+}
+
+func validID(id string) bool {
+	dash := false
+	if id == "" || len(id) > 41 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= '0' && c <= '9':
+		case c == '-' && !dash && i > 0 && i < len(id)-1:
+			dash = true
+		default:
+			return false
+		}
+	}
+	return dash
+}
