@@ -315,9 +315,14 @@ func (r *run) runNode(i int, place Place) []int {
 		timer = time.AfterFunc(r.opts.NodeTimeout, func() { r.fail(ErrNodeTimeout) })
 	}
 	nr := &nodeRun{r: r, n: n}
-	t0 := r.e.cfg.Now()
+	var t0, t1 time.Time
+	if r.traces != nil {
+		t0 = r.e.cfg.Now()
+	}
 	out, err := r.safeExec(nr, in)
-	t1 := r.e.cfg.Now()
+	if r.traces != nil {
+		t1 = r.e.cfg.Now()
+	}
 	if timer != nil {
 		timer.Stop()
 	}
