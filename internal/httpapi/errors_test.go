@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/testredis"
 )
 
 func TestRequestErrors(t *testing.T) {
@@ -115,4 +117,24 @@ func TestTrailingSlash(t *testing.T) {
 		r := b.do("GET", p, adminKey, nil)
 		require.Contains(t, []int{200, 503}, r.code, p)
 	}
+}
+
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServer(t)
+	b := setup(t, setupOpts{server: srv})
+	tok := b.session().Token
+	require.Equal(t, http.StatusOK, b.do("GET", "/ready", "", nil).code)
+	srv.Stop()
+	r := b.do("GET", "/ready", "", nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.code, string(r.raw))
+	require.Equal(t, "unavailable", r.errCode())
+	r = b.do("GET", "/health", "", nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	require.Equal(t, false, r.body["components"].(map[string]any)["redis"])
+	r = b.do("POST", "/api/v1/tasks", adminKey, map[string]any{"task_type": "noop"})
+	require.Equal(t, http.StatusServiceUnavailable, r.code, string(r.raw))
+	// The session token is cached: the request gets past auth to the store.
+	r = b.do("GET", "/api/v1/tasks", tok, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.code, string(r.raw))
 }

@@ -29,7 +29,7 @@ const adminKey = "test-admin-key-0123456789abcdef"
 
 // testBundle is one API server on a real Redis namespace of its own.
 type testBundle struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	st    *store.Store
 	svc   *service.Service
@@ -47,15 +47,19 @@ type setupOpts struct {
 	breakers     service.BreakerControl
 	mounts       []httpapi.Mount
 	withoutTypes bool
+	server       *testredis.Server // a Redis of the test's own instead of the shared one
 }
 
-func setup(t *testing.T, o ...setupOpts) *testBundle {
+func setup(t testing.TB, o ...setupOpts) *testBundle {
 	t.Helper()
 	var opt setupOpts
 	if len(o) > 0 {
 		opt = o[0]
 	}
 	rdb, ns := testredis.Client(t)
+	if opt.server != nil {
+		rdb = opt.server.Client()
+	}
 	clk := clock.NewFake(time.Now())
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
 	require.NoError(t, err)

@@ -1,0 +1,144 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/httpapi"
+)
+
+func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{mounts: []httpapi.Mount{{Method: "POST", Path: "/api/v1/plans/{name}/execute", Access: "session",
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }), Summary: "Run a plan", Tag: "plans"}}})
+	r := b.do("GET", "/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, "3.0.3", r.body["openapi"])
+	paths := r.body["paths"].(map[string]any)
+	schemas := r.body["components"].(map[string]any)["schemas"].(map[string]any)
+
+	// Every spec 001 endpoint is there.
+	for _, p := range []string{"/api/v1/tasks/summarize", "/api/v1/tasks/{task_id}", "/api/v1/tasks/{task_id}/retry",
+		"/api/v1/tasks", "/api/v1/tasks/requeue-orphaned", "/api/v1/queues/status", "/api/v1/queues/dlq",
+		"/api/v1/queues/{queue}/tasks", "/health", "/api/v1/queues/status/stream", "/api/v1/workers", "/api/v1/plans/{name}/execute"} {
+		require.Contains(t, paths, p)
+	}
+	// Every $ref resolves, every operation has responses and an id.
+	ids := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				name := strings.TrimPrefix(ref, "#/components/schemas/")
+				require.Contains(t, schemas, name, "dangling $ref %s", ref)
+			}
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(r.body)
+	for path, ops := range paths {
+		for m, op := range ops.(map[string]any) {
+			o := op.(map[string]any)
+			require.NotEmpty(t, o["responses"], "%s %s", m, path)
+			id := o["operationId"].(string)
+			require.False(t, ids[id], "duplicate operationId %s", id)
+			ids[id] = true
+			// Every documented route answers something other than 404/405.
+			if !strings.Contains(path, "{") && m == "get" && path != "/api/v1/queues/status/stream" {
+				res := b.do("GET", path, adminKey, nil)
+				require.NotContains(t, []int{404, 405}, res.code, path)
+			}
+		}
+	}
+	// A mounted handler is served behind its access check.
+	res := b.do("POST", "/api/v1/plans/x/execute", "", map[string]any{})
+	require.Equal(t, http.StatusUnauthorized, res.code)
+	res = b.do("POST", "/api/v1/plans/x/execute", adminKey, map[string]any{})
+	require.Equal(t, http.StatusNoContent, res.code)
+}
+
+func TestDocsPageIsSelfContained(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do("GET", "/docs", "", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	require.True(t, strings.HasPrefix(r.hdr.Get("Content-Type"), "text/html"))
+	page := string(r.raw)
+	require.Contains(t, page, "/openapi.json")
+	for _, remote := range []string{"http://", "https://", "//cdn", "<script src", "<link "} {
+		require.NotContains(t, page, remote, "the docs page must work offline")
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.api.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	tok := b.session().Token
+	b.submit(tok, "Metric task. It waits.")
+	r := b.do("GET", "/metrics", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code)
+	text := string(r.raw)
+	for _, want := range []string{
+		`taskflow_queue_depth{queue="primary"} 1`,
+		`taskflow_tasks{state="PENDING"} 1`,
+		`taskflow_redis_up 1`,
+		`taskflow_http_request_duration_seconds_bucket{code="201",method="POST",route="POST /api/v1/tasks/summarize"`,
+	} {
+		require.Contains(t, text, want)
+	}
+	// Transitions are counted from the event stream once Run follows it.
+	require.Eventually(t, func() bool {
+		b.submit(tok, "Another. Seen by the follower.")
+		m := string(b.do("GET", "/metrics", adminKey, nil).raw)
+		return strings.Contains(m, `taskflow_task_transitions_total{from="",task_type="summarize",to="PENDING"}`)
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+func TestHealthProbes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do("GET", "/health", "", nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.code, "no worker runs")
+	require.Equal(t, "unhealthy", r.body["status"])
+	comp := r.body["components"].(map[string]any)
+	require.Equal(t, true, comp["redis"])
+	require.Equal(t, false, comp["workers"])
+	require.Contains(t, r.body, "timestamp")
+
+	// A worker heartbeat (as the worker publishes it) makes it healthy.
+	require.NoError(t, b.st.PublishWorker(context.Background(), "w1", map[string]string{
+		"concurrency": "8", "in_flight": "2", "breakers": `{"openrouter":"OPEN"}`}, time.Minute))
+	r = b.do("GET", "/health", "", nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Equal(t, "healthy", r.body["status"])
+	require.Equal(t, "OPEN", r.body["components"].(map[string]any)["circuit_breaker"].(map[string]any)["openrouter"])
+
+	r = b.do("GET", "/api/v1/workers", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code)
+	w := r.body["workers"].([]any)[0].(map[string]any)
+	require.Equal(t, "w1", w["worker_id"])
+	require.EqualValues(t, 8, w["concurrency"])
+	require.EqualValues(t, 2, w["in_flight"])
+	require.Equal(t, map[string]any{"openrouter": "OPEN"}, w["circuit_breakers"])
+	require.Contains(t, w, "heartbeat_age_seconds")
+
+	require.Equal(t, http.StatusOK, b.do("GET", "/live", "", nil).code)
+	require.Equal(t, http.StatusOK, b.do("GET", "/ready", "", nil).code)
+}
