@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -30,6 +31,7 @@ func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
 		d = deps[0]
 	}
 	mux := worker.NewMux()
+	builtin.Register(mux)
 	sum, err := newSummarize(m, d)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+// benchResult is what `taskflow bench --json` prints.
+type benchResult struct {
+	Tasks       int `json:"tasks"`
+	Concurrency int `json:"concurrency"`
+	// EnqueueSinglePerSec: one Enqueue call per task from --concurrency
+	// goroutines.
+	EnqueueSinglePerSec float64 `json:"enqueue_single_per_sec"`
+	// EnqueuePerSec: EnqueueBatch of --batch tasks per call.
+	EnqueuePerSec float64 `json:"enqueue_per_sec"`
+	// ProcessedPerSec: a backlog of 2×tasks no-op tasks drained by one
+	// worker process with --concurrency handlers.
+	ProcessedPerSec float64 `json:"processed_per_sec"`
+	// ProcessedWithProducerPerSec: tasks enqueued (batches of 100) while the
+	// worker processes them, counted until the last is completed.
+	ProcessedWithProducerPerSec float64 `json:"processed_with_producer_per_sec"`
+	// StartP50Ms / StartP99Ms: enqueue call → handler start at a steady
+	// --rate tasks/s for --latency-duration.
+	StartP50Ms float64 `json:"start_p50_ms"`
+	StartP99Ms float64 `json:"start_p99_ms"`
+	StartMaxMs float64 `json:"start_max_ms"`
+	LatencyN   int     `json:"latency_samples"`
+}
+
+type benchOpts struct {
+	redisURL    string
+	tasks       int
+	concurrency int
+	batch       int
+	rate        int
+	latencyDur  time.Duration
+	jsonOut     bool
+	only        string
+}
+
+func init() {
+	register("bench", func(m *Main) *cobra.Command {
+		var o benchOpts
+		cmd := &cobra.Command{
+			Use:   "bench",
+			Short: "Measure enqueue rate, processing rate and start latency against a Redis",
+			Long: `Runs against REDIS_URL (or --redis-url) in a namespace of its own
+(taskflow-bench-<random>, deleted afterwards; nothing else is touched):
+  1. enqueue --tasks tasks one call each (from --concurrency goroutines)
+  2. enqueue --tasks tasks in batches of --batch
+  3. drain that backlog (2×tasks no-op tasks) with one worker of --concurrency
+  4. a producer enqueues --tasks tasks while the worker processes them
+  5. enqueue→start latency at a steady --rate tasks/s for --latency-duration
+Leases, FIFO, counters and lifecycle events are all on.`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if o.redisURL == "" {
+					o.redisURL = m.Getenv("REDIS_URL")
+				}
+				if o.redisURL == "" {
+					return &ExitError{Code: 2, Err: errors.New("bench: set REDIS_URL or --redis-url")}
+				}
+				if o.tasks < 1 || o.concurrency < 1 || o.batch < 1 || o.batch > 2000 || o.rate < 1 {
+					return &ExitError{Code: 2, Err: errors.New("bench: --tasks, --concurrency, --rate must be >= 1 and --batch within [1, 2000]")}
+				}
+				res, err := runBench(cmd.Context(), m, o)
+				if err != nil {
+					return err
+				}
+				if o.jsonOut {
+					return json.NewEncoder(m.Stdout).Encode(res)
+				}
+				fmt.Fprintf(m.Stdout, "tasks %d, concurrency %d\n", res.Tasks, res.Concurrency)
+				fmt.Fprintf(m.Stdout, "enqueue (single):        %10.0f tasks/s\n", res.EnqueueSinglePerSec)
+				fmt.Fprintf(m.Stdout, "enqueue (batched):       %10.0f tasks/s\n", res.EnqueuePerSec)
+				fmt.Fprintf(m.Stdout, "processed (backlog):     %10.0f tasks/s\n", res.ProcessedPerSec)
+				fmt.Fprintf(m.Stdout, "processed (w/ producer): %10.0f tasks/s\n", res.ProcessedWithProducerPerSec)
+				fmt.Fprintf(m.Stdout, "start latency p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d samples)\n", res.StartP50Ms, res.StartP99Ms, res.StartMaxMs, res.LatencyN)
+				return nil
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&o.redisURL, "redis-url", "", "Redis URL (default $REDIS_URL)")
+		f.IntVar(&o.tasks, "tasks", 100000, "tasks per phase")
+		f.IntVar(&o.concurrency, "concurrency", 50, "worker handler goroutines (and single-enqueue goroutines)")
+		f.IntVar(&o.batch, "batch", 500, "tasks per batched enqueue call")
+		f.IntVar(&o.rate, "rate", 1000, "tasks/s of the latency phase")
+		f.DurationVar(&o.latencyDur, "latency-duration", 5*time.Second, "length of the latency phase")
+		f.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
+		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
+		return cmd
+	})
+}
+
+func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
+	opt, err := redis.ParseURL(o.redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.PoolSize = max(64, o.concurrency+16)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis at %s does not answer: %w", opt.Addr, err)
+	}
+	ns := "taskflow-bench-" + uuid.NewString()[:8]
+	defer cleanNamespace(context.WithoutCancel(ctx), rdb, ns)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	if err != nil {
+		return nil, err
+	}
+	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency}
+	run := func(p string) bool { return o.only == "" || o.only == p }
+
+	if run("enqueue") || run("drain") {
+		// 1. single enqueues
+		start := time.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		errc := make(chan error, o.concurrency)
+		for g := 0; g < o.concurrency; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(o.tasks) {
+					if _, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "noop"}); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := firstErr(errc); err != nil {
+			return nil, err
+		}
+		res.EnqueueSinglePerSec = float64(o.tasks) / time.Since(start).Seconds()
+
+		// 2. batched enqueues from 4 goroutines
+		start = time.Now()
+		var chunks atomic.Int64
+		nChunks := int64((o.tasks + o.batch - 1) / o.batch)
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				reqs := make([]store.EnqueueRequest, o.batch)
+				for i := range reqs {
+					reqs[i] = store.EnqueueRequest{Type: "noop"}
+				}
+				for c := chunks.Add(1); c <= nChunks; c = chunks.Add(1) {
+					n := min(o.batch, o.tasks-int(c-1)*o.batch)
+					if _, err := st.EnqueueBatch(ctx, reqs[:n]); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := firstErr(errc); err != nil {
+			return nil, err
+		}
+		res.EnqueuePerSec = float64(o.tasks) / time.Since(start).Seconds()
+	}
+
+	if run("drain") {
+		// 3. drain the backlog
+		backlog := int64(2 * o.tasks)
+		w, stop, err := benchWorker(ctx, st, o.concurrency, nil)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		waitCompleted(w, backlog)
+		res.ProcessedPerSec = float64(backlog) / time.Since(start).Seconds()
+		stop()
+	}
+
+	if run("producer") {
+		// 4. a producer alongside the worker
+		w, stop, err := benchWorker(ctx, st, o.concurrency, nil)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		errc := make(chan error, 1)
+		go func() {
+			reqs := make([]store.EnqueueRequest, 100)
+			for i := range reqs {
+				reqs[i] = store.EnqueueRequest{Type: "noop"}
+			}
+			for sent := 0; sent < o.tasks; sent += 100 {
+				n := min(100, o.tasks-sent)
+				if _, err := st.EnqueueBatch(ctx, reqs[:n]); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+		if err := <-errc; err != nil {
+			stop()
+			return nil, err
+		}
+		waitCompleted(w, int64(o.tasks))
+		res.ProcessedWithProducerPerSec = float64(o.tasks) / time.Since(start).Seconds()
+		stop()
+	}
+
+	if run("latency") {
+		// 5. steady rate, start latency
+		var mu sync.Mutex
+		sent := map[string]time.Time{}
+		lat := make([]time.Duration, 0, int(float64(o.rate)*o.latencyDur.Seconds())+1)
+		onStart := func(id string) {
+			now := time.Now()
+			mu.Lock()
+			if t0, ok := sent[id]; ok {
+				lat = append(lat, now.Sub(t0))
+			}
+			mu.Unlock()
+		}
+		w, stop, err := benchWorker(ctx, st, o.concurrency, onStart)
+		if err != nil {
+			return nil, err
+		}
+		_ = w
+		total := int(float64(o.rate) * o.latencyDur.Seconds())
+		interval := time.Second / time.Duration(o.rate)
+		begin := time.Now()
+		for i := 0; i < total; i++ {
+			// pace by absolute schedule so the rate holds on average
+			if d := time.Until(begin.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+			id := "lat-" + strconv.Itoa(i)
+			mu.Lock()
+			sent[id] = time.Now()
+			mu.Unlock()
+			if _, err := st.Enqueue(ctx, store.EnqueueRequest{ID: id, Type: "noop"}); err != nil {
+				stop()
+				return nil, err
+			}
+		}
+		waitCompleted(w, int64(total))
+		stop()
+		slices.Sort(lat)
+		res.LatencyN = len(lat)
+		if len(lat) > 0 {
+			pct := func(p float64) float64 {
+				i := int(math.Ceil(p*float64(len(lat)))) - 1
+				return float64(lat[max(0, i)]) / float64(time.Millisecond)
+			}
+			res.StartP50Ms, res.StartP99Ms = pct(0.50), pct(0.99)
+			res.StartMaxMs = float64(lat[len(lat)-1]) / float64(time.Millisecond)
+		}
+	}
+	return res, nil
+}
+
+// benchWorker starts a worker serving noop; onStart (if set) is called with
+// each task id when its handler starts.
+func benchWorker(ctx context.Context, st *store.Store, concurrency int, onStart func(string)) (*worker.Worker, func(), error) {
+	mux := worker.NewMux()
+	mux.HandleFunc("noop", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		if onStart != nil {
+			onStart(t.ID)
+		}
+		return nil, nil
+	})
+	w, err := worker.New(st, mux, worker.Config{Concurrency: concurrency})
+	if err != nil {
+		return nil, nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	return w, func() { cancel(); <-done }, nil
+}
+
+// waitCompleted waits until the worker has acknowledged n completions.
+func waitCompleted(w *worker.Worker, n int64) {
+	for w.Stats().Completed < n {
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func firstErr(c chan error) error {
+	select {
+	case err := <-c:
+		return err
+	default:
+		return nil
+	}
+}
+
+// cleanNamespace deletes the bench namespace's keys (and only those).
+func cleanNamespace(ctx context.Context, rdb *redis.Client, ns string) {
+	iter := rdb.Scan(ctx, 0, "{"+ns+"}:*", 5000).Iterator()
+	var batch []string
+	for iter.Next(ctx) {
+		batch = append(batch, iter.Val())
+		if len(batch) == 1000 {
+			rdb.Unlink(ctx, batch...)
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		rdb.Unlink(ctx, batch...)
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/scheduler"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+// engineEnv is the engine's configuration from the environment (spec 001's
+// Settings names where it has them). Unset variables keep the packages'
+// defaults.
+type engineEnv struct {
+	Store     store.Config
+	Worker    worker.Config
+	Scheduler scheduler.Config
+}
+
+// engineFromEnv reads the engine's variables; an error names the variable.
+func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, error) {
+	var e engineEnv
+	var errs []error
+	e.Store.Namespace = namespace
+	intVar := func(name string, dst *int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not an integer", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	floatVar := func(name string, dst *float64) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a number", name, v))
+				return
+			}
+			*dst = f
+		}
+	}
+	// durVar accepts a Go duration ("90s") or plain seconds ("3600").
+	durVar := func(name string, dst *time.Duration) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			if secs, err := strconv.ParseFloat(v, 64); err == nil {
+				*dst = time.Duration(secs * float64(time.Second))
+				return
+			}
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a duration (e.g. 90s) or a number of seconds", name, v))
+				return
+			}
+			*dst = d
+		}
+	}
+	intVar("MAX_RETRIES", &e.Store.DefaultMaxRetries)
+	durVar("MAX_TASK_AGE", &e.Store.MaxTaskAge)
+	floatVar("DEFAULT_RETRY_RATIO", &e.Store.RetryRatio)
+	floatVar("RETRY_RATIO_WARNING", &e.Store.RetryRatioWarning)
+	floatVar("RETRY_RATIO_CRITICAL", &e.Store.RetryRatioCritical)
+	intVar("RETRY_QUEUE_WARNING", &e.Store.RetryQueueWarning)
+	intVar("RETRY_QUEUE_CRITICAL", &e.Store.RetryQueueCritical)
+	floatVar("CIRCUIT_FAILURE_THRESHOLD", &e.Worker.Breaker.FailureThreshold)
+	intVar("CIRCUIT_VOLUME_THRESHOLD", &e.Worker.Breaker.VolumeThreshold)
+	durVar("CIRCUIT_TIMEOUT", &e.Worker.Breaker.Timeout)
+	durVar("TASKFLOW_LEASE", &e.Worker.Lease)
+	durVar("TASKFLOW_TASK_TIMEOUT", &e.Worker.DefaultTimeout)
+	intVar("TASKFLOW_FETCH_BATCH", &e.Worker.FetchBatch)
+	floatVar("TASKFLOW_RETRY_SCALE", &e.Worker.Retry.Scale)
+	durVar("TASKFLOW_SCHEDULER_INTERVAL", &e.Scheduler.Interval)
+	if err := errors.Join(errs...); err != nil {
+		return e, err
+	}
+	if err := e.Store.WithDefaults().Validate(); err != nil {
+		return e, err
+	}
+	if err := e.Worker.WithDefaults().Validate(); err != nil {
+		return e, err
+	}
+	return e, e.Scheduler.WithDefaults().Validate()
+}
+
+func init() {
+	register("worker", func(m *Main) *cobra.Command {
+		cfg, envErr := config.FromEnv(m.Getenv)
+		var withScheduler bool
+		var id string
+		cmd := &cobra.Command{
+			Use:   "worker",
+			Short: "Run task handlers (and, by default, the scheduler) against REDIS_URL",
+			Long: `Run --concurrency handler goroutines for every registered task type
+until interrupted; on SIGINT/SIGTERM stop fetching, let running tasks finish
+within TASKFLOW_SHUTDOWN_GRACE and hand the rest back to their queue.
+Any number of worker processes may share one Redis. With --scheduler (the
+default) the process also promotes due retries and reaps expired leases;
+several schedulers at once do no harm.`,
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				if envErr != nil {
+					return envErr
+				}
+				if err := cfg.Validate(); err != nil {
+					return err
+				}
+				if cfg.RedisURL == "" {
+					return errors.New("REDIS_URL is not set: `taskflow worker` needs a Redis")
+				}
+				eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
+				if err != nil {
+					return err
+				}
+				rdb, err := openRedis(cmd.Context(), cfg.RedisURL)
+				if err != nil {
+					return err
+				}
+				defer rdb.Close()
+				return runEngine(cmd.Context(), m, rdb, eng, engineRun{
+					workers: true, scheduler: withScheduler, concurrency: cfg.Concurrency,
+					grace: cfg.ShutdownGrace, id: id, namespace: cfg.Namespace,
+				})
+			},
+		}
+		f := cmd.Flags()
+		f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis URL (REDIS_URL)")
+		f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
+		f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "handler goroutines (TASKFLOW_CONCURRENCY)")
+		f.BoolVar(&withScheduler, "scheduler", true, "also run the scheduler in this process")
+		f.StringVar(&id, "id", "", "worker id (default <host>-<pid>-<random>)")
+		return cmd
+	})
+}
+
+// engineRun says which parts of the engine a process runs.
+type engineRun struct {
+	workers, scheduler bool
+	concurrency        int
+	grace              time.Duration
+	id, namespace      string
+}
+
+// runEngine runs a worker and/or a scheduler until ctx ends. `taskflow
+// dev` can call it too.
+func runEngine(ctx context.Context, m *Main, rdb redis.UniversalClient, eng engineEnv, r engineRun) error {
+	st, err := store.New(rdb, eng.Store)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	n := 0
+	if r.scheduler {
+		sc := eng.Scheduler
+		sc.Logger = m.Logger.With("component", "scheduler")
+		s, err := scheduler.New(st, sc)
+		if err != nil {
+			return err
+		}
+		n++
+		go func() { errc <- s.Run(ctx) }()
+	}
+	if r.workers {
+		mux, err := newTaskMux(m, taskDeps{Redis: rdb, Namespace: r.namespace})
+		if err != nil {
+			return err
+		}
+		wc := eng.Worker
+		wc.ID, wc.Concurrency, wc.ShutdownGrace = r.id, r.concurrency, r.grace
+		wc.Logger = m.Logger.With("component", "worker")
+		deps := taskDependencies(mux)
+		if len(wc.Dependencies) == 0 {
+			wc.Dependencies = deps
+		}
+		w, err := worker.New(st, mux, wc)
+		if err != nil {
+			return err
+		}
+		m.Logger.Info("taskflow worker running", "id", w.ID(), "concurrency", r.concurrency, "types", mux.Types(), "scheduler", r.scheduler)
+		n++
+		go func() { errc <- w.Run(ctx) }()
+	}
+	var errs []error
+	for i := 0; i < n; i++ {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
