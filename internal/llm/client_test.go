@@ -295,3 +295,23 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkComplete is one call to the local fake over loopback: the
+// client's own overhead (encode, HTTP, decode), not an LLM's latency.
+func BenchmarkComplete(b *testing.B) {
+	fake := llmfake.New(llmfake.Options{})
+	base, err := fake.Start("127.0.0.1:0")
+	require.NoError(b, err)
+	defer func() { require.NoError(b, fake.Close()) }()
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer hc.CloseIdleConnections()
+	c, err := llm.New(llm.Config{APIKey: testKey, BaseURL: base}, hc)
+	require.NoError(b, err)
+	req := ask(strings.Repeat("A sentence of the text to summarize. ", 50))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -189,3 +189,20 @@ func TestRedisDownIsAnError(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, ratelimit.ErrLimited)
 }
+
+// BenchmarkAcquire measures one grant (one script call) on the shared
+// Redis, from parallel goroutines; the limit is high enough never to bite.
+func BenchmarkAcquire(b *testing.B) {
+	rdb, ns := testredis.Client(b)
+	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: 1 << 30, Interval: 10 * time.Millisecond, Namespace: ns})
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := l.Acquire(context.Background()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -87,34 +87,44 @@ type term struct {
 // counts each sentence's content tokens.
 func vectorize(sents []sentence) ([][]term, []int) {
 	ids := map[string]int{}
-	counts := make([]map[int]int, len(sents))
 	ntoks := make([]int, len(sents))
 	var df []int
+	var count []int // per term id, for the sentence at hand
+	type entry struct{ id, n int }
+	entries := make([][]entry, len(sents))
+	var touched []int
 	for i, s := range sents {
-		c := map[int]int{}
-		for _, tok := range tokens(s.text) {
-			id, ok := ids[tok]
+		touched = touched[:0]
+		tokens(s.text, func(tok []byte) {
+			id, ok := ids[string(tok)]
 			if !ok {
 				id = len(ids)
-				ids[tok] = id
+				ids[string(tok)] = id
 				df = append(df, 0)
+				count = append(count, 0)
 			}
-			if c[id] == 0 {
-				df[id]++
+			if count[id] == 0 {
+				touched = append(touched, id)
 			}
-			c[id]++
+			count[id]++
 			ntoks[i]++
+		})
+		es := make([]entry, len(touched))
+		for j, id := range touched {
+			es[j] = entry{id, count[id]}
+			df[id]++
+			count[id] = 0
 		}
-		counts[i] = c
+		entries[i] = es
 	}
 	n := float64(len(sents))
 	vecs := make([][]term, len(sents))
-	for i, c := range counts {
-		v := make([]term, 0, len(c))
+	for i, es := range entries {
+		v := make([]term, len(es))
 		var norm float64
-		for id, k := range c {
-			w := (1 + math.Log(float64(k))) * math.Log(1+n/float64(df[id]))
-			v = append(v, term{id, w})
+		for j, e := range es {
+			w := (1 + math.Log(float64(e.n))) * math.Log(1+n/float64(df[e.id]))
+			v[j] = term{e.id, w}
 			norm += w * w
 		}
 		if norm > 0 {
@@ -132,9 +142,12 @@ func vectorize(sents []sentence) ([][]term, []int) {
 // centrality is each sentence's cosine similarity to the centroid of the
 // other sentences.
 func centrality(vecs [][]term) []float64 {
-	centroid := map[int]float64{}
+	var centroid []float64 // dense, by term id
 	for _, v := range vecs {
 		for _, t := range v {
+			for t.id >= len(centroid) {
+				centroid = append(centroid, 0)
+			}
 			centroid[t.id] += t.w
 		}
 	}
@@ -251,42 +264,65 @@ func cosine(a, b []term) float64 {
 	return dot
 }
 
-// tokens lowercases text and returns its content words: runs of letters and
+// tokens lowercases text and emits its content words: runs of letters and
 // digits, minus stop words; scripts written without spaces (Han, kana,
 // Thai...) give overlapping character pairs instead.
-func tokens(text string) []string {
-	var out []string
-	var word []rune
+func tokens(text string, emit func(tok []byte)) {
+	var word []byte // the current word, lower-cased UTF-8
+	wordRunes := 0
 	var run []rune // a run of unspaced-script characters
+	var buf []byte
 	flushWord := func() {
-		if len(word) > 0 {
-			w := string(word)
-			if !stopWords[w] && (len(word) > 1 || unicode.IsDigit(word[0])) {
-				out = append(out, w)
+		if wordRunes > 0 {
+			if !stopWords[string(word)] && (wordRunes > 1 || (word[0] >= '0' && word[0] <= '9')) {
+				emit(word)
 			}
-			word = word[:0]
+			word, wordRunes = word[:0], 0
 		}
 	}
 	flushRun := func() {
 		switch len(run) {
 		case 0:
 		case 1:
-			out = append(out, string(run))
+			buf = utf8.AppendRune(buf[:0], run[0])
+			emit(buf)
 		default:
 			for i := 0; i+1 < len(run); i++ {
-				out = append(out, string(run[i:i+2]))
+				buf = utf8.AppendRune(utf8.AppendRune(buf[:0], run[i]), run[i+1])
+				emit(buf)
 			}
 		}
 		run = run[:0]
 	}
 	for _, r := range text {
+		if r < utf8.RuneSelf { // ASCII fast path
+			switch {
+			case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+				if len(run) > 0 {
+					flushRun()
+				}
+				word = append(word, byte(r))
+				wordRunes++
+			case r >= 'A' && r <= 'Z':
+				if len(run) > 0 {
+					flushRun()
+				}
+				word = append(word, byte(r+'a'-'A'))
+				wordRunes++
+			default:
+				flushWord()
+				flushRun()
+			}
+			continue
+		}
 		switch {
 		case unspaced(r):
 			flushWord()
 			run = append(run, r)
 		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r):
 			flushRun()
-			word = append(word, unicode.ToLower(r))
+			word = utf8.AppendRune(word, unicode.ToLower(r))
+			wordRunes++
 		default:
 			flushWord()
 			flushRun()
@@ -294,10 +330,12 @@ func tokens(text string) []string {
 	}
 	flushWord()
 	flushRun()
-	return out
 }
 
 func unspaced(r rune) bool {
+	if r < 0x0E00 { // below Thai: Latin, Greek, Cyrillic, Arabic, Indic...
+		return false
+	}
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
 }
 

@@ -244,3 +244,16 @@ func BenchmarkExtract(b *testing.B) {
 		Extract(doc, Budget{})
 	}
 }
+
+func BenchmarkExtractHuge(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 1<<20; i++ {
+		fmt.Fprintf(&sb, "Report %d. %s\n\n", i, fixture(b, []string{"heatpumps", "library", "french"}[i%3]))
+	}
+	doc := sb.String()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		Extract(doc, Budget{})
+	}
+}
