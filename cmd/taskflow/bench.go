@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +45,10 @@ type benchResult struct {
 	StartP99Ms float64 `json:"start_p99_ms"`
 	StartMaxMs float64 `json:"start_max_ms"`
 	LatencyN   int     `json:"latency_samples"`
+	// RedisUsecPerTask is the Redis main thread's CPU (INFO cpu; every
+	// client of the server counts, so use a server of its own) per task in
+	// each phase: where the time goes.
+	RedisUsecPerTask map[string]float64 `json:"redis_usec_per_task"`
 }
 
 type benchOpts struct {
@@ -53,6 +60,7 @@ type benchOpts struct {
 	latencyDur  time.Duration
 	jsonOut     bool
 	only        string
+	cpuProfile  string
 }
 
 func init() {
@@ -80,6 +88,17 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 				if o.tasks < 1 || o.concurrency < 1 || o.batch < 1 || o.batch > 2000 || o.rate < 1 {
 					return &ExitError{Code: 2, Err: errors.New("bench: --tasks, --concurrency, --rate must be >= 1 and --batch within [1, 2000]")}
 				}
+				if o.cpuProfile != "" {
+					f, err := os.Create(o.cpuProfile)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					if err := pprof.StartCPUProfile(f); err != nil {
+						return err
+					}
+					defer pprof.StopCPUProfile()
+				}
 				res, err := runBench(cmd.Context(), m, o)
 				if err != nil {
 					return err
@@ -104,6 +123,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.IntVar(&o.rate, "rate", 1000, "tasks/s of the latency phase")
 		f.DurationVar(&o.latencyDur, "latency-duration", 5*time.Second, "length of the latency phase")
 		f.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
+		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
 		return cmd
 	})
@@ -126,7 +146,13 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency}
+	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, RedisUsecPerTask: map[string]float64{}}
+	mark := redisUsec(ctx, rdb)
+	account := func(phase string, tasks int) {
+		now := redisUsec(ctx, rdb)
+		res.RedisUsecPerTask[phase] = math.Round(float64(now-mark)/float64(tasks)*100) / 100
+		mark = now
+	}
 	run := func(p string) bool { return o.only == "" || o.only == p }
 
 	if run("enqueue") || run("drain") {
@@ -152,6 +178,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 			return nil, err
 		}
 		res.EnqueueSinglePerSec = float64(o.tasks) / time.Since(start).Seconds()
+		account("enqueue_single", o.tasks)
 
 		// 2. batched enqueues from 4 goroutines
 		start = time.Now()
@@ -179,6 +206,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 			return nil, err
 		}
 		res.EnqueuePerSec = float64(o.tasks) / time.Since(start).Seconds()
+		account("enqueue_batched", o.tasks)
 	}
 
 	if run("drain") {
@@ -192,6 +220,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 		waitCompleted(w, backlog)
 		res.ProcessedPerSec = float64(backlog) / time.Since(start).Seconds()
 		stop()
+		account("drain", int(backlog))
 	}
 
 	if run("producer") {
@@ -223,6 +252,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 		waitCompleted(w, int64(o.tasks))
 		res.ProcessedWithProducerPerSec = float64(o.tasks) / time.Since(start).Seconds()
 		stop()
+		account("producer", o.tasks)
 	}
 
 	if run("latency") {
@@ -310,6 +340,24 @@ func firstErr(c chan error) error {
 	default:
 		return nil
 	}
+}
+
+// redisUsec is the Redis server's CPU time so far (INFO cpu: user + sys
+// of the main thread), in microseconds; 0 when the server does not say.
+func redisUsec(ctx context.Context, rdb *redis.Client) int64 {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user_main_thread" || k == "used_cpu_sys_main_thread") {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return int64(total * 1e6)
 }
 
 // cleanNamespace deletes the bench namespace's keys (and only those).

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+// Benchmarks run against TASKFLOW_TEST_REDIS_URL (a server of your own
+// gives clean figures: other clients share the Redis thread).
+
+func benchStore(b *testing.B) *Store {
+	rdb, ns := testredis.Client(b)
+	s, err := New(rdb, Config{Namespace: ns})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func BenchmarkEnqueue(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Enqueue(ctx, EnqueueRequest{Type: "noop"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+func BenchmarkEnqueueBatch500(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	reqs := make([]EnqueueRequest, 500)
+	for i := range reqs {
+		reqs[i] = EnqueueRequest{Type: "noop"}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.EnqueueBatch(ctx, reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*500)/b.Elapsed().Seconds(), "tasks/s")
+}
+
+// BenchmarkLifecycle64 is the worker's hot path without the worker: fetch
+// 64 tasks in one call, complete them in one call (per op: 64 tasks).
+func BenchmarkLifecycle64(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	reqs := make([]EnqueueRequest, 500)
+	for i := range reqs {
+		reqs[i] = EnqueueRequest{Type: "noop"}
+	}
+	for n := 0; n < b.N*64; n += 500 {
+		if _, err := s.EnqueueBatch(ctx, reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cs := make([]Completion, 0, 64)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := s.Fetch(ctx, FetchRequest{N: 64, WorkerID: "bench", TokenPrefix: fmt.Sprint(i), Lease: time.Minute})
+		if err != nil || len(got) != 64 {
+			b.Fatalf("fetch: %d tasks, %v", len(got), err)
+		}
+		cs = cs[:0]
+		for _, t := range got {
+			cs = append(cs, Completion{ID: t.ID, Token: t.Lease})
+		}
+		if _, err := s.CompleteBatch(ctx, cs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "tasks/s")
+}
