@@ -1,0 +1,71 @@
+package orchestrator
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff is spec 003 §7's retry delay: exponential from Initial, capped
+// at Max, with ±Jitter. Attempt 1 runs at once; retry n (from 0) waits
+// Initial·2ⁿ: 1 s, 2 s, 4 s … 60 s.
+type Backoff struct {
+	// Initial is the first retry's delay. Default 1s.
+	Initial time.Duration
+	// Max caps the delay. Default 60s.
+	Max time.Duration
+	// Jitter is the ± fraction applied to each delay. Default 0.2; 0 is
+	// allowed only through NoJitter.
+	Jitter float64
+	// NoJitter turns jitter off (tests).
+	NoJitter bool
+}
+
+// WithDefaults returns b with unset fields defaulted.
+func (b Backoff) WithDefaults() Backoff {
+	if b.Initial == 0 {
+		b.Initial = time.Second
+	}
+	if b.Max == 0 {
+		b.Max = 60 * time.Second
+	}
+	if b.Jitter == 0 && !b.NoJitter {
+		b.Jitter = 0.2
+	}
+	return b
+}
+
+// Validate says what is wrong with b.
+func (b Backoff) Validate() error {
+	switch {
+	case b.Initial <= 0:
+		return fmt.Errorf("orchestrator: backoff Initial %s must be positive", b.Initial)
+	case b.Max < b.Initial:
+		return fmt.Errorf("orchestrator: backoff Max %s is below Initial %s", b.Max, b.Initial)
+	case b.Jitter < 0 || b.Jitter >= 1:
+		return fmt.Errorf("orchestrator: backoff Jitter %v must be in [0, 1)", b.Jitter)
+	}
+	return nil
+}
+
+// Delay is the wait before retry n (0-based), with jitter drawn from r
+// (nil: the global source).
+func (b Backoff) Delay(n int, r *rand.Rand) time.Duration {
+	d := b.Initial
+	for i := 0; i < n && d < b.Max; i++ {
+		d *= 2
+	}
+	if d > b.Max {
+		d = b.Max
+	}
+	if b.Jitter > 0 {
+		var u float64
+		if r != nil {
+			u = r.Float64()
+		} else {
+			u = rand.Float64()
+		}
+		d = time.Duration(float64(d) * (1 + b.Jitter*(2*u-1)))
+	}
+	return d
+}

@@ -1,0 +1,488 @@
+// Package orchestrator is spec 003's agent side: it dispatches the tasks of
+// external services (Dispatcher, a worker handler), and in the consumer
+// group agent-group it applies what the services report — task.completed,
+// task.failed, task.timeout, task.progress — through the store's atomic
+// transitions, then caches the result, notifies the owning session,
+// archives the finished task, and only then acknowledges the event.
+//
+// Delivery is at least once and application at most once: every transition
+// is guarded by the attempt's fencing token and the state it starts from, so
+// a redelivered event (after a crash between applying and acknowledging)
+// changes nothing; a marker per event keeps its side effects from being
+// repeated once they are all done. A consumer that dies leaves its pending
+// events to the others (XAUTOCLAIM after ClaimIdle).
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/archive"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Config configures an Orchestrator.
+type Config struct {
+	// Namespace is the deployment's key namespace. Default "taskflow".
+	Namespace string
+	// Consumer is this process's name in agent-group. Default
+	// agent-<hostname>-<pid>.
+	Consumer string
+	// Block is how long one read waits (spec 003: 1000 ms). Default 1s.
+	Block time.Duration
+	// Batch is the most events read per stream per call (spec 003: 10).
+	// Default 10.
+	Batch int64
+	// ClaimIdle is how long an event may stay unacknowledged by its
+	// consumer before another consumer claims it. Default 30s.
+	ClaimIdle time.Duration
+	// Backoff is the retry delay of transient failures (spec 003 §7).
+	Backoff Backoff
+	// ResultTTL is the lifetime of the task:{id}:result cache. Default 24h.
+	ResultTTL time.Duration
+	// Retention of the events published (task.dlq). Default 7 days.
+	Retention time.Duration
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Observe, when set, is told of each applied outcome (for metrics):
+	// kind is completed, failed, retried, dead_lettered, cancelled,
+	// timeout or stale.
+	Observe func(kind string, t *task.Task, duration time.Duration)
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = "taskflow"
+	}
+	if c.Consumer == "" {
+		host, _ := os.Hostname()
+		c.Consumer = fmt.Sprintf("agent-%s-%d", host, os.Getpid())
+	}
+	if c.Block == 0 {
+		c.Block = time.Second
+	}
+	if c.Batch == 0 {
+		c.Batch = 10
+	}
+	if c.ClaimIdle == 0 {
+		c.ClaimIdle = 30 * time.Second
+	}
+	c.Backoff = c.Backoff.WithDefaults()
+	if c.ResultTTL == 0 {
+		c.ResultTTL = 24 * time.Hour
+	}
+	if c.Retention == 0 {
+		c.Retention = stream.DefaultRetention
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c (after WithDefaults).
+func (c Config) Validate() error {
+	switch {
+	case c.Consumer == "" || strings.ContainsAny(c.Consumer, " {}"):
+		return fmt.Errorf("orchestrator: Consumer %q is not a consumer name", c.Consumer)
+	case c.Block < time.Millisecond:
+		return fmt.Errorf("orchestrator: Block %s must be ≥ 1ms", c.Block)
+	case c.Batch < 1 || c.Batch > 1000:
+		return fmt.Errorf("orchestrator: Batch %d must be 1–1000", c.Batch)
+	case c.ClaimIdle < time.Millisecond:
+		return fmt.Errorf("orchestrator: ClaimIdle %s must be positive", c.ClaimIdle)
+	case c.ResultTTL < time.Second:
+		return fmt.Errorf("orchestrator: ResultTTL %s must be ≥ 1s", c.ResultTTL)
+	}
+	return c.Backoff.Validate()
+}
+
+// Orchestrator consumes the response streams in agent-group.
+type Orchestrator struct {
+	st   *store.Store
+	rdb  redis.UniversalClient
+	cfg  Config
+	sk   stream.Keys
+	k    keys
+	pub  *stream.Publisher
+	note *notify.Notifier // nil: no notifications
+	arc  *archive.Archive // nil: no archive
+
+	// crashAfterApply, in tests, stops the loop after a transition and
+	// before its acknowledgement (a killed process).
+	crashAfterApply func(stream.Message) bool
+
+	mu      sync.Mutex
+	applied int64
+}
+
+// New returns an Orchestrator. note and arc may be nil.
+func New(st *store.Store, note *notify.Notifier, arc *archive.Archive, cfg Config) (*Orchestrator, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace),
+		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), note: note, arc: arc}, nil
+}
+
+// Applied counts the events this orchestrator has handled.
+func (o *Orchestrator) Applied() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.applied
+}
+
+// errCrash ends Run as a killed process would: nothing more is written.
+var errCrash = errors.New("orchestrator: simulated crash")
+
+// Run consumes until ctx ends.
+func (o *Orchestrator) Run(ctx context.Context) error {
+	streams := o.sk.Responses()
+	for _, s := range streams {
+		if err := stream.EnsureGroup(ctx, o.rdb, s, stream.AgentGroup, "0"); err != nil {
+			return err
+		}
+	}
+	o.cfg.Logger.Info("orchestrator started", "consumer", o.cfg.Consumer, "group", stream.AgentGroup)
+	nextClaim := time.Time{}
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		var msgs []stream.Message
+		var err error
+		if now := time.Now(); !now.Before(nextClaim) {
+			nextClaim = now.Add(o.cfg.ClaimIdle / 3)
+			for _, s := range streams {
+				var got []stream.Message
+				got, _, err = stream.AutoClaim(ctx, o.rdb, s, stream.AgentGroup, o.cfg.Consumer, o.cfg.ClaimIdle, "0-0", o.cfg.Batch)
+				if err != nil {
+					break
+				}
+				for _, m := range got {
+					o.cfg.Logger.Info("event claimed from a dead consumer", "stream", m.Stream, "entry", m.ID)
+				}
+				msgs = append(msgs, got...)
+			}
+		}
+		if err == nil && len(msgs) == 0 {
+			msgs, err = stream.ReadGroup(ctx, o.rdb, stream.AgentGroup, o.cfg.Consumer, streams, o.cfg.Batch, o.cfg.Block)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			o.cfg.Logger.Warn("read failed; retrying", "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		for _, m := range msgs {
+			if err := o.handle(ctx, m); err != nil {
+				if errors.Is(err, errCrash) {
+					return nil
+				}
+				// Not acknowledged: retried after ClaimIdle (or by us).
+				o.cfg.Logger.Warn("event not applied; it stays pending", "stream", m.Stream, "entry", m.ID, "err", err)
+			}
+		}
+	}
+	o.cfg.Logger.Info("orchestrator stopped", "consumer", o.cfg.Consumer)
+	return nil
+}
+
+// handle applies one event and acknowledges it. An error leaves it pending.
+func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
+	ctx = context.WithoutCancel(ctx)
+	if m.Err != nil {
+		o.cfg.Logger.Warn("malformed event acknowledged and skipped", "stream", m.Stream, "entry", m.ID, "err", m.Err)
+		return stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID)
+	}
+	o.cfg.Logger.Debug("Event consumed", "stream", m.Stream, "event_id", m.Event.ID, "consumer", o.cfg.Consumer)
+	v, err := m.Event.Unmarshal()
+	if err != nil {
+		o.cfg.Logger.Warn("invalid event acknowledged and skipped", "stream", m.Stream, "event_id", m.Event.ID, "err", err)
+		return stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID)
+	}
+	switch d := v.(type) {
+	case *stream.CompletedData:
+		err = o.once(ctx, d.TaskID, d.Token, func(tok string) error { return o.completed(ctx, m, d, tok) })
+	case *stream.FailedData:
+		err = o.once(ctx, d.TaskID, d.Token, func(tok string) error { return o.failed(ctx, m, d, tok) })
+	case *stream.TimeoutData:
+		err = o.timeout(ctx, d)
+	case *stream.ProgressData:
+		err = o.progress(ctx, m, d)
+	default:
+		o.cfg.Logger.Warn("unexpected event type on a response stream", "stream", m.Stream, "type", m.Event.Type)
+	}
+	if err != nil {
+		return err
+	}
+	if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
+		return err
+	}
+	o.cfg.Logger.Debug("Event acknowledged", "stream", m.Stream, "event_id", m.Event.ID)
+	o.mu.Lock()
+	o.applied++
+	o.mu.Unlock()
+	return nil
+}
+
+// once runs apply for the outcome of one attempt (task id + token) unless
+// an earlier delivery of that outcome finished all its effects, and marks
+// it finished afterwards.
+func (o *Orchestrator) once(ctx context.Context, taskID, eventToken string, apply func(tok string) error) error {
+	tok, err := o.token(ctx, taskID, eventToken)
+	if err != nil {
+		return err
+	}
+	marker := o.k.applied(taskID + ":" + tok)
+	n, err := o.rdb.Exists(ctx, marker).Result()
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID)
+		return nil
+	}
+	if err := apply(tok); err != nil {
+		return err
+	}
+	return o.rdb.Set(ctx, marker, "1", 7*24*time.Hour).Err()
+}
+
+// token is the attempt's fencing token: the event's, else the recorded one.
+func (o *Orchestrator) token(ctx context.Context, id, fromEvent string) (string, error) {
+	if fromEvent != "" {
+		return fromEvent, nil
+	}
+	tok, err := o.rdb.Get(ctx, o.k.dispatch(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return tok, err
+}
+
+// stale reports whether a transition error means the event no longer
+// applies (another attempt owns the task, it is finished or gone): such an
+// event is acknowledged without effect.
+func stale(err error) bool {
+	return errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrNotFound)
+}
+
+func (o *Orchestrator) observe(kind string, t *task.Task, d time.Duration) {
+	if o.cfg.Observe != nil {
+		o.cfg.Observe(kind, t, d)
+	}
+}
+
+func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *stream.CompletedData, tok string) error {
+	result := d.Result
+	if len(result) == 0 || string(result) == "null" {
+		result = json.RawMessage(`{}`)
+	}
+	err := o.st.Complete(ctx, d.TaskID, tok, result)
+	if o.crashAfterApply != nil && o.crashAfterApply(m) {
+		return errCrash
+	}
+	if err != nil && !stale(err) {
+		return err
+	}
+	t, gerr := o.st.Get(ctx, d.TaskID)
+	if gerr != nil {
+		if errors.Is(gerr, task.ErrNotFound) {
+			return nil
+		}
+		return gerr
+	}
+	if err != nil && !(t.State == task.StateCompleted && errors.Is(err, task.ErrWrongState)) {
+		// Stale: a previous attempt's report, or the task ended otherwise.
+		o.cfg.Logger.Info("stale completion ignored", "task_id", d.TaskID, "state", t.State, "reason", err)
+		o.observe("stale", t, 0)
+		return nil
+	}
+	// Applied now, or applied by an earlier delivery whose side effects
+	// may be incomplete: (re)do the idempotent side effects.
+	o.cfg.Logger.Info("Task completed", "task_id", d.TaskID, "duration", d.DurationMS, "service", d.CompletedBy)
+	if err := o.cacheResult(ctx, t); err != nil {
+		return err
+	}
+	if err := o.archive(ctx, t); err != nil {
+		return err
+	}
+	o.observe("completed", t, time.Duration(d.DurationMS)*time.Millisecond)
+	return o.notify(ctx, t, notify.KindCompleted, readyMessage(t), "retrieve_result")
+}
+
+func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, tok string) error {
+	t, err := o.st.Get(ctx, d.TaskID)
+	if errors.Is(err, task.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(d.Error.Code, "CANCELLED") {
+		err := o.st.CancelActive(ctx, d.TaskID, tok, "cancelled by "+d.FailedBy)
+		if err != nil && !stale(err) {
+			return err
+		}
+		if err == nil {
+			if t, err = o.st.Get(ctx, d.TaskID); err != nil {
+				return err
+			}
+			o.observe("cancelled", t, 0)
+			if err := o.archive(ctx, t); err != nil {
+				return err
+			}
+			return o.notify(ctx, t, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none")
+		}
+		return nil
+	}
+	transient := d.Error.IsTransient()
+	now := o.cfg.Now()
+	out, err := o.st.Fail(ctx, d.TaskID, tok, store.Failure{
+		ErrorType: d.Error.Code, Message: d.Error.Message, Permanent: !transient,
+		RetryAt: now.Add(o.cfg.Backoff.Delay(t.RetryCount, nil)), Attempt: t.RetryCount + 1, Worker: d.FailedBy,
+	})
+	if o.crashAfterApply != nil && o.crashAfterApply(m) {
+		return errCrash
+	}
+	if err != nil {
+		if stale(err) {
+			if cur, gerr := o.st.Get(ctx, d.TaskID); gerr == nil && cur.State == task.StateDLQ && errors.Is(err, task.ErrWrongState) && t.State == task.StateDLQ {
+				// An earlier delivery dead-lettered it and stopped short
+				// of its effects.
+				return o.deadLettered(ctx, d, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
+			}
+			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
+			o.observe("stale", t, 0)
+			return nil
+		}
+		return err
+	}
+	o.cfg.Logger.Error("Task failed", "task_id", d.TaskID, "error", d.Error.Code, "transient", transient, "outcome", out.State, "reason", out.Reason)
+	if out.State != task.StateDLQ {
+		o.observe("retried", t, time.Duration(d.DurationMS)*time.Millisecond)
+		return nil
+	}
+	return o.deadLettered(ctx, d, out)
+}
+
+// deadLettered publishes task.dlq, archives and notifies. It is also the
+// path of a redelivered failure whose DLQ side effects did not finish.
+func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, out store.FailOutcome) error {
+	t, err := o.st.Get(ctx, d.TaskID)
+	if err != nil {
+		return err
+	}
+	reason := "permanent"
+	if out.Reason != "permanent" {
+		reason = "retries_exhausted"
+	}
+	e, err := stream.New(stream.TypeDLQ, o.cfg.Now(), stream.DLQData{TaskID: t.ID, TaskType: t.Type, SessionID: t.SessionID,
+		Error: d.Error, Attempts: t.RetryCount + 1, Reason: reason})
+	if err != nil {
+		return err
+	}
+	if _, err := o.pub.Publish(ctx, o.sk.DLQ(), e); err != nil {
+		return err
+	}
+	if err := o.archive(ctx, t); err != nil {
+		return err
+	}
+	o.observe("dead_lettered", t, time.Duration(d.DurationMS)*time.Millisecond)
+	return o.notify(ctx, t, notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, d.Error.Message), "view_error")
+}
+
+func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error {
+	t, err := o.st.Get(ctx, d.TaskID)
+	if errors.Is(err, task.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.State != task.StateTimeout {
+		return nil // finished meanwhile: its own notification says so
+	}
+	o.observe("timeout", t, time.Duration(d.ElapsedMS)*time.Millisecond)
+	return o.notify(ctx, t, notify.KindTimeout, TimeoutMessage(t), "check_status")
+}
+
+func (o *Orchestrator) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {
+	k := o.k.progress(d.TaskID)
+	_, err := o.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, "percent", d.Percent, "message", d.Message, "eta_seconds", d.ETASeconds,
+			"reported_by", d.ReportedBy, "at_ms", m.Event.Timestamp.UnixMilli())
+		p.Expire(ctx, k, o.cfg.ResultTTL)
+		return nil
+	})
+	return err
+}
+
+func (o *Orchestrator) cacheResult(ctx context.Context, t *task.Task) error {
+	b, err := json.Marshal(struct {
+		Result   json.RawMessage `json:"result"`
+		CachedAt string          `json:"cached_at"`
+	}{t.Result, stream.FormatTime(o.cfg.Now())})
+	if err != nil {
+		return err
+	}
+	return o.rdb.Set(ctx, o.k.result(t.ID), b, o.cfg.ResultTTL).Err()
+}
+
+func (o *Orchestrator) archive(ctx context.Context, t *task.Task) error {
+	if o.arc == nil {
+		return nil
+	}
+	if err := o.arc.Put(ctx, t); err != nil {
+		return fmt.Errorf("orchestrator: archive %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+func (o *Orchestrator) notify(ctx context.Context, t *task.Task, kind notify.Kind, msg, action string) error {
+	if o.note == nil || t.SessionID == "" {
+		return nil
+	}
+	_, err := o.note.Notify(ctx, t.SessionID, notify.Notification{Type: kind, TaskID: t.ID, TaskType: t.Type,
+		Message: msg, Action: action, Priority: string(t.Priority)})
+	if err != nil && !errors.Is(err, notify.ErrNoSession) {
+		return err
+	}
+	return nil
+}
+
+// readyMessage is the completion notification's text.
+func readyMessage(t *task.Task) string {
+	return fmt.Sprintf("Your %s task is ready!", t.Type)
+}
+
+// TimeoutMessage is spec 003 §6's message to the user.
+func TimeoutMessage(t *task.Task) string {
+	return fmt.Sprintf("Your %s task is taking longer than expected. The task is still running. "+
+		"I'll notify you when it completes, or you can check status with: 'Show task status for %s'", t.Type, t.ID)
+}

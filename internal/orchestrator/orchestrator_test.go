@@ -1,0 +1,304 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+func echo(ctx context.Context, t *extsvc.Task) (json.RawMessage, error) {
+	var p struct {
+		Word string `json:"word"`
+	}
+	if err := t.UnmarshalParams(&p); err != nil {
+		return nil, err
+	}
+	if err := t.Progress(ctx, 50, "halfway", 2*time.Second); err != nil {
+		return nil, err
+	}
+	return extsvc.Result("", "echo "+p.Word, map[string]any{"attempt": t.Attempt}), nil
+}
+
+func TestEndToEndCompletion(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"echo.run": echo}})
+	ctx := context.Background()
+	tk := b.enqueue(t, "echo.run", "s1", `{"word":"hi"}`, time.Minute)
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{"attempt":1}}`, string(done.Result))
+
+	// Result cache of spec 003.
+	raw, err := b.rdb.Get(ctx, b.k.result(tk.ID)).Result()
+	require.NoError(t, err)
+	var cached struct {
+		Result   json.RawMessage `json:"result"`
+		CachedAt string          `json:"cached_at"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(raw), &cached))
+	require.JSONEq(t, string(done.Result), string(cached.Result))
+	ttl, err := b.rdb.TTL(ctx, b.k.result(tk.ID)).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 23*time.Hour)
+
+	ns := b.waitNotes(t, "s1", 1)
+	require.Equal(t, notify.KindCompleted, ns[0].Type)
+	require.Equal(t, tk.ID, ns[0].TaskID)
+	require.Equal(t, "retrieve_result", ns[0].Action)
+
+	// Progress was recorded; the task is archived; events are acknowledged.
+	pr, err := b.rdb.HGetAll(ctx, b.k.progress(tk.ID)).Result()
+	require.NoError(t, err)
+	require.Equal(t, "50", pr["percent"])
+	require.Eventually(t, func() bool {
+		a, err := b.arc.Get(ctx, tk.ID)
+		return err == nil && a.State == task.StateCompleted
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		_, pending, err := stream.Lag(ctx, b.rdb, b.sk.Completed(), stream.AgentGroup)
+		return err == nil && pending == 0
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+func TestTransientFailuresRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	flaky := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		if calls.Add(1) <= 2 {
+			return nil, extsvc.Fail("SERVICE_UNAVAILABLE", "try later", true)
+		}
+		return json.RawMessage(fmt.Sprintf(`{"attempt":%d}`, tk.Attempt)), nil
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"flaky.run": flaky}})
+	tk := b.enqueue(t, "flaky.run", "s1", `{}`, time.Minute)
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.JSONEq(t, `{"attempt":3}`, string(done.Result))
+	require.Equal(t, 2, done.RetryCount)
+	require.Len(t, done.ErrorHistory, 2)
+	require.Equal(t, "SERVICE_UNAVAILABLE", done.ErrorHistory[0].ErrorType)
+}
+
+func TestPermanentFailureGoesToDLQ(t *testing.T) {
+	t.Parallel()
+	bad := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		return nil, extsvc.Fail("INSUFFICIENT_DATA", "Not enough data for Q4 2024", false)
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"bad.run": bad}})
+	ctx := context.Background()
+	tk := b.enqueue(t, "bad.run", "s1", `{}`, time.Minute)
+	dl := b.waitState(t, tk.ID, task.StateDLQ)
+	require.Equal(t, 0, dl.RetryCount, "a permanent failure is not retried")
+	require.Equal(t, "INSUFFICIENT_DATA", dl.ErrorType)
+	ns := b.waitNotes(t, "s1", 1)
+	require.Equal(t, notify.KindFailed, ns[0].Type)
+	require.Contains(t, ns[0].Message, "Not enough data")
+
+	xs, err := b.rdb.XRange(ctx, b.sk.DLQ(), "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+	e, err := stream.Decode(xs[0].ID, xs[0].Values)
+	require.NoError(t, err)
+	d, err := stream.As[stream.DLQData](e)
+	require.NoError(t, err)
+	require.Equal(t, tk.ID, d.TaskID)
+	require.Equal(t, "permanent", d.Reason)
+}
+
+func TestRetriesExhaustedGoToDLQ(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	down := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		calls.Add(1)
+		return nil, extsvc.Fail("RATE_LIMITED", "slow down", true)
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"down.run": down}, maxRetries: 3})
+	tk := b.enqueue(t, "down.run", "s1", `{}`, time.Minute)
+	dl := b.waitState(t, tk.ID, task.StateDLQ)
+	require.EqualValues(t, 4, calls.Load(), "1 attempt + 3 retries (spec 003 §7)")
+	require.Equal(t, 3, dl.RetryCount)
+	xs, err := b.rdb.XRange(context.Background(), b.sk.DLQ(), "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+	e, _ := stream.Decode(xs[0].ID, xs[0].Values)
+	d, err := stream.As[stream.DLQData](e)
+	require.NoError(t, err)
+	require.Equal(t, "retries_exhausted", d.Reason)
+}
+
+func TestCancelRunningTask(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	sawCancel := make(chan struct{}, 1)
+	blocker := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		sawCancel <- struct{}{}
+		return nil, ctx.Err()
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"block.run": blocker}})
+	tk := b.enqueue(t, "block.run", "s1", `{}`, time.Minute)
+	<-started
+	out, err := b.st.Cancel(context.Background(), tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, "requested", string(out))
+	b.waitState(t, tk.ID, task.StateCancelled)
+	select {
+	case <-sawCancel:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service's handler was never cancelled")
+	}
+}
+
+func TestTimeoutThenLateCompletion(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	slow := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		<-release
+		return json.RawMessage(`{"late":true}`), nil
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"slow.run": slow}})
+	tk := b.enqueue(t, "slow.run", "s1", `{}`, time.Second)
+	b.waitState(t, tk.ID, task.StateTimeout)
+	ns := b.waitNotes(t, "s1", 1)
+	require.Equal(t, notify.KindTimeout, ns[0].Type)
+	require.Contains(t, ns[0].Message, "still running")
+	xs, err := b.rdb.XRange(context.Background(), b.sk.Timeout(), "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, xs, 1)
+
+	close(release)
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.JSONEq(t, `{"late":true}`, string(done.Result))
+	ns = b.waitNotes(t, "s1", 2)
+	require.Equal(t, notify.KindCompleted, ns[1].Type)
+}
+
+// TestDuplicateDeliveryAppliedOnce: the same completion delivered twice
+// (a service that published, crashed before acking, and redid the task)
+// completes the task and notifies once.
+func TestDuplicateDeliveryAppliedOnce(t *testing.T) {
+	t.Parallel()
+	var once sync.Once
+	gate := make(chan *extsvc.Task, 1)
+	dup := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		once.Do(func() { gate <- tk })
+		return json.RawMessage(`{"n":1}`), nil
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"dup.run": dup}})
+	ctx := context.Background()
+	tk := b.enqueue(t, "dup.run", "s1", `{}`, time.Minute)
+	b.waitState(t, tk.ID, task.StateCompleted)
+	<-gate
+	// Republish the completion as a second delivery would.
+	tok, err := b.rdb.Get(ctx, b.k.dispatch(tk.ID)).Result()
+	require.NoError(t, err)
+	pub := stream.NewPublisher(b.rdb, 0, nil)
+	for i := 0; i < 2; i++ {
+		e, err := stream.New(stream.TypeCompleted, time.Now(), stream.CompletedData{TaskID: tk.ID, Status: "success",
+			Result: json.RawMessage(`{"n":2}`), CompletedBy: "test-service", Token: tok})
+		require.NoError(t, err)
+		_, err = pub.Publish(ctx, b.sk.Completed(), e)
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool {
+		_, pending, err := stream.Lag(ctx, b.rdb, b.sk.Completed(), stream.AgentGroup)
+		lag, _, _ := stream.Lag(ctx, b.rdb, b.sk.Completed(), stream.AgentGroup)
+		return err == nil && pending == 0 && lag == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	got, err := b.st.Get(ctx, tk.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":1}`, string(got.Result), "the first completion stands")
+	ns, err := b.note.List(ctx, "s1", "", 100)
+	require.NoError(t, err)
+	require.Len(t, ns, 1, "one notification")
+}
+
+// TestOrchestratorKilledMidEvent: a consumer that applied a completion
+// and died before acknowledging it loses nothing: another consumer claims
+// the event, finishes its effects, and the task is notified once.
+func TestOrchestratorKilledMidEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{noOrch: true, handlers: map[string]extsvc.HandlerFunc{"echo.run": echo}})
+	ctx := context.Background()
+	dying, err := New(b.st, b.note, b.arc, Config{Namespace: b.ns, Consumer: "agent-dying", Block: 50 * time.Millisecond})
+	require.NoError(t, err)
+	crashed := make(chan struct{})
+	dying.crashAfterApply = func(m stream.Message) bool { close(crashed); return true }
+	b.run(t, "dying", dying.Run, nil)
+
+	tk := b.enqueue(t, "echo.run", "s1", `{"word":"x"}`, time.Minute)
+	<-crashed
+	b.waitState(t, tk.ID, task.StateCompleted) // the transition happened
+	ns, err := b.note.List(ctx, "s1", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, ns, "died before notifying")
+	_, pending, err := stream.Lag(ctx, b.rdb, b.sk.Completed(), stream.AgentGroup)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, pending, "the event is still pending")
+
+	b.startOrchestrator(t, Config{Consumer: "agent-2", ClaimIdle: 200 * time.Millisecond})
+	ns = b.waitNotes(t, "s1", 1)
+	require.Equal(t, notify.KindCompleted, ns[0].Type)
+	_, err = b.rdb.Get(ctx, b.k.result(tk.ID)).Result()
+	require.NoError(t, err, "the result is cached by the claimer")
+	require.Eventually(t, func() bool {
+		_, pending, err := stream.Lag(ctx, b.rdb, b.sk.Completed(), stream.AgentGroup)
+		return err == nil && pending == 0
+	}, 10*time.Second, 10*time.Millisecond)
+	ns, err = b.note.List(ctx, "s1", "", 10)
+	require.NoError(t, err)
+	require.Len(t, ns, 1)
+}
+
+// TestServiceWorkerDiesMidTask: a service worker that stops holding a task
+// (its process gone) leaves the task to another worker of the service,
+// which completes it; nothing is lost.
+func TestServiceWorkerDiesMidTask(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	hang := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	b := setup(t, options{noService: true, handlers: map[string]extsvc.HandlerFunc{"hang.run": nil}})
+	first := b.startService(t, extsvc.Config{Name: "svc", Consumer: "svc-1", Grace: time.Millisecond,
+		HeartbeatInterval: 20 * time.Millisecond, ClaimIdle: 300 * time.Millisecond}, map[string]extsvc.HandlerFunc{"hang.run": hang})
+	_ = first
+	tk := b.enqueue(t, "hang.run", "s1", `{}`, time.Minute)
+	<-started
+	b.stops[len(b.stops)-1]() // the first worker goes away without reporting
+
+	b.startService(t, extsvc.Config{Name: "svc", Consumer: "svc-2", HeartbeatInterval: 20 * time.Millisecond,
+		ClaimIdle: 300 * time.Millisecond}, map[string]extsvc.HandlerFunc{"hang.run": echo})
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.Contains(t, string(done.Result), "echo")
+}
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	b := Backoff{NoJitter: true}.WithDefaults()
+	var got []time.Duration
+	for n := 0; n < 8; n++ {
+		got = append(got, b.Delay(n, nil))
+	}
+	require.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second,
+		16 * time.Second, 32 * time.Second, 60 * time.Second, 60 * time.Second}, got)
+	j := Backoff{}.WithDefaults()
+	for i := 0; i < 1000; i++ {
+		d := j.Delay(2, nil)
+		require.GreaterOrEqual(t, d, 3200*time.Millisecond)
+		require.LessOrEqual(t, d, 4800*time.Millisecond)
+	}
+	require.Error(t, Backoff{Initial: time.Second, Max: time.Millisecond}.Validate())
+}
