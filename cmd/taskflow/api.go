@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -88,14 +89,20 @@ func openRedis(ctx context.Context, url string) (*redis.Client, error) {
 
 // apiProc is an API server with what it owns.
 type apiProc struct {
-	svc *service.Service
-	srv *httpapi.Server
-	st  *store.Store
+	svc    *service.Service
+	srv    *httpapi.Server
+	st     *store.Store
+	extras apiExtras
+	log    *slog.Logger
 }
 
 // newAPI wires store, auth, service and HTTP server on rdb.
 func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*apiProc, error) {
-	st, err := store.New(rdb, store.Config{Namespace: cfg.Namespace})
+	eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(rdb, eng.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -116,16 +123,27 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	if err != nil {
 		return nil, err
 	}
-	srv, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
-		Version: version, Mounts: apiMounts(m, cfg, rdb, st)})
+	x, err := apiMounts(m, cfg, rdb, st, au)
 	if err != nil {
 		svc.Close()
 		return nil, err
 	}
-	return &apiProc{svc: svc, srv: srv, st: st}, nil
+	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
+	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
+		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware})
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	return a, nil
 }
 
-func (a *apiProc) close() { a.svc.Close() }
+func (a *apiProc) close() {
+	a.svc.Close()
+	for _, c := range a.extras.close {
+		c()
+	}
+}
 
 // serve runs the HTTP server on ln until ctx ends, then shuts down within
 // grace (SSE streams are cut when ctx ends).
@@ -135,6 +153,13 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go func() { _ = a.srv.Run(runCtx) }()
+	for _, run := range a.extras.run {
+		go func() {
+			if err := run(runCtx); err != nil && runCtx.Err() == nil {
+				a.log.Error("background loop stopped", "err", err)
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -124,7 +124,7 @@ func TestHealthProbes(t *testing.T) {
 
 	// A worker heartbeat (as the worker publishes it) makes it healthy.
 	require.NoError(t, b.st.PublishWorker(context.Background(), "w1", map[string]string{
-		"concurrency": "8", "in_flight": "2", "breakers": `{"openrouter":"OPEN"}`}, time.Minute))
+		"concurrency": "8", "in_flight": "2", "types": `["noop","summarize"]`, "breakers": `[{"dependency":"openrouter","state":"OPEN","failures":6}]`}, time.Minute))
 	r = b.do("GET", "/health", "", nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.Equal(t, "healthy", r.body["status"])
@@ -138,6 +138,7 @@ func TestHealthProbes(t *testing.T) {
 	require.EqualValues(t, 2, w["in_flight"])
 	require.Equal(t, map[string]any{"openrouter": "OPEN"}, w["circuit_breakers"])
 	require.Contains(t, w, "heartbeat_age_seconds")
+	require.Equal(t, []any{"noop", "summarize"}, w["task_types"])
 
 	require.Equal(t, http.StatusOK, b.do("GET", "/live", "", nil).code)
 	require.Equal(t, http.StatusOK, b.do("GET", "/ready", "", nil).code)

@@ -53,6 +53,12 @@ func (rt *router) add(r route) {
 	rt.routes = append(rt.routes, r)
 	h := r.handler
 	acc := r.access
+	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		h(w, req, auth.FromContext(req.Context()))
+	})
+	if mw := rt.s.cfg.RouteMiddleware; mw != nil {
+		inner = mw(inner)
+	}
 	rt.mux.HandleFunc(r.method+" "+r.path, func(w http.ResponseWriter, req *http.Request) {
 		var p auth.Principal
 		if acc != public {
@@ -68,7 +74,7 @@ func (rt *router) add(r route) {
 			}
 			req = req.WithContext(auth.WithPrincipal(req.Context(), p))
 		}
-		h(w, req, p)
+		inner.ServeHTTP(w, req)
 	})
 }
 

@@ -427,8 +427,9 @@ func (s *Service) workers(ctx context.Context) ([]WorkerInfo, error) {
 
 // workerFromFields reads what a worker publishes about itself (see the
 // worker package): concurrency, in_flight, started_at (unix ms), host,
-// task_types (comma-separated) and breakers (JSON object dependency →
-// state). Unknown or missing fields are left zero.
+// types (a JSON array) and breakers (the breaker package's snapshots: a
+// JSON array of {dependency, state}, or an object dependency → state).
+// Unknown or missing fields are left zero.
 func workerFromFields(w store.WorkerInfo, now time.Time) WorkerInfo {
 	f := w.Fields
 	last := time.UnixMilli(w.LastSeen).UTC()
@@ -442,9 +443,20 @@ func workerFromFields(w store.WorkerInfo, now time.Time) WorkerInfo {
 		wi.StartedAt = t
 	}
 	if tt := firstNonEmpty(f["task_types"], f["types"]); tt != "" {
-		wi.TaskTypes = strings.Split(tt, ",")
+		if json.Unmarshal([]byte(tt), &wi.TaskTypes) != nil { // a JSON array, or comma-separated
+			wi.TaskTypes = strings.Split(tt, ",")
+		}
 	}
 	if b := firstNonEmpty(f["breakers"], f["breaker"]); b != "" {
+		var snaps []struct {
+			Dependency string `json:"dependency"`
+			State      string `json:"state"`
+		}
+		if json.Unmarshal([]byte(b), &snaps) == nil {
+			for _, sn := range snaps {
+				wi.Breakers[sn.Dependency] = sn.State
+			}
+		}
 		var m map[string]any
 		if json.Unmarshal([]byte(b), &m) == nil {
 			for dep, v := range m {
