@@ -78,3 +78,17 @@ func TestReadAndResume(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 }
+
+func FuzzDecode(f *testing.F) {
+	f.Add("1-0", "a\x1f\x1fPENDING\x1f1000\x1fnoop\x1fs1")
+	f.Add("1-0", "a\x1fPENDING\x1fACTIVE\x1f12\x1f\x1f\x1eb\x1fACTIVE\x1fCOMPLETED\x1fx\x1f\x1f")
+	f.Add("2-3", "")
+	f.Add("2-3", "\x1e\x1e\x1f")
+	f.Fuzz(func(t *testing.T, id, packed string) {
+		for _, e := range event.Decode(id, packed) {
+			if e.TaskID == "" || !strings.HasPrefix(e.ID, id+".") {
+				t.Fatalf("bad event %+v", e)
+			}
+		}
+	})
+}
