@@ -255,9 +255,11 @@ func (r *run) drive(i int, inPool bool) {
 			n := r.c.Nodes[s]
 			if n.Op.Kind == KindIO {
 				if !inPool && !keptIO {
-					// An IO goroutine carries on with the next IO node.
+					// An IO goroutine carries on with the next IO node, after
+					// the CPU nodes it keeps (the queue pops from the end), so
+					// that a Redis wait never delays ready CPU work.
 					keptIO = true
-					queue = append(queue, item{s, PlaceIO})
+					queue = append([]item{{s, PlaceIO}}, queue...)
 					continue
 				}
 				r.dispatch(s)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -135,6 +136,9 @@ func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) 
 	return col, err
 }
 
+// maxChunkSenders bounds the goroutines one node uses to send chunks.
+const maxChunkSenders = 8
+
 // pipelined sends n commands to ep in pipelines of at most ep.chunk
 // commands, all chunks at once under the endpoint's in-flight limit, and
 // counts one dependent round trip for the node.
@@ -169,18 +173,30 @@ func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
 	if n <= ep.chunk {
 		return one(0, n)
 	}
+	// Chunks go out from a few goroutines at once; the endpoint's in-flight
+	// limit decides how many are on the wire.
 	var wg sync.WaitGroup
-	errs := make([]error, (n+ep.chunk-1)/ep.chunk)
-	for c := range errs {
-		lo, hi := c*ep.chunk, min((c+1)*ep.chunk, n)
+	chunks := (n + ep.chunk - 1) / ep.chunk
+	errs := make([]error, chunks)
+	var next atomic.Int64
+	for w := 0; w < min(chunks, maxChunkSenders); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[c] = one(lo, hi)
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= chunks || ctx.Err() != nil {
+					return
+				}
+				errs[c] = one(c*ep.chunk, min((c+1)*ep.chunk, n))
+			}
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 func buildSleep(_ *compileCtx, n *Node) (execFn, error) {
