@@ -17,11 +17,3 @@ func (k keys) dispatch(taskID string) string { return k.ns + "agent:dispatch:" +
 // archive) are all done (STRING "1", 7 days): a redelivered event is
 // acknowledged without being applied again.
 func (k keys) applied(eventID string) string { return k.ns + "agent:applied:" + eventID }
-
-// result is spec 003's result cache task:{id}:result (STRING, JSON
-// {"result":…, "cached_at":…}, 24 h).
-func (k keys) result(taskID string) string { return k.ns + "task:" + taskID + ":result" }
-
-// progress is a running task's latest progress report (HASH: percent,
-// message, eta_seconds, reported_by, at_ms; 24 h).
-func (k keys) progress(taskID string) string { return k.ns + "agent:progress:" + taskID }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
@@ -122,6 +123,7 @@ type Orchestrator struct {
 	cfg  Config
 	sk   stream.Keys
 	k    keys
+	rk   result.Keys
 	pub  *stream.Publisher
 	note *notify.Notifier // nil: no notifications
 	arc  *archive.Archive // nil: no archive
@@ -140,7 +142,7 @@ func New(st *store.Store, note *notify.Notifier, arc *archive.Archive, cfg Confi
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace),
+	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace), rk: result.NewKeys(cfg.Namespace),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), note: note, arc: arc}, nil
 }
 
@@ -433,7 +435,7 @@ func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error
 }
 
 func (o *Orchestrator) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {
-	k := o.k.progress(d.TaskID)
+	k := o.rk.Progress(d.TaskID)
 	_, err := o.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSet(ctx, k, "percent", d.Percent, "message", d.Message, "eta_seconds", d.ETASeconds,
 			"reported_by", d.ReportedBy, "at_ms", m.Event.Timestamp.UnixMilli())
@@ -451,7 +453,7 @@ func (o *Orchestrator) cacheResult(ctx context.Context, t *task.Task) error {
 	if err != nil {
 		return err
 	}
-	return o.rdb.Set(ctx, o.k.result(t.ID), b, o.cfg.ResultTTL).Err()
+	return o.rdb.Set(ctx, o.rk.Cache(t.ID), b, o.cfg.ResultTTL).Err()
 }
 
 func (o *Orchestrator) archive(ctx context.Context, t *task.Task) error {

@@ -39,7 +39,7 @@ func TestEndToEndCompletion(t *testing.T) {
 	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{"attempt":1}}`, string(done.Result))
 
 	// Result cache of spec 003.
-	raw, err := b.rdb.Get(ctx, b.k.result(tk.ID)).Result()
+	raw, err := b.rdb.Get(ctx, b.rk.Cache(tk.ID)).Result()
 	require.NoError(t, err)
 	var cached struct {
 		Result   json.RawMessage `json:"result"`
@@ -47,7 +47,7 @@ func TestEndToEndCompletion(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(raw), &cached))
 	require.JSONEq(t, string(done.Result), string(cached.Result))
-	ttl, err := b.rdb.TTL(ctx, b.k.result(tk.ID)).Result()
+	ttl, err := b.rdb.TTL(ctx, b.rk.Cache(tk.ID)).Result()
 	require.NoError(t, err)
 	require.Greater(t, ttl, 23*time.Hour)
 
@@ -57,7 +57,7 @@ func TestEndToEndCompletion(t *testing.T) {
 	require.Equal(t, "retrieve_result", ns[0].Action)
 
 	// Progress was recorded; the task is archived; events are acknowledged.
-	pr, err := b.rdb.HGetAll(ctx, b.k.progress(tk.ID)).Result()
+	pr, err := b.rdb.HGetAll(ctx, b.rk.Progress(tk.ID)).Result()
 	require.NoError(t, err)
 	require.Equal(t, "50", pr["percent"])
 	require.Eventually(t, func() bool {
@@ -249,7 +249,7 @@ func TestOrchestratorKilledMidEvent(t *testing.T) {
 	b.startOrchestrator(t, Config{Consumer: "agent-2", ClaimIdle: 200 * time.Millisecond})
 	ns = b.waitNotes(t, "s1", 1)
 	require.Equal(t, notify.KindCompleted, ns[0].Type)
-	_, err = b.rdb.Get(ctx, b.k.result(tk.ID)).Result()
+	_, err = b.rdb.Get(ctx, b.rk.Cache(tk.ID)).Result()
 	require.NoError(t, err, "the result is cached by the claimer")
 	require.Eventually(t, func() bool {
 		_, pending, err := stream.Lag(ctx, b.rdb, b.sk.Completed(), stream.AgentGroup)

@@ -18,6 +18,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -63,6 +64,7 @@ type bundle struct {
 	arc  *archive.Archive
 	sk   stream.Keys
 	k    keys
+	rk   result.Keys
 	svc  *extsvc.Service
 	orch *Orchestrator
 	disp *Dispatcher
@@ -89,7 +91,7 @@ func setup(t testing.TB, o options) *bundle {
 	require.NoError(t, err)
 	note, err := notify.New(rdb, notify.Config{Namespace: ns})
 	require.NoError(t, err)
-	b := &bundle{rdb: rdb, ns: ns, st: st, note: note, sk: stream.NewKeys(ns), k: newKeys(ns)}
+	b := &bundle{rdb: rdb, ns: ns, st: st, note: note, sk: stream.NewKeys(ns), k: newKeys(ns), rk: result.NewKeys(ns)}
 	if !o.skipArchive {
 		b.arc = testArchive(t)
 	}
