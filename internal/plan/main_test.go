@@ -18,10 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// go-redis keeps a pool reaper per client until Close; every test closes its engine.
-		goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"),
-	)
+	goleak.VerifyTestMain(m)
 }
 
 // bundle is one test's engine over its own Redis namespace holding the demo data.

@@ -23,7 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).reaper"))
+	goleak.VerifyTestMain(m)
 }
 
 const follows = `{"schema_version":1,"plan_name":"follows","nodes":[
