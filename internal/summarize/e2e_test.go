@@ -1,23 +1,30 @@
 package summarize_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/llmfake"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/scheduler"
+	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/task"
@@ -56,12 +63,13 @@ func scenarioOf(i int) scenario {
 	return scenarios[(i/2)%len(scenarios)]
 }
 
-// TestEndToEnd runs 1,000 summarize tasks through the real store, two
-// workers, the scheduler and the fleet-wide rate limit against the fake LLM
-// with injected 429/503/500/400/401/timeouts, and checks that every task
-// ends COMPLETED or DLQ exactly as the rules say, that the fake saw exactly
-// the calls the rules imply, and that the store's queue status agrees with
-// the tasks themselves.
+// TestEndToEnd is issue 3's end-to-end check: 1,000 summarize tasks
+// submitted through the real HTTP API, run by two workers, the scheduler,
+// the breaker and the fleet-wide rate limit against the fake LLM with
+// injected 429/503/500/400/401/timeouts. Every task must end COMPLETED or
+// DLQ exactly as spec 001's rules say (state, retry_count, error history,
+// error type), the fake must see exactly one call per attempt, and
+// GET /api/v1/queues/status must agree with the tasks themselves.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
 	const n = 1000
@@ -77,6 +85,8 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, fake.Close())
 		hc.CloseIdleConnections()
 	})
+	api := startAPI(t, rdb, st, ns)
+
 	client, err := llm.New(llm.Config{APIKey: key, BaseURL: base, Model: "fake/model", Timeout: 3 * time.Second}, hc)
 	require.NoError(t, err)
 	// Low enough that the two workers (2 × 25 handlers) run into it.
@@ -87,25 +97,38 @@ func TestEndToEnd(t *testing.T) {
 	mux := worker.NewMux()
 	mux.Handle(summarize.TaskType, h)
 
-	reqs := make([]store.EnqueueRequest, n)
-	want := map[string]scenario{}
+	// Submit through the API, 8 clients at once.
+	want := make(map[string]scenario, n)
+	var mu sync.Mutex
 	wantAttempts := 0
-	for i := range reqs {
-		sc := scenarioOf(i)
-		id := fmt.Sprintf("e2e-%04d", i)
-		reqs[i] = store.EnqueueRequest{ID: id, Type: summarize.TaskType,
-			Content: fmt.Sprintf("Task %d asks for a summary. Otters sleep holding hands. %s", i, sc.marker)}
-		want[id] = sc
-		wantAttempts += sc.attempts
+	var submit sync.WaitGroup
+	for c := range 8 {
+		submit.Go(func() {
+			for i := c; i < n; i += 8 {
+				sc := scenarioOf(i)
+				content := fmt.Sprintf("Task %d asks for a summary. Otters sleep holding hands. %s", i, sc.marker)
+				var created struct {
+					TaskID string     `json:"task_id"`
+					State  task.State `json:"state"`
+				}
+				code := api.do(t, http.MethodPost, "/api/v1/tasks/summarize/", map[string]string{"content": content}, &created)
+				require.Equal(t, http.StatusCreated, code)
+				require.Equal(t, task.StatePending, created.State)
+				mu.Lock()
+				want[created.TaskID] = sc
+				wantAttempts += sc.attempts
+				mu.Unlock()
+			}
+		})
 	}
+	submit.Wait()
+	require.Len(t, want, n)
+
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	// Registered after the fake's cleanup, so it runs first: workers stop
 	// before the fake does, also when the test fails half-way.
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	_, err = st.EnqueueBatch(ctx, reqs)
-	require.NoError(t, err)
-
 	for i := range 2 {
 		w, err := worker.New(st, mux, worker.Config{
 			ID:           fmt.Sprintf("e2e-w%d", i),
@@ -121,13 +144,16 @@ func TestEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	wg.Go(func() { require.NoError(t, sch.Run(ctx)) })
 
-	// Wait until every task is final (poll with a deadline).
+	// Wait until every task is final (poll the API with a deadline).
+	type queueStatus struct {
+		Queues map[string]int64     `json:"queues"`
+		States map[task.State]int64 `json:"states"`
+	}
 	start := time.Now()
-	deadline := time.Now().Add(2 * time.Minute)
-	var qs *store.QueueStatus
+	deadline := start.Add(2 * time.Minute)
+	var qs queueStatus
 	for {
-		qs, err = st.QueueStatus(ctx)
-		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, api.do(t, http.MethodGet, "/api/v1/queues/status", nil, &qs))
 		if qs.States[task.StateCompleted]+qs.States[task.StateDLQ] == n {
 			break
 		}
@@ -137,51 +163,81 @@ func TestEndToEnd(t *testing.T) {
 	cancel()
 	wg.Wait()
 
-	ids := make([]string, 0, n)
-	for id := range want {
-		ids = append(ids, id)
-	}
-	tasks, err := st.GetMany(context.Background(), ids)
-	require.NoError(t, err)
 	counted := map[task.State]int64{}
-	for _, tk := range tasks {
-		require.NotNil(t, tk)
-		sc := want[tk.ID]
+	for id, sc := range want {
+		var tk task.Task
+		require.Equal(t, http.StatusOK, api.do(t, http.MethodGet, "/api/v1/tasks/"+id, nil, &tk))
 		counted[tk.State]++
-		require.Equal(t, sc.state, tk.State, "task %s (%q): %s", tk.ID, sc.marker, tk.LastError)
-		require.Equal(t, sc.retries, tk.RetryCount, "task %s (%q) retry_count: %+v", tk.ID, sc.marker, tk.ErrorHistory)
-		require.Len(t, tk.ErrorHistory, sc.attempts-boolInt(sc.state == task.StateCompleted), "task %s error history", tk.ID)
+		require.Equal(t, sc.state, tk.State, "task %s (%q): %s", id, sc.marker, tk.LastError)
+		require.Equal(t, sc.retries, tk.RetryCount, "task %s (%q) retry_count: %+v", id, sc.marker, tk.ErrorHistory)
+		require.Len(t, tk.ErrorHistory, sc.attempts-boolInt(sc.state == task.StateCompleted), "task %s error history", id)
 		for _, e := range tk.ErrorHistory {
 			require.NotContains(t, e.Message, key, "the API key never reaches a task")
 		}
 		switch sc.state {
 		case task.StateDLQ:
-			require.Equal(t, sc.errType, tk.ErrorType, "task %s (%q)", tk.ID, sc.marker)
+			require.Equal(t, sc.errType, tk.ErrorType, "task %s (%q)", id, sc.marker)
 		case task.StateCompleted:
 			var res summarize.Result
 			require.NoError(t, json.Unmarshal(tk.Result, &res))
 			require.Equal(t, summarize.SummarizerLLM, res.Summarizer)
-			num := strings.TrimPrefix(tk.ID, "e2e-")
-			require.Equal(t, fmt.Sprintf("Fake summary: Task %d asks for a summary.", atoi(t, num)), res.Summary)
+			require.True(t, strings.HasPrefix(res.Summary, "Fake summary: Task "), res.Summary)
+			require.Contains(t, tk.Content, strings.TrimPrefix(res.Summary, "Fake summary: "), "the summary is of this task's text")
 		}
 	}
 	require.Equal(t, wantAttempts, fake.Stats().Requests, "each attempt made exactly one call")
 
-	// The store's O(1) status agrees with the tasks themselves.
-	qs, err = st.QueueStatus(context.Background())
-	require.NoError(t, err)
+	// The API's queue status agrees with the tasks themselves.
+	require.Equal(t, http.StatusOK, api.do(t, http.MethodGet, "/api/v1/queues/status", nil, &qs))
 	for _, s := range task.States {
 		require.Equal(t, counted[s], qs.States[s], "state %s", s)
 	}
-	require.Equal(t, counted[task.StateDLQ], qs.DLQ)
-	require.Zero(t, qs.Primary)
-	require.Zero(t, qs.Retry)
-	require.Zero(t, qs.Scheduled)
-	dlq, total, err := st.ListDLQ(context.Background(), store.ListOptions{Limit: 1000})
-	require.NoError(t, err)
-	require.Equal(t, counted[task.StateDLQ], total)
-	require.Len(t, dlq, int(total))
+	require.Equal(t, map[string]int64{"primary": 0, "retry": 0, "scheduled": 0, "dlq": counted[task.StateDLQ]}, qs.Queues)
 	t.Logf("completed %d, dead-lettered %d, LLM calls %d, in %s", counted[task.StateCompleted], counted[task.StateDLQ], wantAttempts, time.Since(start))
+}
+
+// apiClient talks to a real API server (open mode: no credentials needed).
+type apiClient struct {
+	url  string
+	http *http.Client
+}
+
+func startAPI(t *testing.T, rdb redis.UniversalClient, st *store.Store, ns string) *apiClient {
+	t.Helper()
+	au, err := auth.New(rdb, auth.Config{Namespace: ns, Open: true})
+	require.NoError(t, err)
+	svc, err := service.New(service.Config{Store: st, Auth: au,
+		TaskTypes: func() []string { return []string{summarize.TaskType} }})
+	require.NoError(t, err)
+	t.Cleanup(svc.Close)
+	srv, err := httpapi.New(httpapi.Config{Service: svc, Auth: au})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return &apiClient{url: ts.URL, http: ts.Client()}
+}
+
+// do sends body as JSON, decodes the answer into out, and returns the status.
+func (a *apiClient) do(t *testing.T, method, path string, body, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := a.http.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	if out != nil && res.StatusCode < 300 {
+		require.NoError(t, json.Unmarshal(raw, out), "%s %s: %s", method, path, raw)
+	}
+	return res.StatusCode
 }
 
 func boolInt(b bool) int {
@@ -189,11 +245,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func atoi(t *testing.T, s string) int {
-	var n int
-	_, err := fmt.Sscanf(s, "%d", &n)
-	require.NoError(t, err)
-	return n
 }
