@@ -47,7 +47,20 @@ type router struct {
 	routes []route
 }
 
-func newRouter(s *Server) *router { return &router{s: s, mux: http.NewServeMux()} }
+func newRouter(s *Server) *router {
+	rt := &router{s: s, mux: http.NewServeMux()}
+	// Every request no route takes lands here (also a known path with
+	// another method: "/" matches any method), so the mux routes once.
+	rt.mux.HandleFunc("/", rt.miss)
+	return rt
+}
+
+// setRoute tells the metrics which route served the request.
+func setRoute(w http.ResponseWriter, pattern string) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.route = pattern
+	}
+}
 
 func (rt *router) add(r route) {
 	rt.routes = append(rt.routes, r)
@@ -59,7 +72,9 @@ func (rt *router) add(r route) {
 	if mw := rt.s.cfg.RouteMiddleware; mw != nil {
 		inner = mw(inner)
 	}
-	rt.mux.HandleFunc(r.method+" "+r.path, func(w http.ResponseWriter, req *http.Request) {
+	pattern := r.method + " " + r.path
+	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
+		setRoute(w, pattern)
 		var p auth.Principal
 		if acc != public {
 			var err error
@@ -82,6 +97,7 @@ func (rt *router) add(r route) {
 // behind the given access check.
 func (rt *router) mount(pattern string, acc access, h http.Handler) {
 	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		setRoute(w, pattern)
 		if acc != public {
 			p, err := rt.s.authenticate(req)
 			if err != nil {
@@ -108,14 +124,6 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r2.URL = &u
 		r = &r2
 	}
-	_, pattern := rt.mux.Handler(r)
-	if sw, ok := w.(*statusWriter); ok {
-		sw.route = pattern
-	}
-	if pattern == "" {
-		rt.miss(w, r)
-		return
-	}
 	rt.mux.ServeHTTP(w, r)
 }
 
@@ -126,7 +134,7 @@ func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, pat := rt.mux.Handler(probe); pat != "" {
+		if _, pat := rt.mux.Handler(probe); pat != "" && pat != "/" {
 			allow = append(allow, m)
 		}
 	}
