@@ -28,6 +28,12 @@ describe("plans/", () => {
     });
   }
 
+  it("EveryJsonHasItsSource", () => {
+    // A deleted .plan.ts must not leave a stale plan behind for the engine.
+    const json = readdirSync(plansDir).filter((f) => f.endsWith(".plan.json")).sort();
+    expect(json).toEqual(sources.map((f) => f.replace(/\.plan\.ts$/, ".plan.json")));
+  });
+
   it("ShapesFollowTheSpec", () => {
     const ops = (name: string) => {
       const p = JSON.parse(readFileSync(join(plansDir, `${name}.plan.json`), "utf8"));

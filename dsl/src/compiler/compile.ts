@@ -3,13 +3,15 @@
 // calls, transpile to JavaScript, run it in the sandbox, check the result and
 // print it canonically (sorted keys, two-space indent, newline at the end).
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import ts from "typescript";
 import { PLAN_NAME_PATTERN, SCHEMA_VERSION } from "../generated/registry.js";
 import { analyze, formatDiagnostic, naturalTransformer, type Diagnostic } from "./analyze.js";
-import { runInSandbox, type SandboxOptions } from "./sandbox.js";
+import { packageRoot, runInSandbox, type SandboxOptions } from "./sandbox.js";
 import { SourceMap } from "./sourcemap.js";
 
-export const TOOL_VERSION = "0.1.0";
+/** The package version, written into every plan's built_by. */
+export const TOOL_VERSION: string = JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")).version;
 
 /** A plan that does not compile; `diagnostics` say where and why. */
 export class CompileError extends Error {
