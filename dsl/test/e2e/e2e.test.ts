@@ -135,7 +135,21 @@ describe("plans run on rankd", () => {
     expect(candidates("complex_dag", { user_id: 123 }).map((c) => c.id)).toEqual([1006, 1005, 1004, 1003, 1002, 1001]);
   });
 
-  it("EngineRejectsWhatTheCompilerWouldNot", () => {
+  it("CommittedPlansRunByName", () => {
+    // rankd's plan store is plans/ (--plan_name): the committed JSON gives
+    // the same answers as the freshly compiled one.
+    for (const name of plans.keys()) {
+      const r = spawnSync(join(dir, "rankd"), ["--plan_dir", join(repo, "plans"), "--plan_name", name, "--redis_url", redisURL, "--key_prefix", prefix], {
+        input: JSON.stringify({ user_id: 1 }),
+        encoding: "utf8",
+        timeout: 60_000,
+      });
+      expect(r.stderr, name).toBe("");
+      expect(JSON.parse(r.stdout).candidates, name).toEqual(candidates(name, { user_id: 1 }));
+    }
+  });
+
+  it("EngineRefusesAHandBrokenCopy", () => {
     // The compiled JSON is strict enough for the engine's fail-closed checks:
     // a hand-broken copy is refused with the engine's message.
     const broken = structuredClone(plans.get("mixed_pipeline")!.plan);
