@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -71,6 +72,16 @@ func New(cfg Config, httpClient *http.Client) (*Client, error) {
 	}
 	return &Client{cfg: cfg, http: httpClient}, nil
 }
+
+// String describes the client without its API key (also for %+v, %#v
+// and log/slog: the key must never reach a log).
+func (c *Client) String() string { return "llm.Client{" + c.cfg.String() + "}" }
+
+// GoString is String.
+func (c *Client) GoString() string { return c.String() }
+
+// LogValue is String, for log/slog.
+func (c *Client) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // Model is the model the client asks for by default.
 func (c *Client) Model() string { return c.cfg.Model }

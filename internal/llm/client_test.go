@@ -3,6 +3,8 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -263,6 +265,26 @@ func TestConfig(t *testing.T) {
 	err = creds.Validate()
 	require.Error(t, err)
 	require.False(t, strings.Contains(err.Error(), "u:p"))
+}
+
+func TestKeyNeverPrinted(t *testing.T) {
+	t.Parallel()
+	cfg := llm.Config{APIKey: testKey, BaseURL: "http://127.0.0.1:1/v1"}
+	c, err := llm.New(cfg, nil)
+	require.NoError(t, err)
+	var logs strings.Builder
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	log.Info("config", "cfg", cfg, "client", c)
+	log.Info("text", "cfg", fmt.Sprint(cfg), "client", fmt.Sprint(c))
+	for _, s := range []string{
+		logs.String(),
+		fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, cfg),
+		fmt.Sprintf("%v %+v %#v %s", c, c, c, c),
+		fmt.Sprintf("%v", []any{cfg, c}),
+	} {
+		require.NotContains(t, s, testKey)
+		require.Contains(t, s, "APIKey:set")
+	}
 }
 
 func FuzzParseResponse(f *testing.F) {

@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -105,6 +106,12 @@ func (c Config) String() string {
 	}
 	return fmt.Sprintf("llm.Config{BaseURL:%s Model:%s Timeout:%s APIKey:%s}", c.BaseURL, c.Model, c.Timeout, key)
 }
+
+// GoString keeps %#v from printing the API key.
+func (c Config) GoString() string { return c.String() }
+
+// LogValue keeps log/slog from printing the API key.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // ConfigFromEnv reads spec 001's variables through getenv (os.Getenv in
 // production). OPENROUTER_TIMEOUT is seconds ("30", "2.5") or a Go duration
