@@ -217,6 +217,14 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 		opt.DialTimeout = max(time.Duration(def.Policy.ConnectTimeoutMS)*time.Millisecond, e.cfg.MinRequestTimeout)
 	}
 	opt.ReadTimeout, opt.WriteTimeout = timeout, timeout
+	// A plan runs under a deadline: one retry for a stale pooled
+	// connection, one dial attempt, then the run fails fast.
+	if opt.MaxRetries == 0 {
+		opt.MaxRetries = 1
+	}
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1
+	}
 	if opt.Protocol == 0 {
 		// RESP2: the client then skips its check for pending RESP3 push
 		// notifications before every command, a quarter of the CPU of a
@@ -227,9 +235,6 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 	inflight := def.Policy.MaxInflight
 	if e.cfg.MaxInflight > 0 {
 		inflight = e.cfg.MaxInflight
-	}
-	if opt.PoolSize == 0 {
-		opt.PoolSize = max(4*runtime.GOMAXPROCS(0), 8)
 	}
 	ep := &redisEndpoint{client: redis.NewClient(opt), limit: newWeighted(int64(inflight)), chunk: inflight, timeout: timeout}
 	e.eps[id] = ep

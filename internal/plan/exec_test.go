@@ -159,8 +159,8 @@ func TestConcurrentRuns(t *testing.T) {
 	b := setup(t, func(c *plan.Config) { c.CPUPolicy, c.InlineMaxRows = plan.PolicyAuto, -1 })
 	c := b.load(t, "complex_dag")
 	var wg sync.WaitGroup
-	errs := make(chan error, 40)
-	for i := 0; i < 40; i++ {
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

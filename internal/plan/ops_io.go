@@ -153,14 +153,14 @@ func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
 			return err
 		}
 		defer ep.limit.release(int64(hi - lo))
-		cctx, cancel := context.WithTimeout(ctx, ep.timeout)
-		defer cancel()
+		// The endpoint's request timeout is the client's read/write
+		// timeout: it bounds each network wait, not the queueing before.
 		p := ep.client.Pipeline()
 		cmds := make([]redis.Cmder, hi-lo)
 		for i := lo; i < hi; i++ {
 			cmds[i-lo] = add(p, i)
 		}
-		if _, err := p.Exec(cctx); err != nil && !errors.Is(err, redis.Nil) {
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
 		for i, c := range cmds {
