@@ -42,6 +42,9 @@ func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
 		return nil, err
 	}
 	mux.Handle(planapi.TaskType, pl.TaskHandler())
+	if err := registerExternal(m, mux, d); err != nil { // external services (orchestrator.go)
+		return nil, err
+	}
 	return mux, nil
 }
 

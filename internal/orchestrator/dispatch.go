@@ -26,6 +26,9 @@ type DispatcherConfig struct {
 	PollInterval time.Duration
 	// Retention of published events. Default 7 days.
 	Retention time.Duration
+	// Stop, when closed, ends the waits of timed-out tasks as Shutdown
+	// does (a process closes it when it begins to stop). Optional.
+	Stop <-chan struct{}
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -176,6 +179,8 @@ func (d *Dispatcher) timedOut(ctx context.Context, t *task.Task) (json.RawMessag
 		select {
 		case <-tick.C:
 		case <-d.stop:
+			return nil, task.Transient(task.ErrTypeServiceUnavailable, errors.New("dispatcher stopping while the task was overdue"))
+		case <-d.cfg.Stop:
 			return nil, task.Transient(task.ErrTypeServiceUnavailable, errors.New("dispatcher stopping while the task was overdue"))
 		}
 		cur, err := d.st.Get(ctx, t.ID)

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/archive"
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+func init() { register("orchestrator", newOrchestratorCommand) }
+
+// EnvExternalTypes lists the task types performed by external services
+// (comma-separated). Default: the example services' types and the Node
+// example's text.wordcount.
+const EnvExternalTypes = "TASKFLOW_EXTERNAL_TYPES"
+
+// externalTypes reads TASKFLOW_EXTERNAL_TYPES.
+func externalTypes(m *Main) []string {
+	v := strings.TrimSpace(m.Getenv(EnvExternalTypes))
+	if v == "" {
+		var out []string
+		for _, n := range tools.Names() {
+			out = append(out, tools.Catalog[n].Types...)
+		}
+		out = append(out, "text.wordcount")
+		sort.Strings(out)
+		return out
+	}
+	var out []string
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// processStopping is closed when the process receives SIGINT/SIGTERM: the
+// dispatchers end their waits on overdue tasks so that workers can stop.
+var (
+	processStopping     = make(chan struct{})
+	processStoppingOnce sync.Once
+)
+
+func watchProcessStop() {
+	processStoppingOnce.Do(func() {
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			<-ch
+			close(processStopping)
+		}()
+	})
+}
+
+// registerExternal makes the dispatcher the handler of every external task
+// type on mux (newTaskMux calls it). Without Redis (a process that only
+// lists the types) the handlers are placeholders that never run.
+func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
+	types := externalTypes(m)
+	for _, t := range types {
+		if _, taken := mux.Handler(t); taken {
+			return fmt.Errorf("%s: %q is already an in-process task type", EnvExternalTypes, t)
+		}
+	}
+	if d.Redis == nil {
+		for _, t := range types {
+			mux.Handle(t, worker.HandlerFunc(func(context.Context, *task.Task) (json.RawMessage, error) {
+				return nil, errors.New("external task type: dispatched by workers only")
+			}))
+		}
+		return nil
+	}
+	st, err := store.New(d.Redis, store.Config{Namespace: d.Namespace})
+	if err != nil {
+		return err
+	}
+	watchProcessStop()
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, Stop: processStopping})
+	disp.Register(mux, types...)
+	return nil
+}
+
+// resultMounts are the result-retrieval endpoints (spec 003's
+// get_task_result and list_user_tasks) for the API server to mount with
+// Access "public": the handler authenticates by itself and a session only
+// sees its own tasks.
+func resultMounts(st *store.Store, lister result.Lister, au *auth.Authenticator, arc *archive.Archive, namespace string) []httpapi.Mount {
+	h := result.New(st, result.Config{Namespace: namespace, Archive: arc, Lister: lister}).Handler(au)
+	return []httpapi.Mount{
+		{Method: "GET", Path: result.PathGet, Access: "public", Handler: h, Tag: "results",
+			Summary: "get_task_result: per status the result, error, progress/ETA, queue position or timeout message"},
+		{Method: "GET", Path: result.PathList, Access: "public", Handler: h, Tag: "results",
+			Summary: "list_user_tasks: the session's tasks, ?status_filter=all|pending|processing|completed|failed|timeout"},
+	}
+}
+
+// runOrchestrator runs the agent-group consumer until ctx ends (also used
+// by `taskflow dev`). databaseURL "" runs without the archive; reg nil
+// registers no metrics.
+func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, namespace, consumer, databaseURL string, reg prometheus.Registerer) error {
+	st, err := store.New(rdb, store.Config{Namespace: namespace})
+	if err != nil {
+		return err
+	}
+	note, err := notify.New(rdb, notify.Config{Namespace: namespace})
+	if err != nil {
+		return err
+	}
+	var arc *archive.Archive
+	if databaseURL != "" {
+		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: databaseURL, Schema: m.Getenv("TASKFLOW_ARCHIVE_SCHEMA")}); err != nil {
+			return err
+		}
+		defer arc.Close()
+	} else {
+		m.Logger.Warn("DATABASE_URL is not set: finished tasks are not archived (results live 24 h in Redis)")
+	}
+	cfg := orchestrator.Config{Namespace: namespace, Consumer: consumer, Logger: m.Logger}
+	if reg != nil {
+		mt, err := orchestrator.NewMetrics(reg, rdb, namespace)
+		if err != nil {
+			return err
+		}
+		cfg.Observe = mt.Observe
+	}
+	o, err := orchestrator.New(st, note, arc, cfg)
+	if err != nil {
+		return err
+	}
+	return o.Run(ctx)
+}
+
+func newOrchestratorCommand(m *Main) *cobra.Command {
+	var (
+		redisURL, namespace, consumer, metricsAddr string
+	)
+	cmd := &cobra.Command{
+		Use:   "orchestrator",
+		Short: "Apply external services' outcomes (consumer group agent-group): results, notifications, archive",
+		Long: "Consumes agent:stream:task.completed / .failed / .timeout / .progress in the consumer group agent-group\n" +
+			"and applies each event through the store's transitions, then caches the result, notifies the session\n" +
+			"and archives the task (DATABASE_URL). Run any number of them. Workers dispatch the external types\n" +
+			"(" + EnvExternalTypes + ").",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if redisURL == "" {
+				return &ExitError{Code: 2, Err: errors.New("orchestrator: REDIS_URL (or --redis-url) is required")}
+			}
+			opt, err := redis.ParseURL(redisURL)
+			if err != nil {
+				return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: REDIS_URL: %w", err)}
+			}
+			rdb := redis.NewClient(opt)
+			defer rdb.Close()
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+			if metricsAddr != "" {
+				ln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: --metrics-addr: %w", err)}
+				}
+				mux := http.NewServeMux()
+				mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+				srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+				go func() { _ = srv.Serve(ln) }()
+				defer srv.Close()
+				fmt.Fprintf(m.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
+			}
+			return runOrchestrator(cmd.Context(), m, rdb, namespace, consumer, m.Getenv("DATABASE_URL"), reg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&redisURL, "redis-url", m.Getenv("REDIS_URL"), "Redis to use (REDIS_URL)")
+	f.StringVar(&namespace, "namespace", serviceEnvOr(m, "TASKFLOW_NAMESPACE", "taskflow"), "key namespace (TASKFLOW_NAMESPACE)")
+	f.StringVar(&consumer, "consumer", "", "consumer name in agent-group (default agent-<host>-<pid>)")
+	f.StringVar(&metricsAddr, "metrics-addr", serviceEnvOr(m, "TASKFLOW_ORCHESTRATOR_METRICS_ADDR", ""), "serve Prometheus metrics here, e.g. 127.0.0.1:9102 (TASKFLOW_ORCHESTRATOR_METRICS_ADDR)")
+	return cmd
+}
