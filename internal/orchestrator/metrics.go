@@ -40,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace 
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300},
 		}, []string{"via"}),
 		streams: &streamCollector{rdb: rdb, keys: stream.NewKeys(namespace),
-			lag: prometheus.NewDesc("taskflow_stream_consumer_lag", "Entries of a stream not yet read by a consumer group.", []string{"stream", "group"}, nil),
+			lag:     prometheus.NewDesc("taskflow_stream_consumer_lag", "Entries of a stream not yet read by a consumer group.", []string{"stream", "group"}, nil),
 			pending: prometheus.NewDesc("taskflow_stream_consumer_pending", "Entries read by a consumer group and not yet acknowledged.", []string{"stream", "group"}, nil),
 			dlq:     prometheus.NewDesc("taskflow_stream_dlq_size", "Entries in agent:stream:task.dlq (7-day retention).", nil, nil),
 		},
