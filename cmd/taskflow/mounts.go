@@ -67,6 +67,8 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 }
 
 // newBreakerControl returns how the operator endpoints reset/open circuit
-// breakers; nil until the breaker package offers a fleet-wide control
-// (breakers live in each worker's memory today).
-func newBreakerControl(st *store.Store) service.BreakerControl { return nil }
+// breakers: commands published to every worker over Redis pub/sub (each
+// worker holds its breakers in memory).
+func newBreakerControl(st *store.Store) service.BreakerControl {
+	return service.NewRedisBreakerControl(st.Client(), st.Config().Namespace, nil)
+}
