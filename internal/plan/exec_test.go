@@ -198,7 +198,17 @@ func TestPipelinedFanout(t *testing.T) {
 	 {"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
 	 {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":10}},
 	 {"node_id":"m","op":"core::media","inputs":["f"],"params":{"endpoint":"ep_0001","fanout":2}}],"outputs":["m"]}`
-	for _, limit := range []int{0, 3} {
+	for _, tc := range []struct {
+		limit int
+		rtts  map[string]int
+		crit  int
+	}{
+		{0, map[string]int{"v": 1, "f": 2, "m": 1}, 4},
+		// 3 commands in flight: hydrating 10 follows and reading 10 media
+		// lists take ⌈10/3⌉ = 4 round trips each.
+		{3, map[string]int{"v": 1, "f": 5, "m": 4}, 10},
+	} {
+		limit := tc.limit
 		t.Run(fmt.Sprintf("MaxInflight%d", limit), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, func(c *plan.Config) { c.MaxInflight = limit })
@@ -210,8 +220,8 @@ func TestPipelinedFanout(t *testing.T) {
 			for _, tr := range res.Trace {
 				rt[tr.NodeID] = tr.RoundTrips
 			}
-			require.Equal(t, map[string]int{"v": 1, "f": 2, "m": 1}, rt)
-			require.Equal(t, 4, res.CriticalRoundTrips)
+			require.Equal(t, tc.rtts, rt)
+			require.Equal(t, tc.crit, res.CriticalRoundTrips)
 		})
 	}
 }

@@ -139,15 +139,17 @@ func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) 
 // maxChunkSenders bounds the goroutines one node uses to send chunks.
 const maxChunkSenders = 8
 
-// pipelined sends n commands to ep in pipelines of at most ep.chunk
-// commands, all chunks at once under the endpoint's in-flight limit, and
-// counts one dependent round trip for the node.
+// pipelined sends n commands to ep in pipelines of at most ep.chunk (the
+// endpoint's in-flight limit) commands, and counts the node's dependent
+// round trips.
 func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
 	add func(p redis.Pipeliner, i int) redis.Cmder, read func(i int, c redis.Cmder) error) error {
 	if n == 0 {
 		return nil
 	}
-	nr.roundTrips++
+	// A chunk holds up to the whole in-flight budget, so chunks follow one
+	// another: ⌈n/limit⌉ dependent round trips.
+	nr.roundTrips += (n + ep.chunk - 1) / ep.chunk
 	one := func(lo, hi int) error {
 		if err := ep.limit.acquire(ctx, int64(hi-lo)); err != nil {
 			return err
