@@ -251,7 +251,8 @@ func (h *Handler) callLLM(ctx context.Context, text string) (Result, error) {
 
 // acquire takes a rate-limit grant, waiting in the handler while the wait
 // is short (≤ MaxRateWait in all, and within ctx's deadline); a longer wait
-// becomes a DependencyUnavailableError: reschedule, no retry spent.
+// becomes a DependencyUnavailableError (see rateLimited): reschedule, no
+// retry spent.
 func (h *Handler) acquire(ctx context.Context) error {
 	if h.cfg.Limiter == nil {
 		return nil
@@ -272,7 +273,7 @@ func (h *Handler) acquire(ctx context.Context) error {
 		}
 		deadline, hasDeadline := ctx.Deadline()
 		if waited+le.Wait > h.cfg.MaxRateWait || (hasDeadline && time.Until(deadline) < le.Wait+time.Second) {
-			return &task.DependencyUnavailableError{Dependency: Dependency, Wait: le.Wait, Reason: "rate limit reached"}
+			return rateLimited(le.Wait)
 		}
 		t := time.NewTimer(le.Wait)
 		select {
@@ -283,6 +284,17 @@ func (h *Handler) acquire(ctx context.Context) error {
 		}
 		waited += le.Wait
 	}
+}
+
+// rateLimited is the error of a task that must wait d for a rate-limit
+// grant. It is a task.DependencyUnavailableError (the engine hands the task
+// back until d has passed, spending no retry) wrapped in a transient
+// RateLimitError with After d, so that an engine which does not know the
+// former still retries exactly when the window has room. An engine must look
+// for DependencyUnavailableError before it classifies the failure.
+func rateLimited(d time.Duration) error {
+	return &task.TransientError{Type: task.ErrTypeRateLimit, After: d,
+		Err: &task.DependencyUnavailableError{Dependency: Dependency, Wait: d, Reason: "rate limit reached"}}
 }
 
 // Classify maps an llm error onto the engine's error classes. HTTP statuses

@@ -147,6 +147,12 @@ func TestRateLimitWaitsWithoutRetry(t *testing.T) {
 	require.Equal(t, summarize.Dependency, du.Dependency)
 	require.Greater(t, du.Wait, 59*time.Minute)
 	require.Contains(t, err.Error(), "rate limit")
+	// An engine that does not know DependencyUnavailableError still retries
+	// exactly when the window has room.
+	var te *task.TransientError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, task.ErrTypeRateLimit, te.Type)
+	require.Equal(t, du.Wait, te.After)
 	require.Equal(t, 2, b.fake.Stats().Requests, "the limited task made no call")
 }
 
