@@ -130,10 +130,9 @@ type Engine struct {
 }
 
 type redisEndpoint struct {
-	client  *redis.Client
-	limit   *weighted
-	chunk   int
-	timeout time.Duration
+	client *redis.Client
+	limit  *weighted // commands in flight on the endpoint
+	chunk  int       // most commands in one pipeline (= the limit)
 }
 
 // New builds an Engine; Redis connections open lazily.
@@ -236,7 +235,7 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 	if e.cfg.MaxInflight > 0 {
 		inflight = e.cfg.MaxInflight
 	}
-	ep := &redisEndpoint{client: redis.NewClient(opt), limit: newWeighted(int64(inflight)), chunk: inflight, timeout: timeout}
+	ep := &redisEndpoint{client: redis.NewClient(opt), limit: newWeighted(int64(inflight)), chunk: inflight}
 	e.eps[id] = ep
 	return ep, nil
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -136,9 +134,6 @@ func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) 
 	return col, err
 }
 
-// maxChunkSenders bounds the goroutines one node uses to send chunks.
-const maxChunkSenders = 8
-
 // pipelined sends n commands to ep in pipelines of at most ep.chunk (the
 // endpoint's in-flight limit) commands, and counts the node's dependent
 // round trips.
@@ -172,33 +167,12 @@ func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
 		}
 		return nil
 	}
-	if n <= ep.chunk {
-		return one(0, n)
+	for lo := 0; lo < n; lo += ep.chunk {
+		if err := one(lo, min(lo+ep.chunk, n)); err != nil {
+			return err
+		}
 	}
-	// Chunks go out from a few goroutines at once; the endpoint's in-flight
-	// limit decides how many are on the wire.
-	var wg sync.WaitGroup
-	chunks := (n + ep.chunk - 1) / ep.chunk
-	errs := make([]error, chunks)
-	var next atomic.Int64
-	for w := 0; w < min(chunks, maxChunkSenders); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks || ctx.Err() != nil {
-					return
-				}
-				errs[c] = one(c*ep.chunk, min((c+1)*ep.chunk, n))
-			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	return ctx.Err()
+	return nil
 }
 
 func buildSleep(_ *compileCtx, n *Node) (execFn, error) {
