@@ -34,7 +34,7 @@ function rankd(planFile: string, request: object): { status: number | null; stdo
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-function candidates(name: string, request: { user_id: number; param_overrides?: Record<string, number> }): Candidate[] {
+function candidates(name: string, request: { user_id: number; param_overrides?: Record<string, number | string> }): Candidate[] {
   const r = rankd(plans.get(name)!.file, request);
   expect(r.stderr, `${name} ${JSON.stringify(request)}`).toBe("");
   expect(r.status).toBe(0);
@@ -45,8 +45,9 @@ beforeAll(async () => {
   redis = await Resp.connect(redisURL);
   dir = mkdtempSync(join(tmpdir(), "dsl-e2e-"));
   execFileSync("go", ["build", "-o", dir + "/", "./cmd/rankd", "./cmd/taskflow"], { cwd: repo, stdio: "pipe" });
-  for (const f of readdirSync(join(repo, "plans")).filter((f) => f.endsWith(".plan.ts")).sort()) {
-    const c = compileFile(join(repo, "plans", f));
+  const sources = (d: string) => readdirSync(d).filter((f) => f.endsWith(".plan.ts")).sort().map((f) => join(d, f));
+  for (const src of [...sources(join(repo, "plans")), ...sources(join(import.meta.dirname, "plans"))]) {
+    const c = compileFile(src);
     const file = join(dir, `${c.name}.plan.json`);
     writeFileSync(file, c.json);
     plans.set(c.name, { file, plan: c.plan });
@@ -84,13 +85,17 @@ afterAll(async () => {
 
 describe("plans run on rankd", () => {
   it("EveryExampleIsThere", () => {
-    expect([...plans.keys()]).toEqual(["complex_dag", "diamond", "mixed_pipeline", "parallel_fanout", "simple_viewer", "viewer_filter"]);
+    expect([...plans.keys()]).toEqual([
+      ...["complex_dag", "diamond", "mixed_pipeline", "parallel_fanout", "simple_viewer", "viewer_filter"],
+      // this test's own plans (test/e2e/plans): the operators the six do not use
+      ...["country_rules", "regex_and_nulls", "test_ops"],
+    ]);
     // The demo data arrived (the oracle would agree with an empty Redis too).
     expect(data.users.get(1)).toEqual({ country: "US" });
     expect(data.lists.get("follow:1")).toEqual(["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]);
   });
 
-  const requests = [
+  const requests: { user_id: number; param_overrides?: Record<string, number | string> }[] = [
     { user_id: 1 },
     { user_id: 123 },
     { user_id: 2 },
@@ -99,9 +104,13 @@ describe("plans run on rankd", () => {
     { user_id: 1, param_overrides: { weight: 2 } },
     { user_id: 1, param_overrides: { weight: 0.01 } },
   ];
-  for (const name of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag"]) {
+  const regexRequests = ["^c", "^U", "x|^m", "US"].map((re) => ({ user_id: 1, param_overrides: { blocklist_regex: re } }));
+  const perPlan: Record<string, typeof requests> = {
+    regex_and_nulls: [...regexRequests, ...regexRequests.map((r) => ({ ...r, user_id: 123 })), { user_id: 999, param_overrides: { blocklist_regex: "." } }],
+  };
+  for (const name of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "country_rules", "regex_and_nulls", "test_ops"]) {
     it(`MatchesTheOracle_${name}`, () => {
-      for (const req of requests) {
+      for (const req of perPlan[name] ?? requests) {
         const got = candidates(name, req);
         const want = run(plans.get(name)!.plan, data, req.user_id, req.param_overrides ?? {});
         expect(got, `${name} ${JSON.stringify(req)}`).toEqual(want);
@@ -135,10 +144,37 @@ describe("plans run on rankd", () => {
     expect(candidates("complex_dag", { user_id: 123 }).map((c) => c.id)).toEqual([1006, 1005, 1004, 1003, 1002, 1001]);
   });
 
+  it("OperatorsBeyondTheExamplesByHand", () => {
+    // follow:1 fanout 8 = 1..8; keep CA (2 4 6 8) or id >= 7 (7 8); score = -id + 2 - 0.5; sort by country desc.
+    expect(candidates("country_rules", { user_id: 1 })).toEqual([
+      { id: 7, fields: { final_score: -5.5, country: "US" } },
+      { id: 2, fields: { final_score: -0.5, country: "CA" } },
+      { id: 4, fields: { final_score: -2.5, country: "CA" } },
+      { id: 6, fields: { final_score: -4.5, country: "CA" } },
+      { id: 8, fields: { final_score: -6.5, country: "CA" } },
+    ]);
+    // ^c (flag i) keeps CA follows; media rows have no country and sort after the
+    // recommendations' US rows; the second output is the viewer iff it has no country.
+    const got = candidates("regex_and_nulls", { user_id: 1, param_overrides: { blocklist_regex: "^c" } });
+    expect(got.map((c) => c.id)).toEqual([2, 4, 6, 8, 10, 1001, 1002, 1003, 1001, 1002, 1003, 1004]);
+    expect(got.slice(8).every((c) => Object.keys(c.fields).length === 0)).toBe(true);
+    expect(candidates("regex_and_nulls", { user_id: 999, param_overrides: { blocklist_regex: "." } })).toEqual([{ id: 999, fields: {} }]);
+    expect(candidates("test_ops", { user_id: 1 })).toEqual([
+      { id: 6, fields: { model_score_1: 26 } },
+      { id: 5, fields: { model_score_1: 15 } },
+      { id: 4, fields: { model_score_1: 6 } },
+      { id: 3, fields: { model_score_1: -1 } },
+    ]);
+    // A regex param the request leaves unset is the engine's error, not an empty answer.
+    const r = rankd(plans.get("regex_and_nulls")!.file, { user_id: 1 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^Error: .*/);
+  });
+
   it("CommittedPlansRunByName", () => {
     // rankd's plan store is plans/ (--plan_name): the committed JSON gives
     // the same answers as the freshly compiled one.
-    for (const name of plans.keys()) {
+    for (const name of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag"]) {
       const r = spawnSync(join(dir, "rankd"), ["--plan_dir", join(repo, "plans"), "--plan_name", name, "--redis_url", redisURL, "--key_prefix", prefix], {
         input: JSON.stringify({ user_id: 1 }),
         encoding: "utf8",

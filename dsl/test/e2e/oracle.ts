@@ -71,6 +71,11 @@ export function run(plan: any, data: Data, userId: number, params: Record<string
         return input.slice(0, p.count);
       case "core::concat":
         return [...input, ...get(p.rhs)];
+      case "test::fixed_source":
+        return Array.from({ length: p.row_count }, (_, i) => ({ id: i + 1, cols: new Map() }));
+      case "test::sleep":
+      case "test::busy_cpu":
+        return input;
       default:
         throw new Error(`oracle: op ${n.op} is not modelled`);
     }
@@ -96,6 +101,11 @@ export function run(plan: any, data: Data, userId: number, params: Record<string
     const b = expr(e.b, r);
     if (a === null || b === null) return null;
     return e.op === "add" ? a + b : e.op === "sub" ? a - b : a * b;
+  }
+  // A key's value of any type (string keys included), or an expression's.
+  function value(e: any, r: Row): Value {
+    if (e.op === "key_ref" && e.key_id !== 1) return r.cols.get(e.key_id) ?? null;
+    return expr(e, r);
   }
   function pred(q: any, r: Row): boolean | null {
     switch (q.op) {
@@ -125,6 +135,20 @@ export function run(plan: any, data: Data, userId: number, params: Record<string
         const b = expr(q.b, r);
         if (a === null || b === null) return false;
         return { "==": a === b, "!=": a !== b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b }[q.cmp as string]!;
+      }
+      case "in": {
+        const v = value(q.lhs, r);
+        return v !== null && (q.list as Value[]).includes(v);
+      }
+      case "is_null":
+        return value(q.x, r) === null;
+      case "not_null":
+        return value(q.x, r) !== null;
+      case "regex": {
+        const v = r.cols.get(q.key_id) ?? null;
+        const pattern = q.pattern.kind === "literal" ? q.pattern.value : paramById.get(q.pattern.param_id);
+        if (typeof pattern !== "string") throw new Error("oracle: a regex param must be set");
+        return typeof v === "string" && new RegExp(pattern, q.flags).test(v);
       }
       default:
         throw new Error(`oracle: predicate ${q.op} is not modelled`);
