@@ -120,6 +120,10 @@ describe("expression errors", () => {
     expect(error(src)).toMatch(new RegExp(`^${at(src, "nope")} unknown key 'Key.nope'`));
     src = planWith("ctx.viewer({ endpoint: EP.redis.nowhere })");
     expect(error(src)).toMatch(new RegExp(`^${at(src, "nowhere")} unknown endpoint 'EP.redis.nowhere'`));
+    src = filterSrc('Pred.in(Key.countri, ["US"])');
+    expect(error(src)).toMatch(new RegExp(`^${at(src, "countri")} unknown key 'Key.countri'`));
+    src = filterSrc("Pred.isNull(Key.titel)");
+    expect(error(src)).toMatch(new RegExp(`^${at(src, "titel")} unknown key 'Key.titel'`));
     src = planWith("ctx.viewer({ endpoint: EP.kafka.x })");
     expect(error(src)).toMatch(new RegExp(`^${at(src, "kafka")} unknown endpoint kind 'EP.kafka'`));
   });

@@ -156,11 +156,13 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
   };
 
   // Key.x in a position that may read any key (regex, in, is-null tests).
-  const anyKeyOrExpr = (n: ts.Expression, where: string) => {
+  const anyKeyOrExpr = (n: ts.Expression) => {
     const u = unparen(n);
-    if (isRef(u, "Key")) return;
+    if (isRef(u, "Key")) {
+      checkTableAccess(u);
+      return;
+    }
     natural(n, "expr");
-    void where;
   };
 
   function naturalKind(node: ts.Expression): Kind | undefined {
@@ -313,7 +315,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
           break;
         case "in": {
           if (!argCount(call, "Pred.in", 2, 2)) break;
-          anyKeyOrExpr(args[0]!, "Pred.in");
+          anyKeyOrExpr(args[0]!);
           const list = unparen(args[1]!);
           if (!ts.isArrayLiteralExpression(list) || list.elements.length === 0) {
             report(args[1]!, "Pred.in's list is a non-empty array literal of numbers or of strings");
@@ -326,7 +328,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
         }
         case "isNull":
         case "notNull":
-          if (argCount(call, `Pred.${name}`, 1, 1)) anyKeyOrExpr(args[0]!, `Pred.${name}`);
+          if (argCount(call, `Pred.${name}`, 1, 1)) anyKeyOrExpr(args[0]!);
           break;
         case "regex": {
           if (!argCount(call, "Pred.regex", 2, 3)) break;
