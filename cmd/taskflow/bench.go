@@ -28,6 +28,7 @@ import (
 type benchResult struct {
 	Tasks       int `json:"tasks"`
 	Concurrency int `json:"concurrency"`
+	Prefetch    int `json:"prefetch"`
 	// EnqueueSinglePerSec: one Enqueue call per task from --concurrency
 	// goroutines.
 	EnqueueSinglePerSec float64 `json:"enqueue_single_per_sec"`
@@ -61,6 +62,7 @@ type benchOpts struct {
 	jsonOut     bool
 	only        string
 	cpuProfile  string
+	prefetch    int
 }
 
 func init() {
@@ -123,6 +125,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.IntVar(&o.rate, "rate", 1000, "tasks/s of the latency phase")
 		f.DurationVar(&o.latencyDur, "latency-duration", 5*time.Second, "length of the latency phase")
 		f.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
+		f.IntVar(&o.prefetch, "prefetch", 0, "worker.Config.Prefetch: tasks fetched ahead of free handlers")
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
 		return cmd
@@ -146,7 +149,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, RedisUsecPerTask: map[string]float64{}}
+	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, Prefetch: o.prefetch, RedisUsecPerTask: map[string]float64{}}
 	mark := redisUsec(ctx, rdb)
 	account := func(phase string, tasks int) {
 		now := redisUsec(ctx, rdb)
@@ -212,7 +215,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	if run("drain") {
 		// 3. drain the backlog
 		backlog := int64(2 * o.tasks)
-		w, stop, err := benchWorker(ctx, st, o.concurrency, nil)
+		w, stop, err := benchWorker(ctx, st, o.concurrency, o.prefetch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -225,7 +228,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 
 	if run("producer") {
 		// 4. a producer alongside the worker
-		w, stop, err := benchWorker(ctx, st, o.concurrency, nil)
+		w, stop, err := benchWorker(ctx, st, o.concurrency, o.prefetch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -268,7 +271,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 			}
 			mu.Unlock()
 		}
-		w, stop, err := benchWorker(ctx, st, o.concurrency, onStart)
+		w, stop, err := benchWorker(ctx, st, o.concurrency, o.prefetch, onStart)
 		if err != nil {
 			return nil, err
 		}
@@ -308,7 +311,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 
 // benchWorker starts a worker serving noop; onStart (if set) is called with
 // each task id when its handler starts.
-func benchWorker(ctx context.Context, st *store.Store, concurrency int, onStart func(string)) (*worker.Worker, func(), error) {
+func benchWorker(ctx context.Context, st *store.Store, concurrency, prefetch int, onStart func(string)) (*worker.Worker, func(), error) {
 	mux := worker.NewMux()
 	mux.HandleFunc("noop", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 		if onStart != nil {
@@ -316,7 +319,7 @@ func benchWorker(ctx context.Context, st *store.Store, concurrency int, onStart 
 		}
 		return nil, nil
 	})
-	w, err := worker.New(st, mux, worker.Config{Concurrency: concurrency})
+	w, err := worker.New(st, mux, worker.Config{Concurrency: concurrency, Prefetch: prefetch})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -62,7 +62,7 @@ func TestChaos(t *testing.T) {
 	var mu sync.Mutex
 	var all []*Worker
 	startWorker := func() *live {
-		w, err := New(b.st, mux, Config{Concurrency: 16, Lease: 400 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
+		w, err := New(b.st, mux, Config{Concurrency: 16, Prefetch: rand.IntN(2) * 16, Lease: 400 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
 			ShutdownGrace: 100 * time.Millisecond, Retry: retry.Policy{Scale: 0.001}})
 		require.NoError(t, err)
 		wctx, cancel := context.WithCancel(ctx)

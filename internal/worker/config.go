@@ -25,6 +25,12 @@ type Config struct {
 	// FetchBatch is the most tasks taken per fetch script call (bounded by
 	// the free handler slots). Default 64.
 	FetchBatch int
+	// Prefetch is how many fetched tasks may wait in the worker for a free
+	// handler, beyond Concurrency: fetches are then up to FetchBatch even
+	// when few handlers are free (a deep queue drains in larger batches).
+	// Prefetched tasks are ACTIVE and leased while they wait, so keep it 0
+	// for long tasks shared by many workers. Default 0.
+	Prefetch int
 	// Lease is how long a task stays ours without a heartbeat; after it the
 	// reaper hands the task to another worker. Default 30s.
 	Lease time.Duration
@@ -107,6 +113,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 10000 {
 		errs = append(errs, fmt.Errorf("worker: Concurrency %d must be within [1, 10000]", c.Concurrency))
+	}
+	if c.Prefetch < 0 || c.Prefetch > 1000 {
+		errs = append(errs, fmt.Errorf("worker: Prefetch %d must be within [0, 1000]", c.Prefetch))
 	}
 	if c.FetchBatch < 1 || c.FetchBatch > 1000 {
 		errs = append(errs, fmt.Errorf("worker: FetchBatch %d must be within [1, 1000]", c.FetchBatch))

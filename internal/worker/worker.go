@@ -86,8 +86,8 @@ func New(st *store.Store, h Handler, cfg Config) (*Worker, error) {
 	}
 	return &Worker{
 		st: st, h: h, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), breakers: bs,
-		slots:    make(chan struct{}, cfg.Concurrency),
-		tasks:    make(chan job),
+		slots:    make(chan struct{}, cfg.Concurrency+cfg.Prefetch),
+		tasks:    make(chan job, cfg.Prefetch),
 		acks:     make(chan store.Completion, cfg.Concurrency*2),
 		inflight: map[string]*running{},
 	}, nil

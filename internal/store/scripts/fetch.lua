@@ -15,6 +15,7 @@
 -- Returns {id, token, task_type, content, params, session_id, priority,
 --   timeout_ms, retry_count, max_retries, created_at, not_before, ...}
 local now = tonumber(ARGV[1])
+local nows = ARGV[1] -- the string form: no number formatting per write
 local n = tonumber(ARGV[2])
 local r1, r2 = tonumber(ARGV[3]), tonumber(ARGV[4])
 local rdepth = redis.call('LLEN', KEYS[4])
@@ -87,7 +88,7 @@ local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
-    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'state_history', 'error_history')
+    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'state_history')
   if f[1] == 'PENDING' then
     local created = tonumber(f[10]) or now
     local base = created
@@ -99,14 +100,14 @@ for _, id in ipairs(ids) do
       local erec = '{"at_ms":' .. now .. ',"attempt":' .. ((tonumber(f[8]) or 0) + 1) ..
         ',"error_type":"TaskTooOld","message":"' .. msg .. '"}'
       to_dlq(tk, KEYS[12] .. id, KEYS[10], KEYS[11], id, now, 'PENDING', 'TaskTooOld', msg, erec,
-        { sh = f[12], eh = f[13], ttype = f[2], sess = f[5], rc = f[8] })
+        { sh = f[12], eh = redis.call('HGET', tk, 'error_history'), ttype = f[2], sess = f[5], rc = f[8] })
     else
       toknum = toknum + 1
       local token = ARGV[6] .. ':' .. toknum
-      redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'started_at', now,
-        'updated_at', now, 'state_history', hist(f[12], now, 'PENDING', 'ACTIVE', ARGV[7]))
+      redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'started_at', nows,
+        'updated_at', nows, 'state_history', hist(f[12], nows, 'PENDING', 'ACTIVE', ARGV[7]))
       leases[#leases + 1] = ARGV[5]; leases[#leases + 1] = id
-      ev(id, 'PENDING', 'ACTIVE', now, f[2], f[5])
+      ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
       out[#out + 1] = id; out[#out + 1] = token
       for j = 2, 11 do out[#out + 1] = f[j] or '' end
     end
