@@ -32,6 +32,11 @@ describe("natural expressions", () => {
       }],
       ["null", "E.null()", { op: "const_null" }],
       ["Key.id * E.const(3)", "E.mul(Key.id, 3)", { op: "mul", a: key(1), b: num(3) }],
+      ["(Key.id as number) * (2 satisfies number) + P.weight!", "E.add(E.mul(Key.id, 2), P.weight)", {
+        op: "add",
+        a: { op: "mul", a: key(1), b: num(2) },
+        b: param(4),
+      }],
     ];
     for (const [natural, built, ir] of cases) {
       expect(exprOf(natural), natural).toEqual(ir);

@@ -104,8 +104,9 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
     }
   };
 
+  // Parentheses and type-only wrappers (`as`, `satisfies`, `!`) do not change a value.
   const unparen = (n: ts.Expression): ts.Expression => {
-    while (ts.isParenthesizedExpression(n)) n = n.expression;
+    while (isWrapper(n)) n = n.expression;
     return n;
   };
 
@@ -167,7 +168,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
 
   function naturalKind(node: ts.Expression): Kind | undefined {
     const n = node;
-    if (ts.isParenthesizedExpression(n)) return naturalKind(n.expression);
+    if (isWrapper(n)) return naturalKind(n.expression);
     if (ts.isNumericLiteral(n) || n.kind === ts.SyntaxKind.NullKeyword) return "expr";
     if (n.kind === ts.SyntaxKind.TrueKeyword || n.kind === ts.SyntaxKind.FalseKeyword) return "pred";
     if (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n) || ts.isTemplateExpression(n)) {
@@ -373,7 +374,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
   // Is this Key.x / P.x (or call) used as an operand outside a slot?
   const operandOutsideSlot = (node: ts.Node): boolean => {
     let p = node.parent;
-    while (p && ts.isParenthesizedExpression(p)) p = p.parent;
+    while (p && isWrapper(p)) p = p.parent;
     if (!p) return false;
     if (ts.isBinaryExpression(p)) {
       const k = p.operatorToken.kind;
@@ -516,6 +517,14 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
   visit(source);
   diagnostics.sort((a, b) => a.line - b.line || a.column - b.column);
   return { diagnostics, slots, defineSite };
+}
+
+type Wrapper = ts.ParenthesizedExpression | ts.AsExpression | ts.SatisfiesExpression | ts.NonNullExpression | ts.TypeAssertion;
+
+function isWrapper(n: ts.Node): n is Wrapper {
+  return (
+    ts.isParenthesizedExpression(n) || ts.isAsExpression(n) || ts.isSatisfiesExpression(n) || ts.isNonNullExpression(n) || ts.isTypeAssertionExpression(n)
+  );
 }
 
 /** Rewrites the natural syntax of every expr/pred slot into E.* / Pred.* calls. */
