@@ -42,7 +42,9 @@ type Config struct {
 	PriorityWeights [3]int
 	// EventStreamMaxLen caps the lifecycle event stream (approximate
 	// MAXLEN, in stream entries; one entry holds the events of one script
-	// call). Default 100000.
+	// call: up to FetchBatch/AckBatch events from workers, up to
+	// EnqueueChunk from a batch enqueue). Default 10000 (≈ 45 MB of
+	// worker batches of 64).
 	EventStreamMaxLen int64
 	// EnqueueChunk is the most tasks one enqueue script call writes; a
 	// larger batch is split (each chunk is atomic). Default 500.
@@ -82,7 +84,7 @@ func (c Config) WithDefaults() Config {
 		c.PriorityWeights = [3]int{6, 3, 1}
 	}
 	if c.EventStreamMaxLen == 0 {
-		c.EventStreamMaxLen = 100000
+		c.EventStreamMaxLen = 10000
 	}
 	if c.EnqueueChunk == 0 {
 		c.EnqueueChunk = 500
