@@ -61,6 +61,17 @@ func TestParseRatio(t *testing.T) {
 	}
 }
 
+func TestInvalidOptionsPanic(t *testing.T) {
+	t.Parallel()
+	require.Panics(t, func() {
+		llmfake.New(llmfake.Options{Ratio: []llmfake.Weighted{{Outcome: llmfake.Outcome{Kind: "teapot"}, Weight: 1}}})
+	})
+	fake := llmfake.New(llmfake.Options{})
+	require.Panics(t, func() {
+		fake.SetRatio([]llmfake.Weighted{{Outcome: llmfake.Outcome{Kind: llmfake.OK}, Weight: -1}})
+	})
+}
+
 func TestServerRejectsBadRequests(t *testing.T) {
 	t.Parallel()
 	fake := llmfake.New(llmfake.Options{})

@@ -61,10 +61,34 @@ type Server struct {
 	done      chan struct{}
 }
 
-// New returns a Server.
+// WithDefaults returns o with every unset field at its default.
+func (o Options) WithDefaults() Options {
+	if o.MaxHang <= 0 {
+		o.MaxHang = 10 * time.Minute
+	}
+	return o
+}
+
+// Validate says what is wrong with o.
+func (o Options) Validate() error {
+	for _, w := range o.Ratio {
+		if w.Weight < 0 || w.Weight != w.Weight {
+			return fmt.Errorf("llmfake: ratio weight %v of %s must be a number ≥ 0", w.Weight, w.Kind)
+		}
+		if _, err := ParseKind(string(w.Kind)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// New returns a Server for opts (with their defaults). Invalid options are
+// a programming error in a test or demo: New panics, as regexp.MustCompile
+// does (ParseRatio checks a ratio typed by a user).
 func New(opts Options) *Server {
-	if opts.MaxHang <= 0 {
-		opts.MaxHang = 10 * time.Minute
+	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		panic(err)
 	}
 	return &Server{
 		opts:    opts,
@@ -84,8 +108,12 @@ func (s *Server) Push(outcomes ...Outcome) {
 	s.script = append(s.script, outcomes...)
 }
 
-// SetRatio replaces the ratio used once the script is empty.
+// SetRatio replaces the ratio used once the script is empty. An invalid
+// ratio panics, as in New.
 func (s *Server) SetRatio(r []Weighted) {
+	if err := (Options{Ratio: r}).Validate(); err != nil {
+		panic(err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.opts.Ratio = r
