@@ -172,11 +172,25 @@ describe("expression errors", () => {
     expect(error(src)).toMatch(/'Key' is the runtime's name; a plan may not declare its own Key/);
   });
 
+  it("RegistryNamesOnlyAsThemselves", () => {
+    let src = planWith(`${viewer}.vm({ outKey: Key.score, expr: Key })`);
+    expect(error(src)).toBe(`${at(src, "Key })")} Key must be used as Key.<name> inside an expression`);
+    src = planWith(`{ const o = { Key }; return ${viewer}; }`);
+    expect(error(src)).toBe(`${at(src, "Key }")} 'Key' would be aliased here; aliases are not supported`);
+    src = planWith("ctx.viewer({ endpoint: EP.redis })");
+    expect(error(src)).toBe(`${at(src, "EP.redis")} EP.redis must be followed by an endpoint name, e.g. EP.redis.redis_default`);
+    // Property names that happen to be Key / P are not the registry.
+    src = planWith(`{ const o = { Key: 1, P: 2 }; class C { E = 1; Pred() { return o.Key; } } new C().Pred(); return ${viewer}; }`);
+    expect(errors.bind(null, src)).toThrow("expected a compile error");
+  });
+
   it("ImportAliasesAndUnknownNames", () => {
     let src = `import { definePlan, Pred as Q } from "@ranking-dsl/runtime";\nexport default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
     expect(error(src)).toBe(`${at(src, "Pred as Q")} 'Pred' is imported as 'Q': aliases are not supported`);
     src = `import * as rt from "@ranking-dsl/runtime";\nexport default rt.definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
     expect(error(src)).toMatch(/a namespace import is an alias/);
+    src = `import rt, { definePlan } from "@ranking-dsl/runtime";\nexport default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
+    expect(error(src)).toMatch(/has no default export; import names/);
     src = `import { definePlan, nope } from "@ranking-dsl/runtime";\nexport default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
     expect(error(src)).toBe(`${at(src, "nope")} "@ranking-dsl/runtime" does not export 'nope'`);
   });
