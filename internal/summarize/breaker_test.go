@@ -1,0 +1,124 @@
+package summarize_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/llm"
+	"github.com/taskflow/taskflow/internal/llmfake"
+	"github.com/taskflow/taskflow/internal/retry"
+	"github.com/taskflow/taskflow/internal/scheduler"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/summarize"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+// TestBreakerHoldsTasksDuringOutage: while the LLM answers 503 to
+// everything, the openrouter breaker opens and summarize tasks wait instead
+// of burning their retries (200 tasks × 4 attempts would be 800 calls);
+// when the LLM recovers, a probe closes the breaker and the tasks complete.
+// Waits spend no retry: the retries on the tasks add up to the failed calls.
+func TestBreakerHoldsTasksDuringOutage(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	fake := llmfake.New(llmfake.Options{APIKey: key, Ratio: []llmfake.Weighted{{Outcome: llmfake.Outcome{Kind: llmfake.Unavailable}, Weight: 1}}})
+	base, err := fake.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		require.NoError(t, fake.Close())
+		hc.CloseIdleConnections()
+	})
+	client, err := llm.New(llm.Config{APIKey: key, BaseURL: base, Timeout: 3 * time.Second}, hc)
+	require.NoError(t, err)
+	h, err := summarize.New(summarize.Config{LLM: client})
+	require.NoError(t, err)
+	mux := worker.NewMux()
+	mux.Handle(summarize.TaskType, h)
+
+	reqs := make([]store.EnqueueRequest, n)
+	ids := make([]string, n)
+	for i := range reqs {
+		ids[i] = fmt.Sprintf("brk-%03d", i)
+		reqs[i] = store.EnqueueRequest{ID: ids[i], Type: summarize.TaskType, Content: fmt.Sprintf("Outage task %d. It waits.", i)}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	_, err = st.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+
+	w, err := worker.New(st, mux, worker.Config{
+		Concurrency:  10,
+		Dependencies: map[string]string{summarize.TaskType: summarize.Dependency},
+		Breaker:      breaker.Config{VolumeThreshold: 10, FailureThreshold: 0.5, Timeout: 100 * time.Millisecond},
+		Retry:        retry.Policy{Scale: 0.001},
+	})
+	require.NoError(t, err)
+	wg.Go(func() { require.NoError(t, w.Run(ctx)) })
+	sch, err := scheduler.New(st, scheduler.Config{Interval: 20 * time.Millisecond})
+	require.NoError(t, err)
+	wg.Go(func() { require.NoError(t, sch.Run(ctx)) })
+
+	// The breaker opens, and a few half-open probes fail.
+	waitFor(t, "the breaker to open", func() bool { return w.Breakers().State(summarize.Dependency) == breaker.Open })
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	require.NoError(t, fake.WaitRequests(wctx, fake.Stats().Requests+3))
+	fake.SetRatio([]llmfake.Weighted{{Outcome: llmfake.Outcome{Kind: llmfake.OK}, Weight: 1}})
+
+	waitFor(t, "every task to end", func() bool {
+		qs, err := st.QueueStatus(ctx)
+		require.NoError(t, err)
+		return qs.States[task.StateCompleted]+qs.States[task.StateDLQ] == n
+	})
+	cancel()
+	wg.Wait()
+
+	tasks, err := st.GetMany(context.Background(), ids)
+	require.NoError(t, err)
+	var completed, dlq, retries, failures int
+	for _, tk := range tasks {
+		retries += tk.RetryCount
+		failures += len(tk.ErrorHistory)
+		switch tk.State {
+		case task.StateCompleted:
+			completed++
+		case task.StateDLQ:
+			dlq++
+			require.Equal(t, 3, tk.RetryCount)
+			require.Equal(t, task.ErrTypeServiceUnavailable, tk.ErrorType)
+		default:
+			t.Fatalf("task %s ended %s", tk.ID, tk.State)
+		}
+	}
+	stats := fake.Stats()
+	unavailable := stats.ByKind[llmfake.Unavailable]
+	require.Equal(t, unavailable, failures, "every failed call is in one task's error history, and nothing else is")
+	require.Equal(t, unavailable-dlq, retries, "breaker waits spent no retry")
+	require.Equal(t, completed, stats.ByKind[llmfake.OK])
+	require.Less(t, unavailable, 100, "the breaker stopped the retry storm (without it: %d calls)", n*4)
+	t.Logf("503s %d, completed %d, dead-lettered %d, released by the breaker %d", unavailable, completed, dlq, w.Stats().Released)
+}
+
+// waitFor polls cond until it holds, failing after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
