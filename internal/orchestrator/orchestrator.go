@@ -46,6 +46,9 @@ type Config struct {
 	// Batch is the most events read per stream per call (spec 003: 10).
 	// Default 10.
 	Batch int64
+	// Parallel is how many events of a batch are applied at once (events
+	// of different tasks are independent). Default 8.
+	Parallel int
 	// ClaimIdle is how long an event may stay unacknowledged by its
 	// consumer before another consumer claims it. Default 30s.
 	ClaimIdle time.Duration
@@ -83,6 +86,9 @@ func (c Config) WithDefaults() Config {
 	if c.ClaimIdle == 0 {
 		c.ClaimIdle = 30 * time.Second
 	}
+	if c.Parallel == 0 {
+		c.Parallel = 8
+	}
 	c.Backoff = c.Backoff.WithDefaults()
 	if c.ResultTTL == 0 {
 		c.ResultTTL = 24 * time.Hour
@@ -108,6 +114,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orchestrator: Block %s must be ≥ 1ms", c.Block)
 	case c.Batch < 1 || c.Batch > 1000:
 		return fmt.Errorf("orchestrator: Batch %d must be 1–1000", c.Batch)
+	case c.Parallel < 1:
+		return fmt.Errorf("orchestrator: Parallel %d must be ≥ 1", c.Parallel)
 	case c.ClaimIdle < time.Millisecond:
 		return fmt.Errorf("orchestrator: ClaimIdle %s must be positive", c.ClaimIdle)
 	case c.ResultTTL < time.Second:
@@ -200,18 +208,39 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		for _, m := range msgs {
-			if err := o.handle(ctx, m); err != nil {
-				if errors.Is(err, errCrash) {
-					return nil
-				}
-				// Not acknowledged: retried after ClaimIdle (or by us).
-				o.cfg.Logger.Warn("event not applied; it stays pending", "stream", m.Stream, "entry", m.ID, "err", err)
-			}
+		if o.handleAll(ctx, msgs) {
+			return nil
 		}
 	}
 	o.cfg.Logger.Info("orchestrator stopped", "consumer", o.cfg.Consumer)
 	return nil
+}
+
+// handleAll applies a batch, Parallel events at a time; it reports a
+// simulated crash.
+func (o *Orchestrator) handleAll(ctx context.Context, msgs []stream.Message) (crashed bool) {
+	sem := make(chan struct{}, o.cfg.Parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, m := range msgs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := o.handle(ctx, m); err != nil {
+				if errors.Is(err, errCrash) {
+					mu.Lock()
+					crashed = true
+					mu.Unlock()
+					return
+				}
+				// Not acknowledged: retried after ClaimIdle (or by us).
+				o.cfg.Logger.Warn("event not applied; it stays pending", "stream", m.Stream, "entry", m.ID, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return crashed
 }
 
 // handle applies one event and acknowledges it. An error leaves it pending.

@@ -126,6 +126,7 @@ func TestRetriesExhaustedGoToDLQ(t *testing.T) {
 	dl := b.waitState(t, tk.ID, task.StateDLQ)
 	require.EqualValues(t, 4, calls.Load(), "1 attempt + 3 retries (spec 003 §7)")
 	require.Equal(t, 3, dl.RetryCount)
+	b.waitNotes(t, "s1", 1) // the DLQ effects come after the transition
 	xs, err := b.rdb.XRange(context.Background(), b.sk.DLQ(), "-", "+").Result()
 	require.NoError(t, err)
 	require.Len(t, xs, 1)
