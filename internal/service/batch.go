@@ -53,7 +53,11 @@ func (b *batcher) close() {
 // enqueue submits r and waits for its outcome.
 func (b *batcher) enqueue(ctx context.Context, r store.EnqueueRequest) (*task.Task, error) {
 	if b.max <= 1 {
-		return b.s.st.Enqueue(ctx, r)
+		t, err := b.s.st.Enqueue(ctx, r)
+		if err == nil {
+			err = b.s.indexSessionTasks(ctx, []*task.Task{t})
+		}
+		return t, err
 	}
 	p := &pending{ctx: ctx, req: r, done: make(chan result, 1)}
 	select {
@@ -93,11 +97,15 @@ func (b *batcher) run() {
 
 // write enqueues a batch; if the batch call fails as a whole (one request
 // did not validate), each request is retried alone so that one bad submit
-// cannot fail its neighbours.
+// cannot fail its neighbours. The session index entries of the batch's
+// tasks are written in one pipelined round trip before anyone is answered.
 func (b *batcher) write(batch []*pending) {
 	if len(batch) == 1 {
 		p := batch[0]
 		t, err := b.s.st.Enqueue(p.ctx, p.req)
+		if err == nil {
+			err = b.s.indexSessionTasks(context.WithoutCancel(p.ctx), []*task.Task{t})
+		}
 		p.done <- result{t, err}
 		return
 	}
@@ -105,9 +113,15 @@ func (b *batcher) write(batch []*pending) {
 	for i, p := range batch {
 		reqs[i] = p.req
 	}
-	ts, err := b.s.st.EnqueueBatch(context.WithoutCancel(batch[0].ctx), reqs)
+	ctx := context.WithoutCancel(batch[0].ctx)
+	ts, err := b.s.st.EnqueueBatch(ctx, reqs)
 	if err == nil && len(ts) == len(batch) {
+		ierr := b.s.indexSessionTasks(ctx, ts)
 		for i, p := range batch {
+			if ierr != nil && ts[i].SessionID != "" {
+				p.done <- result{nil, ierr}
+				continue
+			}
 			p.done <- result{ts[i], nil}
 		}
 		return
@@ -126,6 +140,9 @@ func (b *batcher) write(batch []*pending) {
 	}
 	for _, p := range batch {
 		t, err := b.s.st.Enqueue(p.ctx, p.req)
+		if err == nil {
+			err = b.s.indexSessionTasks(context.WithoutCancel(p.ctx), []*task.Task{t})
+		}
 		p.done <- result{t, err}
 	}
 }

@@ -58,11 +58,6 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 	if err != nil {
 		return Submitted{}, storeErr("", err)
 	}
-	if p.SessionID != "" {
-		if err := s.indexSessionTask(ctx, p.SessionID, t); err != nil {
-			return Submitted{}, Unavailable(err)
-		}
-	}
 	return Submitted{TaskID: t.ID, State: t.State}, nil
 }
 
@@ -125,15 +120,35 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	return r, nil
 }
 
-// indexSessionTask records t in its session's task index.
-func (s *Service) indexSessionTask(ctx context.Context, sessionID string, t *task.Task) error {
-	k := sessionTasksKey(s.ns, sessionID)
+// indexSessionTasks records the tasks that belong to a session in their
+// sessions' task indexes, in one pipelined round trip (none when no task
+// has a session). The task exists already when this fails: the caller is
+// told (503) and the task is still readable by id.
+func (s *Service) indexSessionTasks(ctx context.Context, ts []*task.Task) error {
+	n := 0
+	for _, t := range ts {
+		if t.SessionID != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, k, redis.Z{Score: float64(t.CreatedAt.UnixMilli()), Member: t.ID})
-		p.Expire(ctx, k, s.cfg.SessionTTL)
+		for _, t := range ts {
+			if t.SessionID == "" {
+				continue
+			}
+			k := sessionTasksKey(s.ns, t.SessionID)
+			p.ZAdd(ctx, k, redis.Z{Score: float64(t.CreatedAt.UnixMilli()), Member: t.ID})
+			p.Expire(ctx, k, s.cfg.SessionTTL)
+		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return fmt.Errorf("service: session index: %w", err)
+	}
+	return nil
 }
 
 // TaskView is a task as the API shows it: the task's fields plus its
