@@ -31,6 +31,10 @@ type Config struct {
 	// Prefetched tasks are ACTIVE and leased while they wait, so keep it 0
 	// for long tasks shared by many workers. Default 0.
 	Prefetch int
+	// FetchWait is how long the fetch loop, while the queue is deep,
+	// waits for more handlers to become free so that one fetch takes a
+	// bigger batch. Negative disables the wait. Default 1ms.
+	FetchWait time.Duration
 	// Lease is how long a task stays ours without a heartbeat; after it the
 	// reaper hands the task to another worker. Default 30s.
 	Lease time.Duration
@@ -75,6 +79,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.FetchBatch == 0 {
 		c.FetchBatch = 64
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = time.Millisecond
 	}
 	if c.Lease == 0 {
 		c.Lease = 30 * time.Second

@@ -175,6 +175,9 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 	bg := context.WithoutCancel(ctx)
 	backoff := 50 * time.Millisecond
+	capacity := w.cfg.Concurrency + w.cfg.Prefetch
+	deep := false // the last fetch was full: the queue is deep
+	var gather *time.Timer
 	for {
 		select {
 		case w.slots <- struct{}{}:
@@ -189,6 +192,33 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 				n++
 			default:
 				break more
+			}
+		}
+		// on a deep queue, wait up to FetchWait for more free slots so one
+		// script call takes a bigger batch (the handlers that are free
+		// meanwhile wait at most that long)
+		if want := min(w.cfg.FetchBatch, capacity); deep && n < want && w.cfg.FetchWait > 0 {
+			if gather == nil {
+				gather = time.NewTimer(w.cfg.FetchWait)
+			} else {
+				gather.Reset(w.cfg.FetchWait)
+			}
+		wait:
+			for n < want {
+				select {
+				case w.slots <- struct{}{}:
+					n++
+				case <-gather.C:
+					break wait
+				case <-ctx.Done():
+					break wait
+				}
+			}
+			if !gather.Stop() {
+				select {
+				case <-gather.C:
+				default:
+				}
 			}
 		}
 		// the fetch itself must not be cut off half way: a lost reply
@@ -212,6 +242,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
+		deep = len(got) == n
 		if len(got) > 0 {
 			jobs := make([]job, len(got))
 			w.mu.Lock()
