@@ -130,9 +130,19 @@ func TestHealthProbes(t *testing.T) {
 	require.Equal(t, "healthy", r.body["status"])
 	require.Equal(t, "OPEN", r.body["components"].(map[string]any)["circuit_breaker"].(map[string]any)["openrouter"])
 
+	// A worker that does not publish in_flight gets its ACTIVE tasks counted.
+	require.NoError(t, b.st.PublishWorker(context.Background(), "test-worker", map[string]string{"concurrency": "4"}, time.Minute))
+	b.submit(b.session().Token, "Held by test-worker. It runs.")
+	require.Len(t, b.activate(1), 1)
 	r = b.do("GET", "/api/v1/workers", adminKey, nil)
 	require.Equal(t, http.StatusOK, r.code)
-	w := r.body["workers"].([]any)[0].(map[string]any)
+	require.EqualValues(t, 2, r.body["count"])
+	byID := map[string]map[string]any{}
+	for _, x := range r.body["workers"].([]any) {
+		byID[x.(map[string]any)["worker_id"].(string)] = x.(map[string]any)
+	}
+	require.EqualValues(t, 1, byID["test-worker"]["in_flight"])
+	w := byID["w1"]
 	require.Equal(t, "w1", w["worker_id"])
 	require.EqualValues(t, 8, w["concurrency"])
 	require.EqualValues(t, 2, w["in_flight"])

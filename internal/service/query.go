@@ -419,8 +419,47 @@ func (s *Service) workers(ctx context.Context) ([]WorkerInfo, error) {
 	}
 	now := s.cfg.Now()
 	out := make([]WorkerInfo, 0, len(raw))
+	counted := false
 	for _, w := range raw {
 		out = append(out, workerFromFields(w, now))
+		if _, ok := w.Fields["in_flight"]; !ok && !counted {
+			counted = true
+		}
+	}
+	if counted { // some worker does not publish in_flight: count its ACTIVE tasks
+		byWorker, err := s.activeByWorker(ctx)
+		if err != nil {
+			return nil, storeErr("", err)
+		}
+		for i, w := range raw {
+			if _, ok := w.Fields["in_flight"]; !ok {
+				out[i].InFlight = byWorker[w.ID]
+			}
+		}
+	}
+	return out, nil
+}
+
+// maxActiveScan bounds the ACTIVE tasks read to count in-flight tasks per
+// worker (ACTIVE tasks are bounded by the fleet's total concurrency).
+const maxActiveScan = 10000
+
+// activeByWorker counts ACTIVE tasks by the worker holding them.
+func (s *Service) activeByWorker(ctx context.Context) (map[string]int, error) {
+	out := map[string]int{}
+	for off := 0; off < maxActiveScan; off += MaxPageSize {
+		pg, err := s.st.ListByState(ctx, task.StateActive, store.ListOptions{Offset: off, Limit: MaxPageSize})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range pg.Tasks {
+			if t.State == task.StateActive {
+				out[t.Worker]++
+			}
+		}
+		if int64(off+MaxPageSize) >= pg.Total {
+			break
+		}
 	}
 	return out, nil
 }
