@@ -103,7 +103,7 @@ describe("fuzz", () => {
       const e = genExpr(r, 4);
       const p = genPred(r, 3);
       const src = planWith(`${viewer}.vm({ outKey: Key.score, expr: ${e.src} }).filter({ pred: ${p.src} })`);
-      const plan = compileSource(FILE, src).plan as any;
+      const plan = compileSource(FILE, src, { timeoutMs: 10_000 }).plan as any;
       expect(plan.expr_table.e0, `seed ${SEED} case ${i}: ${e.src}`).toEqual(e.ir);
       expect(plan.pred_table.p0, `seed ${SEED} case ${i}: ${p.src}`).toEqual(p.ir);
     }
@@ -129,7 +129,7 @@ describe("fuzz", () => {
         }
       }
       try {
-        compileSource(FILE, src, { timeoutMs: 500 });
+        compileSource(FILE, src, { timeoutMs: 10_000 });
         compiled++;
       } catch (e) {
         if (!(e instanceof CompileError)) throw new Error(`seed ${SEED} case ${i}: ${(e as Error).stack}\n--- source ---\n${src}`);

@@ -8,8 +8,11 @@ export function planWith(body: string, imports = "definePlan, E, Pred"): string 
   return `import { ${imports} } from "@ranking-dsl/runtime";\n\nexport default definePlan({\n  name: "t",\n  build: (ctx) => ${body},\n});\n`;
 }
 
+// Generous: the machine is shared and loaded; the loop tests pass their own short limit.
+const TIMEOUT_MS = 10_000;
+
 export function compile(src: string): CompiledPlan {
-  return compileSource(FILE, src);
+  return compileSource(FILE, src, { timeoutMs: TIMEOUT_MS });
 }
 
 export function plan(src: string): any {
@@ -17,9 +20,9 @@ export function plan(src: string): any {
 }
 
 /** The diagnostics of a source that must not compile. */
-export function errors(src: string): Diagnostic[] {
+export function errors(src: string, timeoutMs = TIMEOUT_MS): Diagnostic[] {
   try {
-    compileSource(FILE, src, { timeoutMs: 1000 });
+    compileSource(FILE, src, { timeoutMs });
   } catch (e) {
     if (e instanceof CompileError) return e.diagnostics;
     throw e;
@@ -28,8 +31,8 @@ export function errors(src: string): Diagnostic[] {
 }
 
 /** The one diagnostic of a failing source, as "line:column message". */
-export function error(src: string): string {
-  const ds = errors(src);
+export function error(src: string, timeoutMs = TIMEOUT_MS): string {
+  const ds = errors(src, timeoutMs);
   if (ds.length !== 1) throw new Error(`expected one diagnostic, got ${ds.length}: ${ds.map((d) => d.message).join(" | ")}`);
   return `${ds[0]!.line}:${ds[0]!.column} ${ds[0]!.message}`;
 }

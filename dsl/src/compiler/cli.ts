@@ -16,7 +16,7 @@ const USAGE = `usage: dslc build <file.plan.ts>... --out <dir> [--check] [--time
 Compiles plan files (in any folder) to <dir>/<plan_name>.plan.json.
   --out DIR        where the JSON plans go (created if missing)
   --check          write nothing; exit 1 if a JSON plan in DIR is missing or differs
-  --timeout-ms N   longest a plan may run in the sandbox (default 2000)
+  --timeout-ms N   longest a plan may run in the sandbox (default 5000)
 `;
 
 export interface Io {

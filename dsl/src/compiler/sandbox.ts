@@ -127,13 +127,13 @@ export interface SandboxResult {
 }
 
 export interface SandboxOptions {
-  /** Longest a plan may run, module body and build together (default 2000 ms). */
+  /** Longest a plan may run, module body and build together (default 5000 ms). */
   timeoutMs?: number;
 }
 
 /** Evaluates a transpiled (CommonJS) plan and returns its plan or its error. */
 export function runInSandbox(filename: string, js: string, opts: SandboxOptions = {}): SandboxResult {
-  const timeout = opts.timeoutMs ?? 2000;
+  const timeout = opts.timeoutMs ?? 5000;
   const context = vm.createContext(Object.create(null), {
     name: `plan ${filename}`,
     codeGeneration: { strings: false, wasm: false },
