@@ -37,6 +37,7 @@ func TestEndToEndCompletion(t *testing.T) {
 	tk := b.enqueue(t, "echo.run", "s1", `{"word":"hi"}`, time.Minute)
 	done := b.waitState(t, tk.ID, task.StateCompleted)
 	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{"attempt":1}}`, string(done.Result))
+	ns := b.waitNotes(t, "s1", 1) // the notification is the last effect
 
 	// Result cache of spec 003.
 	raw, err := b.rdb.Get(ctx, b.rk.Cache(tk.ID)).Result()
@@ -51,7 +52,6 @@ func TestEndToEndCompletion(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, ttl, 23*time.Hour)
 
-	ns := b.waitNotes(t, "s1", 1)
 	require.Equal(t, notify.KindCompleted, ns[0].Type)
 	require.Equal(t, tk.ID, ns[0].TaskID)
 	require.Equal(t, "retrieve_result", ns[0].Action)
