@@ -8,13 +8,15 @@
 --                nfields, field/value pairs...
 local now = ARGV[1]
 local n = tonumber(ARGV[3])
--- pass 1: duplicates
-for i = 1, n do
+-- pass 1: duplicates (one EXISTS for the whole batch; find which only if any)
+if redis.call('EXISTS', unpack(KEYS, 8, 7 + n)) > 0 then
+ for i = 1, n do
   if redis.call('EXISTS', KEYS[7 + i]) == 1 then
     local a, j = 4, 1
     while j < i do a = a + 6 + 2 * tonumber(ARGV[a + 5]); j = j + 1 end
     return redis.error_reply('DUPLICATE ' .. ARGV[a])
   end
+ end
 end
 local pushes = { high = {}, normal = {}, low = {} }
 local idx = {}
