@@ -224,7 +224,11 @@ func newQuery(r *http.Request, allowed ...string) *query {
 			known = known || a == k
 		}
 		if !known {
-			q.err = service.Invalid("unknown_parameter", k, "unknown query parameter %q (allowed: %s)", k, strings.Join(allowed, ", "))
+			field := k
+			if field == "" {
+				field = "query" // "?=x" names no parameter: blame the query string
+			}
+			q.err = service.Invalid("unknown_parameter", field, "unknown query parameter %q (allowed: %s)", k, strings.Join(allowed, ", "))
 			return q
 		}
 		if len(v) > 1 {
