@@ -68,6 +68,14 @@ describe("dslc", () => {
     expect(() => readdirSync(join(dir, "out"))).toThrow();
   });
 
+  it("UnwritableOutput", () => {
+    writeFileSync(join(dir, "p.plan.ts"), named("p"));
+    writeFileSync(join(dir, "afile"), "");
+    const r = dslc(["build", "p.plan.ts", "--out", "afile"], dir);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^dslc: cannot write afile\/p.plan.json: /);
+  });
+
   it("DuplicatePlanNames", () => {
     writeFileSync(join(dir, "a.plan.ts"), named("same"));
     writeFileSync(join(dir, "b.plan.ts"), named("same"));

@@ -125,7 +125,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
     if ((pa.expression as ts.Identifier).text === "Key") {
       const k = keyByName.get(pa.name.text);
       if (k && k.type !== "int" && k.type !== "float") {
-        report(pa, `Key.${k.name} is a ${k.type} key; expressions read only int and float keys (strings: Pred.in, Pred.regex)`);
+        report(pa, `Key.${k.name} is a ${k.type} key; expressions read only int and float keys (for strings: Pred.in, Pred.regex, Pred.isNull, Pred.notNull)`);
       }
     } else {
       const p = paramByName.get(pa.name.text);

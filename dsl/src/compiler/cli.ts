@@ -111,10 +111,15 @@ export function main(argv: string[], io: Io = defaultIo): number {
     io.stdout(`dslc: ${compiled.length} plan(s) current in ${relative(io.cwd, outDir) || "."}\n`);
     return 0;
   }
-  mkdirSync(outDir, { recursive: true });
   for (const { plan } of compiled) {
     const target = join(outDir, `${plan.name}.plan.json`);
-    writeFileSync(target, plan.json);
+    try {
+      mkdirSync(outDir, { recursive: true });
+      writeFileSync(target, plan.json);
+    } catch (e) {
+      io.stderr(`dslc: cannot write ${relative(io.cwd, target)}: ${(e as Error).message}\n`);
+      return 1;
+    }
     io.stdout(`dslc: wrote ${relative(io.cwd, target)}\n`);
   }
   return 0;
