@@ -139,10 +139,10 @@ export function runInSandbox(filename: string, js: string, opts: SandboxOptions 
     codeGeneration: { strings: false, wasm: false },
     microtaskMode: "afterEvaluate",
   });
-  runtimeBootstrap().runInContext(context, { timeout });
   // The wrapper sits on a line of its own so the plan's lines keep their numbers.
   const wrapped = `__dsl_register(function (exports, require, module) {\n${js}\n});`;
   try {
+    runtimeBootstrap().runInContext(context, { timeout });
     new vm.Script(wrapped, { filename, lineOffset: -1 }).runInContext(context, { timeout });
     const out = new vm.Script("__dsl_run()", { filename: "@ranking-dsl/runtime" }).runInContext(context, { timeout });
     if (typeof out !== "string") return { ok: false, message: "the sandbox returned a non-string" };
