@@ -24,6 +24,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
@@ -154,7 +155,14 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	if err != nil {
 		return err
 	}
-	return o.Run(ctx)
+	// Recurring schedules fire from every orchestrator: each due time
+	// creates one task whatever the number of processes.
+	cr := cron.New(st, cron.Config{Namespace: namespace, Logger: m.Logger})
+	cronDone := make(chan error, 1)
+	go func() { cronDone <- cr.Run(ctx) }()
+	err = o.Run(ctx)
+	<-cronDone
+	return err
 }
 
 func newOrchestratorCommand(m *Main) *cobra.Command {

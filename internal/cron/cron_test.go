@@ -1,0 +1,118 @@
+package cron
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestEachDueTimeFiresOnceWithSeveralSchedulers(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	start := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	clk := clock.NewFake(start)
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	a := New(st, Config{Namespace: ns, Clock: clk})
+	b := New(st, Config{Namespace: ns, Clock: clk})
+	require.NoError(t, a.Put(ctx, Schedule{ID: "every-minute", Expr: "* * * * *", TaskType: "report.generate",
+		Params: json.RawMessage(`{"quarter":"Q1","year":2026}`), SessionID: "s1"}))
+
+	created, err := a.Tick(ctx)
+	require.NoError(t, err)
+	require.Empty(t, created, "nothing due yet")
+
+	var all []string
+	for minute := 1; minute <= 5; minute++ {
+		clk.Set(start.Add(time.Duration(minute) * time.Minute))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, c := range []*Cron{a, b, a, b} { // racing schedulers
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := c.Tick(ctx)
+				require.NoError(t, err)
+				mu.Lock()
+				all = append(all, got...)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	require.Len(t, all, 5, "one task per due time: %v", all)
+	for i := 1; i <= 5; i++ {
+		due := time.Date(2026, 1, 1, 12, i, 0, 0, time.UTC)
+		tk, err := st.Get(ctx, TaskID("every-minute", due))
+		require.NoError(t, err)
+		require.Equal(t, "report.generate", tk.Type)
+		require.Equal(t, "s1", tk.SessionID)
+		require.Equal(t, task.StatePending, tk.State)
+	}
+}
+
+func TestCatchUpAfterDowntimeFiresOnlyTheLatest(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	c := New(st, Config{Namespace: ns, Clock: clk})
+	require.NoError(t, c.Put(ctx, Schedule{ID: "hourly", Expr: "@hourly", TaskType: "data.export"}))
+	clk.Set(start.Add(5*time.Hour + 30*time.Minute))
+	got, err := c.Tick(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{TaskID("hourly", start.Add(5*time.Hour))}, got)
+	got, err = c.Tick(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	// A schedule that is never due does not hang the tick.
+	require.NoError(t, c.Put(ctx, Schedule{ID: "never", Expr: "0 0 31 2 *", TaskType: "data.export"}))
+	clk.Set(start.Add(24 * time.Hour))
+	got, err = c.Tick(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "only the hourly one")
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	cases := map[string]Schedule{
+		"BadID":       {ID: "a b", Expr: "* * * * *", TaskType: "x"},
+		"BadExpr":     {ID: "a", Expr: "every day", TaskType: "x"},
+		"NoType":      {ID: "a", Expr: "* * * * *"},
+		"BadPriority": {ID: "a", Expr: "* * * * *", TaskType: "x", Priority: "urgent"},
+	}
+	for name, s := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.ErrorIs(t, s.Validate(), ErrInvalid)
+		})
+	}
+	require.NoError(t, Schedule{ID: "ok", Expr: "*/5 * * * *", TaskType: "x"}.Validate())
+}
+
+func FuzzScheduleExpr(f *testing.F) {
+	f.Add("* * * * *")
+	f.Add("@every 1h")
+	f.Add("0 0 31 2 *")
+	f.Add("*/0 * * * *")
+	f.Fuzz(func(t *testing.T, expr string) {
+		_ = Schedule{ID: "f", Expr: expr, TaskType: "x"}.Validate()
+	})
+}
