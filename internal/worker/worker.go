@@ -53,6 +53,7 @@ type Worker struct {
 
 	tokenSeq atomic.Uint64
 	crashed  atomic.Bool
+	stopping atomic.Bool // Run's context ended: start no more handlers
 	stats    struct {
 		started, completed, failed, dlq, cancelled, released, lost atomic.Int64
 	}
@@ -140,6 +141,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer close(fetchDone); w.fetchLoop(ctx, workCtx); close(w.tasks) }()
 
 	<-ctx.Done()
+	w.stopping.Store(true)
 	if err := w.st.Interrupt(bg, w.cfg.ID); err != nil {
 		w.log.Warn("interrupt the idle wait", "err", err)
 	}
@@ -282,8 +284,20 @@ func (w *Worker) handlerLoop() {
 func (w *Worker) runTask(j job) {
 	t, hctx := j.t, j.ctx
 	defer j.cancel(nil)
-	w.stats.started.Add(1)
 	bg := context.WithoutCancel(hctx)
+	if w.stopping.Load() {
+		// fetched (prefetched) but not started before shutdown: hand back
+		w.forget(t.ID)
+		if w.crashed.Load() {
+			return
+		}
+		if err := w.st.Release(bg, t.ID, t.Lease, time.Time{}, "shutdown"); err != nil {
+			w.log.Warn("hand back at shutdown", "task", t.ID, "err", err)
+		}
+		w.stats.released.Add(1)
+		return
+	}
+	w.stats.started.Add(1)
 	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
 		if ok, wait := w.breakers.Allow(dep); !ok {
 			w.forget(t.ID)

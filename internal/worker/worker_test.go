@@ -308,3 +308,35 @@ func TestConfigValidate(t *testing.T) {
 	_, err = New(b.st, NewMux(), Config{Concurrency: -1})
 	require.Error(t, err)
 }
+
+func TestShutdownHandsBackPrefetched(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var calls atomic.Int32
+	mux := NewMux()
+	mux.HandleFunc("block", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		calls.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	var ids []string
+	for i := 0; i < 6; i++ {
+		tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "block"})
+		require.NoError(t, err)
+		ids = append(ids, tk.ID)
+	}
+	_, stop := b.start(t, mux, Config{Concurrency: 1, Prefetch: 5, ShutdownGrace: 50 * time.Millisecond})
+	require.Eventually(t, func() bool {
+		qs, err := b.st.QueueStatus(b.ctx)
+		return err == nil && qs.States[task.StateActive] == 6 && calls.Load() == 1
+	}, 10*time.Second, 5*time.Millisecond, "one running, five prefetched")
+	stop()
+	for _, id := range ids {
+		got := b.waitState(t, id, task.StatePending)
+		require.Zero(t, got.RetryCount)
+	}
+	require.Equal(t, int32(1), calls.Load(), "prefetched tasks never started")
+	qs, err := b.st.QueueStatus(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(6), qs.Primary)
+}
