@@ -25,6 +25,7 @@ import (
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
+	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
@@ -160,8 +161,14 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	cr := cron.New(st, cron.Config{Namespace: namespace, Logger: m.Logger})
 	cronDone := make(chan error, 1)
 	go func() { cronDone <- cr.Run(ctx) }()
+	// Tasks waiting for others are released (or cancelled) as their
+	// dependencies finish.
+	deps := depend.New(st, depend.Config{Namespace: namespace, Logger: m.Logger})
+	depsDone := make(chan error, 1)
+	go func() { depsDone <- deps.Run(ctx) }()
 	err = o.Run(ctx)
 	<-cronDone
+	<-depsDone
 	return err
 }
 
