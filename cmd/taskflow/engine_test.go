@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+func TestEngineFromEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	get := func(k string) string { return env[k] }
+	e, err := engineFromEnv(get, "ns1")
+	require.NoError(t, err)
+	require.Equal(t, "ns1", e.Store.Namespace)
+	require.Zero(t, e.Store.DefaultMaxRetries, "unset keeps the package default")
+
+	env = map[string]string{"MAX_RETRIES": "5", "MAX_TASK_AGE": "90", "CIRCUIT_TIMEOUT": "2m", "DEFAULT_RETRY_RATIO": "0.25",
+		"TASKFLOW_LEASE": "10s", "TASKFLOW_RETRY_SCALE": "0.001", "RETRY_QUEUE_WARNING": "10", "RETRY_QUEUE_CRITICAL": "20"}
+	e, err = engineFromEnv(get, "ns1")
+	require.NoError(t, err)
+	require.Equal(t, 5, e.Store.DefaultMaxRetries)
+	require.Equal(t, 90*time.Second, e.Store.MaxTaskAge)
+	require.Equal(t, 2*time.Minute, e.Worker.Breaker.Timeout)
+	require.Equal(t, 0.25, e.Store.RetryRatio)
+	require.Equal(t, 10*time.Second, e.Worker.Lease)
+	require.Equal(t, 0.001, e.Worker.Retry.Scale)
+
+	for name, val := range map[string]string{
+		"MAX_RETRIES":          "three",
+		"MAX_TASK_AGE":         "forever",
+		"DEFAULT_RETRY_RATIO":  "1.5",
+		"RETRY_QUEUE_CRITICAL": "-1",
+		"TASKFLOW_LEASE":       "1ms",
+	} {
+		env = map[string]string{name: val}
+		_, err := engineFromEnv(get, "ns1")
+		require.Error(t, err, name)
+		if name != "DEFAULT_RETRY_RATIO" && name != "RETRY_QUEUE_CRITICAL" && name != "TASKFLOW_LEASE" {
+			require.ErrorContains(t, err, name)
+		}
+	}
+}
+
+func TestEngineCommandsNeedRedis(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"worker", "scheduler"} {
+		var out bytes.Buffer
+		err := testMain(map[string]string{}, &out).Run(context.Background(), []string{cmd})
+		require.ErrorContains(t, err, "REDIS_URL", cmd)
+	}
+	var out bytes.Buffer
+	err := testMain(map[string]string{}, &out).Run(context.Background(), []string{"bench"})
+	require.ErrorContains(t, err, "REDIS_URL")
+}
+
+func TestBenchCommand(t *testing.T) {
+	t.Parallel()
+	testredis.Client(t) // fails loudly without a Redis
+	var out bytes.Buffer
+	m := testMain(map[string]string{"REDIS_URL": testredis.URL()}, &out)
+	err := m.Run(context.Background(), []string{"bench", "--tasks", "300", "--concurrency", "4", "--rate", "200", "--latency-duration", "500ms", "--json"})
+	require.NoError(t, err)
+	var res benchResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+	require.Equal(t, 300, res.Tasks)
+	require.Positive(t, res.EnqueueSinglePerSec)
+	require.Positive(t, res.EnqueuePerSec)
+	require.Positive(t, res.ProcessedPerSec)
+	require.Positive(t, res.ProcessedWithProducerPerSec)
+	require.Equal(t, 100, res.LatencyN)
+	require.Positive(t, res.StartP99Ms)
+	require.GreaterOrEqual(t, res.StartP99Ms, res.StartP50Ms)
+}
+
+func TestWorkerCommandRunsTasks(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	m := testMain(map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns}, &out)
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, []string{"worker", "--concurrency", "2"}) }()
+	// a noop task enqueued through the store is completed by the command's worker
+	eng, err := engineFromEnv(m.Getenv, ns)
+	require.NoError(t, err)
+	st, err := store.New(rdb, eng.Store)
+	require.NoError(t, err)
+	tk, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "noop"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := st.Get(ctx, tk.ID)
+		return err == nil && got.State == "COMPLETED"
+	}, 20*time.Second, 10*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+}
