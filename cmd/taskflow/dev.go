@@ -118,22 +118,24 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() {
 		errc <- runEngine(ctx, m, rdb, eng, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
 			grace: cfg.ShutdownGrace, namespace: cfg.Namespace})
 	}()
 	go func() { errc <- a.serve(ctx, ln, cfg.ShutdownGrace) }()
+	// External services' outcomes, cron, dependencies (orchestrator.go).
+	go func() { errc <- runOrchestrator(ctx, m, rdb, cfg.Namespace, "", cfg.DatabaseURL, nil) }()
 	first := <-errc
 	cancel()
-	second := <-errc
+	second, third := <-errc, <-errc
 	if errors.Is(first, context.Canceled) {
 		first = nil
 	}
 	if errors.Is(second, context.Canceled) {
 		second = nil
 	}
-	return errors.Join(first, second)
+	return errors.Join(first, second, third)
 }
 
 // redactedURL hides a password in a Redis URL.

@@ -112,15 +112,27 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 // resultMounts are the result-retrieval endpoints (spec 003's
 // get_task_result and list_user_tasks) for the API server to mount with
 // Access "public": the handler authenticates by itself and a session only
-// sees its own tasks.
-func resultMounts(st *store.Store, lister result.Lister, au *auth.Authenticator, arc *archive.Archive, namespace string) []httpapi.Mount {
+// sees its own tasks. With a DATABASE_URL, results that have left Redis are
+// read back from the archive; the returned func closes it.
+func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authenticator, databaseURL, namespace string) ([]httpapi.Mount, func(), error) {
+	var arc *archive.Archive
+	closeFn := func() {}
+	if databaseURL != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var err error
+		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: databaseURL, Schema: m.Getenv("TASKFLOW_ARCHIVE_SCHEMA")}); err != nil {
+			return nil, nil, err
+		}
+		closeFn = arc.Close
+	}
 	h := result.New(st, result.Config{Namespace: namespace, Archive: arc, Lister: lister}).Handler(au)
 	return []httpapi.Mount{
 		{Method: "GET", Path: result.PathGet, Access: "public", Handler: h, Tag: "results",
 			Summary: "get_task_result: per status the result, error, progress/ETA, queue position or timeout message"},
 		{Method: "GET", Path: result.PathList, Access: "public", Handler: h, Tag: "results",
 			Summary: "list_user_tasks: the session's tasks, ?status_filter=all|pending|processing|completed|failed|timeout"},
-	}
+	}, closeFn, nil
 }
 
 // runOrchestrator runs the agent-group consumer until ctx ends (also used

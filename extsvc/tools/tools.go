@@ -101,6 +101,9 @@ func writeOutput(o Options, taskType, taskID, ext string, data []byte) (url, pat
 		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)
 	}
 	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = tmp.Chmod(0o644) // CreateTemp makes 0600; outputs are for sharing
+	}
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil {
 		_ = os.Remove(tmp.Name())
