@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -302,4 +303,18 @@ func TestBackoff(t *testing.T) {
 		require.LessOrEqual(t, d, 4800*time.Millisecond)
 	}
 	require.Error(t, Backoff{Initial: time.Second, Max: time.Millisecond}.Validate())
+}
+
+// TestScheduledExternalTask: a task with run_at waits in the core's
+// scheduled set and is dispatched when due.
+func TestScheduledExternalTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"echo.run": echo}})
+	ctx := context.Background()
+	runAt := time.Now().Add(400 * time.Millisecond)
+	tk, err := b.st.Enqueue(ctx, store.EnqueueRequest{Type: "echo.run", SessionID: "s1", Params: json.RawMessage(`{"word":"later"}`), RunAt: runAt})
+	require.NoError(t, err)
+	require.Equal(t, task.StatePending, tk.State)
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.False(t, done.CompletedAt.Before(runAt), "ran before its time: %s < %s", done.CompletedAt, runAt)
 }
