@@ -318,3 +318,44 @@ func TestScheduledExternalTask(t *testing.T) {
 	done := b.waitState(t, tk.ID, task.StateCompleted)
 	require.False(t, done.CompletedAt.Before(runAt), "ran before its time: %s < %s", done.CompletedAt, runAt)
 }
+
+// TestPrioritiesOnTheExternalPath: high-priority external tasks are
+// dispatched ahead of low ones submitted earlier (the core's weighted
+// fetch), and the low ones still all run (no starvation).
+func TestPrioritiesOnTheExternalPath(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var order []string
+	rec := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		mu.Lock()
+		order = append(order, tk.Priority)
+		mu.Unlock()
+		return json.RawMessage(`{}`), nil
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"prio.run": rec}, workerConc: 1, skipArchive: true})
+	ctx := context.Background()
+	var reqs []store.EnqueueRequest
+	for i := 0; i < 15; i++ {
+		reqs = append(reqs, store.EnqueueRequest{Type: "prio.run", Priority: task.PriorityLow})
+	}
+	for i := 0; i < 15; i++ {
+		reqs = append(reqs, store.EnqueueRequest{Type: "prio.run", Priority: task.PriorityHigh})
+	}
+	ts, err := b.st.EnqueueBatch(ctx, reqs) // one atomic call: all queued before the first fetch
+	require.NoError(t, err)
+	for _, tk := range ts {
+		b.waitState(t, tk.ID, task.StateCompleted)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, order, 30)
+	var posHigh, posLow float64
+	for i, p := range order {
+		if p == "high" {
+			posHigh += float64(i)
+		} else {
+			posLow += float64(i)
+		}
+	}
+	require.Less(t, posHigh/15, posLow/15, "high dispatched ahead of low on average: %v", order)
+}
