@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/httpapi"
 )
 
@@ -152,4 +153,29 @@ func TestHealthProbes(t *testing.T) {
 
 	require.Equal(t, http.StatusOK, b.do("GET", "/live", "", nil).code)
 	require.Equal(t, http.StatusOK, b.do("GET", "/ready", "", nil).code)
+}
+
+// TestRouteMiddlewareSeesPrincipal: the route middleware (notifications on
+// the next response) runs after authentication, on every route.
+func TestRouteMiddlewareSeesPrincipal(t *testing.T) {
+	t.Parallel()
+	seen := make(chan auth.Principal, 10)
+	mw := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen <- auth.FromContext(r.Context())
+			next.ServeHTTP(w, r)
+		})
+	}
+	b := setup(t, setupOpts{middleware: mw})
+	s := b.session()
+	<-seen // the session creation (public: no principal)
+	b.submit(s.Token, "Seen by the middleware. With its session.")
+	require.Equal(t, auth.Principal{SessionID: s.ID}, <-seen)
+	r := b.do("GET", "/api/v1/queues/status", s.Token, nil)
+	require.Equal(t, http.StatusForbidden, r.code)
+	select {
+	case p := <-seen:
+		t.Fatalf("the middleware ran for a refused request: %+v", p)
+	default:
+	}
 }
