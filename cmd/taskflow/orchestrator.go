@@ -178,9 +178,17 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	deps := depend.New(st, depend.Config{Namespace: namespace, Logger: m.Logger})
 	depsDone := make(chan error, 1)
 	go func() { depsDone <- deps.Run(ctx) }()
+	// Every finished task, in-process ones too, goes to the archive.
+	archDone := make(chan error, 1)
+	if arc != nil {
+		go func() { archDone <- orchestrator.NewArchiver(st, arc, namespace, m.Logger).Run(ctx) }()
+	} else {
+		archDone <- nil
+	}
 	err = o.Run(ctx)
 	<-cronDone
 	<-depsDone
+	<-archDone
 	return err
 }
 

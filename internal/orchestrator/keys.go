@@ -17,3 +17,7 @@ func (k keys) dispatch(taskID string) string { return k.ns + "agent:dispatch:" +
 // archive) are all done (STRING "1", 7 days): a redelivered event is
 // acknowledged without being applied again.
 func (k keys) applied(eventID string) string { return k.ns + "agent:applied:" + eventID }
+
+// archiveCursor is the lifecycle event id the archiver has handled up to
+// (STRING), so that a restarted archiver resumes where it stopped.
+func (k keys) archiveCursor() string { return k.ns + "agent:archive:cursor" }

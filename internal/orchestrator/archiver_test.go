@@ -1,0 +1,63 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+// TestArchiverArchivesInProcessTasks: tasks finished by ordinary workers
+// (here: by hand through the store) reach the archive too, and a
+// restarted archiver resumes from its cursor.
+func TestArchiverArchivesInProcessTasks(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	arc := testArchive(t)
+	ctx := context.Background()
+	finish := func(complete bool) string {
+		tk, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "summarize", Content: "x", SessionID: "s"})
+		require.NoError(t, err)
+		got, err := st.Fetch(ctx, store.FetchRequest{N: 1, WorkerID: "w", TokenPrefix: "w:" + tk.ID, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		if complete {
+			require.NoError(t, st.Complete(ctx, tk.ID, got[0].Lease, json.RawMessage(`{"summary":"s"}`)))
+		} else {
+			_, err := st.Fail(ctx, tk.ID, got[0].Lease, store.Failure{ErrorType: "X", Message: "m", Permanent: true, Attempt: 1})
+			require.NoError(t, err)
+		}
+		return tk.ID
+	}
+	run := func() func() {
+		a := NewArchiver(st, arc, ns, nil)
+		c, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- a.Run(c) }()
+		return func() { cancel(); require.NoError(t, <-done) }
+	}
+	waitArchived := func(id string, want task.State) {
+		require.Eventually(t, func() bool {
+			got, err := arc.Get(ctx, id)
+			return err == nil && got.State == want
+		}, 10*time.Second, 10*time.Millisecond, "task %s not archived as %s", id, want)
+	}
+	early := finish(true) // before any archiver runs: read from the stream's start
+	stop := run()
+	waitArchived(early, task.StateCompleted)
+	dead := finish(false)
+	waitArchived(dead, task.StateDLQ)
+	stop()
+	later := finish(true) // while no archiver runs
+	stop = run()
+	waitArchived(later, task.StateCompleted)
+	stop()
+}
