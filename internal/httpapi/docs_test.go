@@ -110,6 +110,17 @@ func TestMetrics(t *testing.T) {
 		m := string(b.do("GET", "/metrics", adminKey, nil).raw)
 		return strings.Contains(m, `taskflow_task_transitions_total{from="",task_type="summarize",to="PENDING"}`)
 	}, 10*time.Second, 50*time.Millisecond)
+
+	// A task run to completion is timed from ACTIVE to COMPLETED.
+	ts := b.activate(1)
+	require.Len(t, ts, 1)
+	b.clock.Advance(1500 * time.Millisecond) // the store's clock: the attempt took 1.5 s
+	require.NoError(t, b.st.Complete(context.Background(), ts[0].ID, ts[0].Lease, []byte(`{}`)))
+	require.Eventually(t, func() bool {
+		m := string(b.do("GET", "/metrics", adminKey, nil).raw)
+		return strings.Contains(m, `taskflow_task_duration_seconds_bucket{task_type="summarize",to="COMPLETED",le="1.024"} 0`) &&
+			strings.Contains(m, `taskflow_task_duration_seconds_bucket{task_type="summarize",to="COMPLETED",le="4.096"} 1`)
+	}, 10*time.Second, 50*time.Millisecond)
 }
 
 func TestHealthProbes(t *testing.T) {
