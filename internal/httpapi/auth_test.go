@@ -19,6 +19,7 @@ type endpoint struct {
 func endpoints() []endpoint {
 	return []endpoint{
 		{"POST", "/api/v1/sessions", nil, "public"},
+		{"DELETE", "/api/v1/sessions/current", nil, "self"},
 		{"GET", "/health", nil, "public"},
 		{"GET", "/live", nil, "public"},
 		{"GET", "/ready", nil, "public"},
@@ -88,6 +89,14 @@ func TestAuthMatrix(t *testing.T) {
 			r = b.do(e.method, path, "tfs_not-a-real-token", e.body)
 			require.Equal(t, http.StatusUnauthorized, r.code, string(r.raw))
 
+			if e.access == "self" { // each session ends only itself
+				victim := b.session()
+				r = b.do(e.method, path, victim.Token, e.body)
+				require.Equal(t, http.StatusOK, r.code, string(r.raw))
+				require.Equal(t, victim.ID, r.body["session_id"])
+				require.Equal(t, http.StatusOK, b.do("GET", "/api/v1/tasks/"+id, owner.Token, nil).code, "the owner's session lives on")
+				return
+			}
 			r = b.do(e.method, path, other.Token, e.body)
 			switch e.access {
 			case "session":
@@ -115,6 +124,25 @@ func TestAuthMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestEndSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, other := b.session(), b.session()
+	id := b.submit(s.Token, "Outlives its session. Still there.")
+	r := b.do("DELETE", "/api/v1/sessions/current", "", nil)
+	require.Equal(t, http.StatusUnauthorized, r.code)
+	r = b.do("DELETE", "/api/v1/sessions/current/", adminKey, nil)
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Equal(t, "Authorization", r.errField())
+	r = b.do("DELETE", "/api/v1/sessions/current", s.Token, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Equal(t, s.ID, r.body["session_id"])
+	r = b.do("GET", "/api/v1/tasks/"+id, s.Token, nil)
+	require.Equal(t, http.StatusUnauthorized, r.code, "the ended session's token no longer works")
+	require.Equal(t, http.StatusOK, b.do("GET", "/api/v1/tasks/"+id, adminKey, nil).code, "its tasks stay")
+	require.Equal(t, http.StatusOK, b.do("GET", "/api/v1/tasks", other.Token, nil).code, "other sessions are untouched")
 }
 
 func TestMalformedAuthorization(t *testing.T) {

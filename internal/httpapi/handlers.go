@@ -26,6 +26,10 @@ func (s *Server) routes() {
 		description: "Returns a session id and a bearer token (shown once). Tasks created with the token belong to the session; only it and the admin may read, retry, cancel or delete them.",
 		responses:   map[int]string{201: "Session"}}})
 
+	add(route{method: "DELETE", path: "/api/v1/sessions/current", access: principal, handler: s.endSession, doc: opDoc{
+		tag: "sessions", summary: "End the caller's session (its token stops working; its tasks stay)",
+		responses: map[int]string{200: "SessionEnded"}}})
+
 	add(route{method: "POST", path: "/api/v1/tasks/summarize", access: principal, handler: s.submitSummarize, doc: opDoc{
 		tag: "tasks", summary: "Submit a summarization task (spec 001)", request: "SummarizeRequest",
 		responses: map[int]string{201: "Submitted"}}})
@@ -114,6 +118,15 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ auth.Pr
 		return
 	}
 	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	tok, _ := auth.BearerToken(r) // authenticated already: well-formed
+	if err := s.svc.EndSession(r.Context(), p, tok); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"session_id": p.SessionID, "ended": true})
 }
 
 // summarizeRequest is spec 001's body {content} plus the optional knobs of

@@ -43,6 +43,7 @@ var apiSchemas = map[string]any{
 		"token":      str("bearer token of the session; shown once, stored only as a hash"),
 		"created_at": ts(""), "expires_at": ts(""),
 	}),
+	"SessionEnded": obj([]string{"session_id", "ended"}, map[string]any{"session_id": str(""), "ended": boolean("")}),
 	"SummarizeRequest": obj([]string{"content"}, map[string]any{
 		"content":     map[string]any{"type": "string", "description": "text to summarize", "example": "Redis is an in-memory data store. It is used as a cache and a message broker."},
 		"priority":    map[string]any{"type": "string", "enum": []string{"high", "normal", "low"}},

@@ -154,6 +154,26 @@ func (s *Service) CreateSession(ctx context.Context) (auth.Session, error) {
 	return sess, nil
 }
 
+// EndSession ends the caller's own session: its token stops working (in
+// every API process within the token cache's lifetime, 10 s). The
+// session's tasks stay; the admin can still reach them.
+func (s *Service) EndSession(ctx context.Context, p auth.Principal, token string) error {
+	if p.SessionID == "" {
+		if p.Admin {
+			return Invalid("invalid_parameter", "Authorization", "the admin key is not a session; send the session's token")
+		}
+		return Unauthenticated("credentials required")
+	}
+	err := s.cfg.Auth.DeleteSession(ctx, token)
+	if errors.Is(err, auth.ErrInvalidToken) {
+		return Unauthenticated("the session has already ended")
+	}
+	if err != nil {
+		return Unavailable(err)
+	}
+	return nil
+}
+
 // storeErr maps the store's errors to service errors for task id.
 func storeErr(id string, err error) error {
 	if err == nil {
