@@ -126,10 +126,17 @@ func TestChaos(t *testing.T) {
 	var seenCompleted, seenDLQ int64
 	for _, tk := range tasks {
 		done := 0
+		prev := task.State("")
 		for _, c := range tk.StateHistory {
 			if c.To == task.StateCompleted {
 				done++
 			}
+			// the history is a path through task.CanTransition's graph
+			require.Equal(t, prev, c.From, "task %s history is not continuous", tk.ID)
+			if c.From != "" {
+				require.True(t, task.CanTransition(c.From, c.To), "task %s: %s → %s not allowed", tk.ID, c.From, c.To)
+			}
+			prev = c.To
 		}
 		switch tk.State {
 		case task.StateCompleted:
