@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,11 +113,6 @@ type taskDoc struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	CompletedAt *time.Time      `json:"completed_at"`
 	Result      json.RawMessage `json:"result"`
-}
-
-func isAPIError(err error, code string) bool {
-	var ae *APIError
-	return errors.As(err, &ae) && ae.Code == code
 }
 
 func short(s string, n int) string {
