@@ -184,3 +184,31 @@ func TestListing(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code)
 	require.EqualValues(t, 0, r.body["total"])
 }
+
+// TestListingAcrossStatesPagesDeep: merged listings page beyond one store
+// page (1,000) correctly.
+func TestListingAcrossStatesPagesDeep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 1205
+	var ids []string
+	for range n {
+		r := b.do("POST", "/api/v1/tasks", adminKey, map[string]any{"task_type": "noop"})
+		require.Equal(t, http.StatusCreated, r.code)
+		ids = append(ids, r.body["task_id"].(string))
+		b.clock.Advance(time.Millisecond) // distinct creation times
+	}
+	// Page 3 of 500, newest first by creation: tasks n-1001 … n-1205 (oldest).
+	r := b.do("GET", "/api/v1/tasks?page=3&page_size=500&sort_by=created_at&summary=true", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.EqualValues(t, n, r.body["total"])
+	got := r.body["tasks"].([]any)
+	require.Len(t, got, n-1000)
+	require.Equal(t, ids[n-1001], got[0].(map[string]any)["task_id"])
+	require.Equal(t, ids[0], got[len(got)-1].(map[string]any)["task_id"])
+	// The same through the type filter.
+	r = b.do("GET", "/api/v1/tasks?task_type=noop&page=3&page_size=500&sort_by=created_at&summary=true", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.EqualValues(t, n, r.body["total"])
+	require.Len(t, r.body["tasks"], n-1000)
+}

@@ -196,31 +196,38 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, in
 	var total int64
 	partial := false
 	for _, st := range states {
-		scanned := 0
-		for off := 0; scanned < MaxMergeWindow; {
-			n := min(MaxPageSize, MaxMergeWindow-scanned)
+		// Unfiltered, the newest `window` of each state suffice; filtered
+		// by type, scan up to MaxMergeWindow entries for matches.
+		taken, scanned := 0, 0
+		for off := 0; ; {
+			n := MaxPageSize
 			pg, err := s.st.ListByState(ctx, st, store.ListOptions{Offset: off, Limit: n, Oldest: q.asc})
 			if err != nil {
 				return nil, 0, false, err
 			}
-			if q.taskType == "" {
+			if off == 0 && q.taskType == "" {
 				total += pg.Total
-				all = append(all, pg.Tasks...)
-				break // the first window is enough when nothing is filtered out
 			}
 			for _, t := range pg.Tasks {
 				if q.match(t) {
 					all = append(all, t)
-					total++
+					taken++
+					if q.taskType != "" {
+						total++
+					}
 				}
 			}
-			scanned += n
 			off += n
-			if int64(off) >= pg.Total {
+			scanned += len(pg.Tasks)
+			if int64(off) >= pg.Total || len(pg.Tasks) == 0 {
 				break
 			}
-			if scanned >= MaxMergeWindow {
+			if q.taskType == "" && taken >= window {
+				break
+			}
+			if q.taskType != "" && scanned >= MaxMergeWindow {
 				partial = true
+				break
 			}
 		}
 	}
