@@ -167,11 +167,16 @@ func (a *apiProc) close() {
 	}
 }
 
-// serve runs the HTTP server on ln until ctx ends, then shuts down within
-// grace (SSE streams are cut when ctx ends).
+// serve runs the HTTP server on ln until ctx ends, then shuts down: it
+// stops accepting, ends the SSE streams, lets the requests in flight finish
+// within grace (their contexts are not cancelled by the shutdown itself),
+// and closes whatever is still open after grace.
 func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	hs := httpapi.NewHTTPServer(ln.Addr().String(), a.srv)
-	hs.BaseContext = func(net.Listener) context.Context { return ctx }
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	hs.BaseContext = func(net.Listener) context.Context { return base }
+	hs.RegisterOnShutdown(a.srv.CloseStreams)
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go func() { _ = a.srv.Run(runCtx) }()
@@ -191,7 +196,15 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Long-lived connections of other handlers (WebSocket) did not end
+		// within grace: cut them.
+		a.log.Warn("shutdown grace over: closing the remaining connections", "grace", grace)
+		cancelBase()
+		err = hs.Close()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

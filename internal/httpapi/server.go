@@ -124,6 +124,9 @@ type Server struct {
 
 	openapiOnce sync.Once
 	openapiJSON []byte
+
+	closing     chan struct{} // closed by CloseStreams
+	closingOnce sync.Once
 }
 
 // New builds the server and its routes.
@@ -132,7 +135,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, svc: cfg.Service, auth: cfg.Auth, log: cfg.Logger, version: cfg.Version}
+	s := &Server{cfg: cfg, svc: cfg.Service, auth: cfg.Auth, log: cfg.Logger, version: cfg.Version, closing: make(chan struct{})}
 	var err error
 	if s.metrics, err = newHTTPMetrics(cfg.Registry); err != nil {
 		return nil, err
@@ -158,6 +161,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Run follows the lifecycle event stream for the transition and duration
 // metrics until ctx ends. Optional: without it those two series stay 0.
 func (s *Server) Run(ctx context.Context) error { return s.engine.follow(ctx) }
+
+// CloseStreams ends every open SSE stream (each gets an event: shutdown
+// first) and makes new ones end at once: call it when the HTTP server
+// shuts down (http.Server.RegisterOnShutdown), since streams never go
+// idle by themselves. Safe to call more than once.
+func (s *Server) CloseStreams() { s.closingOnce.Do(func() { close(s.closing) }) }
 
 // recoverer turns a handler panic into a 500 envelope; no panic reaches the
 // client as a dropped connection.

@@ -98,6 +98,9 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.closing:
+			_ = send("shutdown", "", errorDetail{Code: "shutting_down", Message: "the server is shutting down; reconnect with Last-Event-ID"})
+			return
 		case err := <-readErr:
 			readErr <- err // for the deferred wait
 			if err != nil && !errors.Is(err, context.Canceled) {

@@ -194,3 +194,24 @@ func TestStatusStreamIdleCostsNoPolling(t *testing.T) {
 	// One blocking XREAD per second, plus the INFO calls themselves.
 	require.LessOrEqual(t, processed()-before, int64(6), "an idle stream must not poll Redis")
 }
+
+// TestCloseStreamsEndsStreams: at shutdown every stream gets event:
+// shutdown and ends, so the HTTP server's graceful shutdown can finish.
+func TestCloseStreamsEndsStreams(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := openStream(t, b, ctx, "")
+	require.Equal(t, "snapshot", next(t, ch, true).name)
+	b.api.CloseStreams()
+	b.api.CloseStreams() // twice is fine
+	ev := next(t, ch, true)
+	require.Equal(t, "shutdown", ev.name)
+	select {
+	case _, ok := <-ch:
+		require.False(t, ok, "the stream ends after the shutdown event")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end")
+	}
+}
