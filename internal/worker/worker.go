@@ -54,6 +54,7 @@ type Worker struct {
 	tokenSeq atomic.Uint64
 	crashed  atomic.Bool
 	stopping atomic.Bool // Run's context ended: start no more handlers
+	idle     atomic.Bool // the fetch loop is waiting for a wake-up (tests)
 	stats    struct {
 		started, completed, failed, dlq, cancelled, released, lost atomic.Int64
 	}
@@ -262,7 +263,10 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait); err != nil && ctx.Err() == nil {
+		w.idle.Store(true)
+		_, err = w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait)
+		w.idle.Store(false)
+		if err != nil && ctx.Err() == nil {
 			w.log.Error("wait for work", "err", err)
 			select {
 			case <-time.After(backoff):

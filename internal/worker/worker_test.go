@@ -115,11 +115,10 @@ func TestIdleWorkerWakesOnEnqueue(t *testing.T) {
 	})
 	// IdleWait is long: a worker that polled would not start the task in time
 	w, _ := b.start(t, mux, Config{Concurrency: 2, IdleWait: time.Minute})
-	// let the worker go idle (blocked on the wake-up list)
-	require.Eventually(t, func() bool {
-		n, _ := b.rdb.ClientList(b.ctx).Result()
-		return strings.Contains(n, "cmd=blpop")
-	}, 5*time.Second, 5*time.Millisecond)
+	// let the worker go idle: its fetch found nothing and it waits for a
+	// wake-up; with a one-minute IdleWait only the wake-up can start the
+	// task within the deadline below
+	require.Eventually(t, w.idle.Load, 5*time.Second, time.Millisecond)
 	_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "x"})
 	require.NoError(t, err)
 	select {
@@ -127,7 +126,6 @@ func TestIdleWorkerWakesOnEnqueue(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the idle worker did not wake for a new task")
 	}
-	_ = w
 }
 
 func TestCancelActiveTask(t *testing.T) {
