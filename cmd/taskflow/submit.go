@@ -113,6 +113,8 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	defer cancel()
 	start := time.Now()
 	last := ""
+	lastPrint := start
+	const stillEvery = 5 * time.Second // a line even when nothing changes
 	delay := 50 * time.Millisecond
 	for {
 		var t taskDoc
@@ -132,7 +134,11 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			}
 			fmt.Fprintf(m.Stderr, "[%6.1fs] %s%s\n", time.Since(start).Seconds(), t.State, extra)
 			last = t.State
+			lastPrint = time.Now()
 			delay = 50 * time.Millisecond
+		} else if time.Since(lastPrint) >= stillEvery {
+			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), t.State)
+			lastPrint = time.Now()
 		}
 		switch t.State {
 		case "COMPLETED":
