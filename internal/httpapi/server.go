@@ -40,6 +40,11 @@ type Config struct {
 	// StatusDebounce is how often at most an SSE stream sends fresh queue
 	// depths while events arrive. Default 250ms.
 	StatusDebounce time.Duration
+	// MaxStreams caps concurrent SSE status streams: each holds one Redis
+	// connection in a blocking read, and the pool is shared with every
+	// other request. Beyond it a stream request gets 503 too_many_streams.
+	// Default 32.
+	MaxStreams int
 	// Mounts are outside handlers served by this server (the plan API,
 	// session notifications).
 	Mounts []Mount
@@ -80,6 +85,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.StatusDebounce == 0 {
 		c.StatusDebounce = 250 * time.Millisecond
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = 32
 	}
 	return c
 }
@@ -127,6 +135,7 @@ type Server struct {
 
 	closing     chan struct{} // closed by CloseStreams
 	closingOnce sync.Once
+	streams     chan struct{} // one token per open SSE stream
 }
 
 // New builds the server and its routes.
@@ -135,7 +144,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, svc: cfg.Service, auth: cfg.Auth, log: cfg.Logger, version: cfg.Version, closing: make(chan struct{})}
+	s := &Server{cfg: cfg, svc: cfg.Service, auth: cfg.Auth, log: cfg.Logger, version: cfg.Version,
+		closing: make(chan struct{}), streams: make(chan struct{}, cfg.MaxStreams)}
 	var err error
 	if s.metrics, err = newHTTPMetrics(cfg.Registry); err != nil {
 		return nil, err

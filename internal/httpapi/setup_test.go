@@ -49,6 +49,7 @@ type setupOpts struct {
 	withoutTypes bool
 	server       *testredis.Server // a Redis of the test's own instead of the shared one
 	middleware   func(http.Handler) http.Handler
+	maxStreams   int
 }
 
 func setup(t testing.TB, o ...setupOpts) *testBundle {
@@ -79,7 +80,7 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	api, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, MaxBodyBytes: opt.maxBody, Heartbeat: opt.heartbeat,
-		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware})
+		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware, MaxStreams: opt.maxStreams})
 	require.NoError(t, err)
 	b.srv = httptest.NewServer(api)
 	t.Cleanup(b.srv.Close)

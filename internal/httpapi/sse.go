@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/service"
 )
 
 // statusStream serves GET /api/v1/queues/status/stream: a snapshot, then
@@ -19,6 +20,14 @@ import (
 // at most every StatusDebounce while tasks move, and a heartbeat comment
 // every Heartbeat. A client resumes after a disconnect with Last-Event-ID.
 func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	select {
+	case s.streams <- struct{}{}:
+		defer func() { <-s.streams }()
+	default:
+		s.writeError(w, r, &service.Error{Kind: service.KindUnavailable, Code: "too_many_streams",
+			Message: fmt.Sprintf("this API process serves at most %d status streams at once; retry later or use another process", cap(s.streams))})
+		return
+	}
 	rc := http.NewResponseController(w)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -215,3 +215,20 @@ func TestCloseStreamsEndsStreams(t *testing.T) {
 		t.Fatal("the stream did not end")
 	}
 }
+
+// TestStreamLimit: streams beyond MaxStreams are refused with 503 rather
+// than starving the Redis pool the other requests share.
+func TestStreamLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{maxStreams: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range 2 {
+		require.Equal(t, "snapshot", next(t, openStream(t, b, ctx, ""), true).name)
+	}
+	r := b.do("GET", "/api/v1/queues/status/stream", adminKey, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	require.Equal(t, "too_many_streams", r.errCode())
+	// Other requests are still served.
+	require.Equal(t, http.StatusOK, b.do("GET", "/api/v1/queues/status", adminKey, nil).code)
+}
