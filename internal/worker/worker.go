@@ -354,7 +354,36 @@ func (w *Worker) runTask(j job) {
 		w.stats.cancelled.Add(1)
 		return
 	}
+	var du *task.DependencyUnavailableError
+	if errors.As(err, &du) {
+		w.waitForDependency(bg, t, du)
+		return
+	}
 	w.fail(bg, t, err, dep)
+}
+
+// minDependencyWait is the shortest wait a DependencyUnavailableError
+// reschedules a task for, so a handler reporting Wait 0 cannot spin.
+const minDependencyWait = 100 * time.Millisecond
+
+// waitForDependency hands a task whose outside dependency cannot be used
+// now (a fleet rate limit, an open breaker seen by the handler) back to
+// the scheduled set, due after the dependency's wait: no retry is spent and
+// nothing is recorded on the breaker (the dependency did not fail; it was
+// not called).
+func (w *Worker) waitForDependency(ctx context.Context, t *task.Task, du *task.DependencyUnavailableError) {
+	wait := max(du.Wait, minDependencyWait)
+	reason := du.Reason
+	if reason == "" {
+		reason = "circuit open"
+	}
+	due := w.cfg.Clock.Now().Add(wait)
+	cause := "dependency_unavailable " + du.Dependency + ": " + reason
+	if err := w.st.Release(ctx, t.ID, t.Lease, due, cause); err != nil {
+		w.log.Warn("release (dependency unavailable)", "task", t.ID, "dependency", du.Dependency, "err", err)
+		return
+	}
+	w.stats.released.Add(1)
 }
 
 // call runs the handler, turning a panic into a failure with its stack.

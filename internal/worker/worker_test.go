@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -337,4 +338,64 @@ func TestShutdownHandsBackPrefetched(t *testing.T) {
 	qs, err := b.st.QueueStatus(b.ctx)
 	require.NoError(t, err)
 	require.Equal(t, int64(6), qs.Primary)
+}
+
+// A handler that must wait for its dependency (summarize's fleet rate
+// limit) hands the task back for the wait: no retry spent, no breaker
+// failure, the cause in the state history, and the task runs when due.
+func TestDependencyUnavailableWaitsWithoutRetry(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	fc := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: fc})
+	require.NoError(t, err)
+	b := &bundle{st: st, rdb: rdb, ctx: context.Background()}
+	var calls atomic.Int32
+	mux := NewMux()
+	mux.HandleFunc("llm", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			// the shape internal/summarize returns: wrapped in a transient error
+			return nil, &task.TransientError{Type: task.ErrTypeRateLimit, After: 5 * time.Second,
+				Err: &task.DependencyUnavailableError{Dependency: "openrouter", Wait: 5 * time.Second, Reason: "rate limit reached"}}
+		}
+		return json.RawMessage(`"done"`), nil
+	})
+	// one failure would open this breaker
+	w, _ := b.start(t, mux, Config{Concurrency: 1, Clock: fc, Dependencies: map[string]string{"llm": "openrouter"},
+		Breaker: breaker.Config{VolumeThreshold: 1, FailureThreshold: 0.5, Timeout: time.Hour, Clock: fc}})
+	tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "llm"})
+	require.NoError(t, err)
+
+	var got *task.Task
+	require.Eventually(t, func() bool {
+		got, err = b.st.Get(b.ctx, tk.ID)
+		require.NoError(t, err)
+		return got.State == task.StatePending && len(got.StateHistory) >= 3
+	}, 10*time.Second, 5*time.Millisecond)
+	last := got.StateHistory[len(got.StateHistory)-1]
+	require.Equal(t, task.StateActive, last.From)
+	require.Equal(t, "dependency_unavailable openrouter: rate limit reached", last.Cause)
+	require.Zero(t, got.RetryCount, "a dependency wait spends no retry")
+	require.Empty(t, got.ErrorHistory, "a dependency wait is not a failure")
+	require.Equal(t, breaker.Closed, w.Breakers().State("openrouter"))
+	for _, sn := range w.Breakers().Snapshots() {
+		require.Zero(t, sn.Failures, "nothing recorded on the breaker")
+	}
+	ids, _, err := b.st.QueueContents(b.ctx, store.QueueScheduled, store.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, []string{tk.ID}, ids, "waiting in the scheduled set")
+
+	// not due before the wait has passed
+	fc.Advance(4 * time.Second)
+	n, err := b.st.PromoteDue(b.ctx, 100)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	fc.Advance(time.Second)
+	n, err = b.st.PromoteDue(b.ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.Zero(t, done.RetryCount)
+	require.Equal(t, int32(2), calls.Load())
+	require.Equal(t, int64(1), w.Stats().Released)
 }
