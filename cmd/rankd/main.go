@@ -49,6 +49,7 @@ type options struct {
 	cpuPolicy                     string
 	inlineMaxRows, maxInflight    int
 	printManifest                 bool
+	readDeadColumns               bool
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -73,6 +74,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.cpuPolicy, "cpu_policy", plan.PolicyAuto, "where CPU nodes run: auto, pool or inline")
 	fs.IntVar(&o.inlineMaxRows, "inline_max_rows", plan.DefaultInlineMaxRows, "auto policy: inputs up to this many rows run inline (-1: never)")
 	fs.IntVar(&o.maxInflight, "max_inflight", 0, "Redis commands in flight per endpoint (0: the registry's policy)")
+	fs.BoolVar(&o.readDeadColumns, "read_dead_columns", false, "read every row's country even where no output or expression can see it (the reference's reads)")
 	fs.BoolVar(&o.printManifest, "print-task-manifest", false, "print the op catalog as registry/tasks.toml and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,7 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(errors.New("--deadline_ms, --node_timeout_ms and --bench must not be negative; --bench_concurrency must be at least 1"))
 	}
 	eng, err := plan.New(plan.Config{Registry: reg, RedisURL: o.redisURL, KeyPrefix: o.keyPrefix,
-		CPUPolicy: o.cpuPolicy, InlineMaxRows: o.inlineMaxRows, MaxInflight: o.maxInflight})
+		CPUPolicy: o.cpuPolicy, InlineMaxRows: o.inlineMaxRows, MaxInflight: o.maxInflight, ReadDeadColumns: o.readDeadColumns})
 	if err != nil {
 		return fail(err)
 	}
@@ -240,6 +242,7 @@ func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOption
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	start := time.Now()
 	for w := 0; w < o.benchConc; w++ {
 		wg.Add(1)
@@ -265,6 +268,7 @@ func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOption
 	}
 	wg.Wait()
 	total := time.Since(start)
+	cpu := processCPU() - cpu0
 	if firstErr != nil {
 		return fail(firstErr)
 	}
@@ -282,9 +286,9 @@ func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOption
 		"avg_us": us(sum / time.Duration(len(lat))), "p50_us": us(pct(0.50)), "p99_us": us(pct(0.99)),
 		"min_us": us(lat[0]), "max_us": us(lat[len(lat)-1]),
 		"critical_round_trips": crit.Load(), "rtt_us": us(rtt), "bound_us": us(bound),
-		"cpu_policy": eng.Config().CPUPolicy,
+		"cpu_policy": eng.Config().CPUPolicy, "cpu_us_per_plan": us(cpu / time.Duration(o.bench)),
 	}
-	order := []string{"plan", "iterations", "concurrency", "total_ms", "throughput_rps", "avg_us", "p50_us", "p99_us", "min_us", "max_us", "critical_round_trips", "rtt_us", "bound_us", "cpu_policy"}
+	order := []string{"plan", "iterations", "concurrency", "total_ms", "throughput_rps", "avg_us", "p50_us", "p99_us", "min_us", "max_us", "critical_round_trips", "rtt_us", "bound_us", "cpu_policy", "cpu_us_per_plan"}
 	buf := []byte{'{'}
 	for i, k := range order {
 		if i > 0 {
@@ -306,4 +310,15 @@ func measureRTT(ctx context.Context, eng *plan.Engine, c *plan.Compiled) (time.D
 		return 0, nil
 	}
 	return eng.RTT(ctx, c.Endpoints[0], 200)
+}
+
+// processCPU is the user + system CPU time this process has used
+// (getrusage): divided by the plans run, what a plan costs rankd whatever
+// else the machine is doing.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -53,6 +53,26 @@ type compileCtx struct {
 	exprs map[string]*ir.Program
 	preds map[string]*ir.Program
 	eps   map[string]bool
+	// outputs are the indexes of the plan's output nodes.
+	outputs map[int]bool
+	nodes   []*Node
+}
+
+// columnsDead says that no column of n's output can reach a plan output
+// or an expression, predicate or sort: n is not an output and every node
+// reading it makes new rows of its own (NewRows). Such a node need not
+// read columns from Redis (follow's country hydration): the answer is the
+// same with one dependent round trip fewer.
+func (cc *compileCtx) columnsDead(n *Node) bool {
+	if cc.outputs[n.Index] || len(n.Succ) == 0 {
+		return false
+	}
+	for _, s := range n.Succ {
+		if !cc.nodes[s].Op.NewRows {
+			return false
+		}
+	}
+	return true
 }
 
 // planError formats a validation error the way rankd prints it.
@@ -168,6 +188,12 @@ func Compile(p *Plan, reg *registry.Registry, cat Catalog) (*Compiled, error) {
 	order, ok := topoOrder(nodes)
 	if !ok {
 		return nil, planError("Plan contains a cycle")
+	}
+	cc.nodes, cc.outputs = nodes, map[int]bool{}
+	for _, o := range p.Outputs {
+		if j, ok := index[o]; ok {
+			cc.outputs[j] = true
+		}
 	}
 	for _, n := range nodes {
 		exec, err := n.Op.build(cc, n)

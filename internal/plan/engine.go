@@ -61,6 +61,15 @@ type Config struct {
 	// shared machine; request deadlines and node timeouts bound a run).
 	// Default 1s.
 	MinRequestTimeout time.Duration
+	// ReadDeadColumns makes viewer, follow and recommendation read the
+	// country of their rows even when no column of their output can reach
+	// an output, expression, predicate or sort (every node reading them
+	// makes new rows: follow, recommendation, media), as the reference
+	// does. The answer is the same either way; skipping the dead reads
+	// saves a dependent round trip per such node, but a broken user hash
+	// (e.g. WRONGTYPE) then fails only the runs that use its country.
+	// Default false (skip them).
+	ReadDeadColumns bool
 	// Logger receives the engine's diagnostics. Default: discard.
 	Logger *slog.Logger
 	// Now is the clock of traces and benchmarks. Default time.Now.

@@ -67,8 +67,9 @@ func TestSpecExamples(t *testing.T) {
 			require.Equal(t, float64(g.ID)*0.1, g.Fields["score"])
 			require.NotContains(t, g.Fields, "country", "media rows are ids only")
 		}
-		// viewer (1) + follow (LRANGE, then hydrate: 2) + media (1).
-		require.Equal(t, 4, res.CriticalRoundTrips)
+		// viewer (0: only follow and recommendation read it) + follow
+		// (LRANGE; no hydration: only media reads it) + media (1).
+		require.Equal(t, 2, res.CriticalRoundTrips)
 		require.Len(t, res.Trace, 10)
 	})
 	t.Run("RankedFollowsMatchesReelsPlanA", func(t *testing.T) {

@@ -191,7 +191,10 @@ func TestRedisDown(t *testing.T) {
 
 // TestPipelinedFanout: a follow over many rows makes one round trip for the
 // lists and one for the hydration, whatever the row count, and a small
-// in-flight limit splits the work without changing the answer.
+// in-flight limit splits the work without changing the answer. Where only
+// media reads the follows (their country is dead), the viewer and the
+// hydration make no round trip unless Config.ReadDeadColumns asks for them,
+// and the answer stays the same.
 func TestPipelinedFanout(t *testing.T) {
 	t.Parallel()
 	src := `{"schema_version":1,"plan_name":"fan","nodes":[
@@ -199,19 +202,22 @@ func TestPipelinedFanout(t *testing.T) {
 	 {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":10}},
 	 {"node_id":"m","op":"core::media","inputs":["f"],"params":{"endpoint":"ep_0001","fanout":2}}],"outputs":["m"]}`
 	for _, tc := range []struct {
-		limit int
-		rtts  map[string]int
-		crit  int
+		limit    int
+		readDead bool
+		rtts     map[string]int
+		crit     int
 	}{
-		{0, map[string]int{"v": 1, "f": 2, "m": 1}, 4},
+		{0, true, map[string]int{"v": 1, "f": 2, "m": 1}, 4},
 		// 3 commands in flight: hydrating 10 follows and reading 10 media
 		// lists take ⌈10/3⌉ = 4 round trips each.
-		{3, map[string]int{"v": 1, "f": 5, "m": 4}, 10},
+		{3, true, map[string]int{"v": 1, "f": 5, "m": 4}, 10},
+		{0, false, map[string]int{"v": 0, "f": 1, "m": 1}, 2},
+		{3, false, map[string]int{"v": 0, "f": 1, "m": 4}, 5},
 	} {
-		limit := tc.limit
-		t.Run(fmt.Sprintf("MaxInflight%d", limit), func(t *testing.T) {
+		limit, readDead := tc.limit, tc.readDead
+		t.Run(fmt.Sprintf("MaxInflight%dReadDead%v", limit, readDead), func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, func(c *plan.Config) { c.MaxInflight = limit })
+			b := setup(t, func(c *plan.Config) { c.MaxInflight, c.ReadDeadColumns = limit, readDead })
 			res, err := b.eng.Run(context.Background(), b.compile(t, src), user(1), plan.RunOptions{Trace: true})
 			require.NoError(t, err)
 			// media:1 and media:2, first 2 items each.
@@ -222,6 +228,40 @@ func TestPipelinedFanout(t *testing.T) {
 			}
 			require.Equal(t, tc.rtts, rt)
 			require.Equal(t, tc.crit, res.CriticalRoundTrips)
+		})
+	}
+}
+
+// TestLiveColumnsAreRead: a follow whose rows reach an output, a filter or
+// a sort keeps its country hydration (one round trip more than the lists).
+func TestLiveColumnsAreRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for name, tail := range map[string]string{
+		"Output": `],"outputs":["f"]}`,
+		"Sort":   `,{"node_id":"s","op":"core::sort","inputs":["f"],"params":{"by":1}}],"outputs":["s"]}`,
+		"Concat": `,{"node_id":"m","op":"core::media","inputs":["f"],"params":{"endpoint":"ep_0001","fanout":2}},
+		  {"node_id":"c","op":"core::concat","inputs":["m"],"params":{"rhs":"f"}}],"outputs":["c"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			src := `{"schema_version":1,"plan_name":"live","nodes":[
+			 {"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
+			 {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":10}}` + tail
+			res, err := b.eng.Run(context.Background(), b.compile(t, src), user(1), plan.RunOptions{Trace: true})
+			require.NoError(t, err)
+			for _, tr := range res.Trace {
+				if tr.NodeID == "f" {
+					require.Equal(t, 2, tr.RoundTrips)
+				}
+			}
+			var countries int
+			for _, g := range decode(t, b.reg, res) {
+				if _, ok := g.Fields["country"]; ok {
+					countries++
+				}
+			}
+			require.Equal(t, 10, countries, "follow:1's ten users all have a country")
 		})
 	}
 }

@@ -73,6 +73,10 @@ type OpSpec struct {
 	Output string
 	// Writes names the param holding the key the op writes ("" none).
 	Writes string
+	// NewRows marks ops whose output is new rows read for their input's
+	// ids: none of the input's columns reaches the output (follow,
+	// recommendation, media). A column only such ops consume is dead.
+	NewRows bool
 	// BareDefaults are defaults applied only when the plan names the op
 	// by its bare name (spec 002's prose form, e.g. follow without fanout).
 	BareDefaults map[string]any
@@ -95,11 +99,11 @@ func catalog() []*OpSpec {
 		{Name: "core::viewer", Kind: KindIO, Inputs: 0, Output: "VariableDense",
 			Params: []ParamSpec{endpoint, traceParam}, build: buildViewer},
 		{Name: "core::follow", Kind: KindIO, Inputs: 1, Output: "VariableDense",
-			Params: []ParamSpec{endpoint, fanout(-1), traceParam}, BareDefaults: bareFanout, build: buildList(listFollow)},
+			Params: []ParamSpec{endpoint, fanout(-1), traceParam}, BareDefaults: bareFanout, NewRows: true, build: buildList(listFollow)},
 		{Name: "core::recommendation", Kind: KindIO, Inputs: 1, Output: "VariableDense",
-			Params: []ParamSpec{endpoint, fanout(-1), traceParam}, BareDefaults: bareFanout, build: buildList(listRecommendation)},
+			Params: []ParamSpec{endpoint, fanout(-1), traceParam}, BareDefaults: bareFanout, NewRows: true, build: buildList(listRecommendation)},
 		{Name: "core::media", Kind: KindIO, Inputs: 1, Output: "VariableDense",
-			Params: []ParamSpec{endpoint, fanout(10_000), traceParam}, BareDefaults: bareFanout, build: buildList(listMedia)},
+			Params: []ParamSpec{endpoint, fanout(10_000), traceParam}, BareDefaults: bareFanout, NewRows: true, build: buildList(listMedia)},
 		{Name: "core::vm", Kind: KindCPU, Inputs: 1, Output: "UnaryPreserveView", Writes: "out_key",
 			Params: []ParamSpec{{Name: "expr_id", Type: PExprID, Required: true}, {Name: "out_key", Type: PInt, Required: true}, traceParam},
 			build:  buildVM},
