@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,24 +59,6 @@ func externalTypes(m *Main) []string {
 	return out
 }
 
-// processStopping is closed when the process receives SIGINT/SIGTERM: the
-// dispatchers end their waits on overdue tasks so that workers can stop.
-var (
-	processStopping     = make(chan struct{})
-	processStoppingOnce sync.Once
-)
-
-func watchProcessStop() {
-	processStoppingOnce.Do(func() {
-		ch := make(chan os.Signal, 1)
-		signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-		go func() {
-			<-ch
-			close(processStopping)
-		}()
-	})
-}
-
 // registerExternal makes the dispatcher the handler of every external task
 // type on mux (newTaskMux calls it). Without Redis (a process that only
 // lists the types) the handlers are placeholders that never run.
@@ -103,8 +81,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	if err != nil {
 		return err
 	}
-	watchProcessStop()
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, Stop: processStopping})
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger})
 	disp.Register(mux, types...)
 	return nil
 }

@@ -58,6 +58,13 @@ type Config struct {
 	ResultTTL time.Duration
 	// Retention of the events published (task.dlq). Default 7 days.
 	Retention time.Duration
+	// WatchInterval is how often the handoff watcher looks for handed-off
+	// attempts that are due (timeouts, service-liveness checks). Default 1s.
+	WatchInterval time.Duration
+	// ServiceGrace is the time between the liveness checks of a TIMEOUT
+	// attempt: when a check finds no live service for its type, the
+	// attempt is failed (transient) on the service's behalf. Default 30s.
+	ServiceGrace time.Duration
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -96,6 +103,12 @@ func (c Config) WithDefaults() Config {
 	if c.Retention == 0 {
 		c.Retention = stream.DefaultRetention
 	}
+	if c.WatchInterval == 0 {
+		c.WatchInterval = time.Second
+	}
+	if c.ServiceGrace == 0 {
+		c.ServiceGrace = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -120,6 +133,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orchestrator: ClaimIdle %s must be positive", c.ClaimIdle)
 	case c.ResultTTL < time.Second:
 		return fmt.Errorf("orchestrator: ResultTTL %s must be ≥ 1s", c.ResultTTL)
+	case c.WatchInterval <= 0 || c.ServiceGrace <= 0:
+		return fmt.Errorf("orchestrator: WatchInterval %s and ServiceGrace %s must be positive", c.WatchInterval, c.ServiceGrace)
 	}
 	return c.Backoff.Validate()
 }
@@ -173,6 +188,10 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		}
 	}
 	o.cfg.Logger.Info("orchestrator started", "consumer", o.cfg.Consumer, "group", stream.AgentGroup)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); o.watch(watchCtx) }()
+	defer func() { stopWatch(); <-watchDone }()
 	nextClaim := time.Time{}
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {

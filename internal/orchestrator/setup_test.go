@@ -82,6 +82,7 @@ type options struct {
 	maxRetries  int
 	extraTypes  []string
 	skipArchive bool
+	dispCfg     DispatcherConfig
 }
 
 func setup(t testing.TB, o options) *bundle {
@@ -97,7 +98,8 @@ func setup(t testing.TB, o options) *bundle {
 	}
 	t.Cleanup(b.stop)
 
-	b.disp = NewDispatcher(st, DispatcherConfig{Namespace: ns, PollInterval: 20 * time.Millisecond})
+	o.dispCfg.Namespace = ns
+	b.disp = NewDispatcher(st, o.dispCfg)
 	mux := worker.NewMux()
 	types := append([]string{}, o.extraTypes...)
 	for typ := range o.handlers {
@@ -133,6 +135,9 @@ func (b *bundle) startOrchestrator(t testing.TB, cfg Config) *Orchestrator {
 	}
 	if cfg.ClaimIdle == 0 {
 		cfg.ClaimIdle = time.Second
+	}
+	if cfg.WatchInterval == 0 {
+		cfg.WatchInterval = 20 * time.Millisecond
 	}
 	if cfg.Backoff.Initial == 0 {
 		cfg.Backoff = Backoff{Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}

@@ -37,6 +37,7 @@ const (
 	fStateHist  = "state_history"
 	fNotBefore  = "not_before"
 	fCancelReq  = "cancel_requested"
+	fHandoff    = "handoff"
 )
 
 // errorRecord is an error_history line as stored.
@@ -93,6 +94,8 @@ func decodeTask(h map[string]string) (*task.Task, bool) {
 		Worker:      h[fWorker],
 		Lease:       h[fLease],
 	}
+	t.CancelRequested = h[fCancelReq] == "1"
+	t.HandedOff = t.Lease != "" && h[fHandoff] == t.Lease
 	if p := h[fParams]; p != "" {
 		t.Params = json.RawMessage(p)
 	}

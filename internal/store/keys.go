@@ -45,6 +45,11 @@ func (k keys) scheduled() string { return k.ns + "tasks:scheduled" }
 // ACTIVE state index.
 func (k keys) active() string { return k.ns + "tasks:active" }
 
+// handoff indexes the attempts handed off to the external path (ZSET
+// "id token" → unix ms of the attempt's next check: its timeout deadline,
+// then the service-liveness checks of the TIMEOUT state).
+func (k keys) handoff() string { return k.ns + "tasks:handoff" }
+
 // stateIndex is the per-state index (ZSET id → unix ms the task entered the
 // state); ACTIVE uses the lease set. ZCARD gives the per-state counts.
 func (k keys) stateIndex(s task.State) string {

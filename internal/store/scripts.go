@@ -39,4 +39,5 @@ var (
 	scriptDelete       = load("delete")
 	scriptHeartbeat    = load("heartbeat")
 	scriptSweep        = load("sweep")
+	scriptHandoff      = load("handoff")
 )

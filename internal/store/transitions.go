@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -420,4 +421,57 @@ func (s *Store) SweepAged(ctx context.Context, limit int) (int, error) {
 // sanitizeCause keeps a history cause free of the history's separators.
 func sanitizeCause(c string) string {
 	return strings.NewReplacer(",", " ", ";", " ").Replace(c)
+}
+
+// Handoff hands the ACTIVE task held with token to the external path: it
+// stays ACTIVE with the same token, Worker becomes holder, the holder's
+// heartbeat no longer extends it (a heartbeat reports it lost), its lease
+// deadline becomes leaseUntil, and the attempt is indexed for the
+// external-timeout watcher at timeoutAt (DueHandoffs). Refused like the
+// other holder transitions: *task.StateError when it is no longer ACTIVE
+// (the outcome came first), task.ErrLeaseLost for another attempt.
+func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil time.Time) error {
+	keys := []string{s.keys.task(id), s.keys.active(), s.keys.handoff()}
+	err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil)).Err()
+	return scriptErr(id, err, task.StateActive)
+}
+
+// HandoffEntry is one handed-off attempt due for a check.
+type HandoffEntry struct {
+	ID, Token string
+	Due       time.Time
+}
+
+// DueHandoffs returns up to limit handed-off attempts whose check time has
+// come (by the store's clock), oldest first. Entries stay until
+// RescheduleHandoff or DropHandoff: several watchers may see the same
+// entry; the transitions they apply are guarded by state and token.
+func (s *Store) DueHandoffs(ctx context.Context, limit int) ([]HandoffEntry, error) {
+	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.keys.handoff(), &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(s.nowMS(), 10), Count: int64(limit)}).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]HandoffEntry, 0, len(zs))
+	for _, z := range zs {
+		m, _ := z.Member.(string)
+		id, tok, ok := strings.Cut(m, " ")
+		if !ok {
+			continue
+		}
+		out = append(out, HandoffEntry{ID: id, Token: tok, Due: time.UnixMilli(int64(z.Score)).UTC()})
+	}
+	return out, nil
+}
+
+// RescheduleHandoff sets the next check of a handed-off attempt (only if
+// it is still indexed).
+func (s *Store) RescheduleHandoff(ctx context.Context, e HandoffEntry, at time.Time) error {
+	return s.rdb.ZAddXX(ctx, s.keys.handoff(), redis.Z{Score: float64(ms(at)), Member: e.ID + " " + e.Token}).Err()
+}
+
+// DropHandoff removes a handed-off attempt from the index (it finished, or
+// another attempt owns the task).
+func (s *Store) DropHandoff(ctx context.Context, e HandoffEntry) error {
+	return s.rdb.ZRem(ctx, s.keys.handoff(), e.ID+" "+e.Token).Err()
 }

@@ -472,3 +472,64 @@ func TestListByState(t *testing.T) {
 	require.Equal(t, int64(5), n)
 	require.Equal(t, []string{"0", "1", "2"}, contents)
 }
+
+// TestHandoff: the holder hands an ACTIVE attempt to the external path. It
+// stays ACTIVE with the same token, its old holder's heartbeat neither
+// extends it nor keeps it, the lease is the handoff's deadline, the
+// attempt is indexed for the timeout watcher, and the token still
+// completes it. A refused handoff names the state; a new attempt after a
+// reap is not handed off.
+func TestHandoff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueue(t, EnqueueRequest{ID: "h"})
+	tk := b.fetchOne(t)
+	require.ErrorIs(t, b.s.Handoff(b.ctx, "h", "other", "svc", t0, t0), task.ErrLeaseLost)
+	require.NoError(t, b.s.Handoff(b.ctx, "h", tk.Lease, "external:noop", t0.Add(time.Minute), t0.Add(90*time.Second)))
+	got, err := b.s.Get(b.ctx, "h")
+	require.NoError(t, err)
+	require.Equal(t, task.StateActive, got.State)
+	require.True(t, got.HandedOff)
+	require.Equal(t, "external:noop", got.Worker)
+	require.Equal(t, tk.Lease, got.Lease)
+
+	hb, err := b.s.Heartbeat(b.ctx, []Lease{{ID: "h", Token: tk.Lease}}, 10*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"h"}, hb.Lost, "the worker no longer holds it")
+	score, err := b.rdb.ZScore(b.ctx, b.s.keys.active(), "h").Result()
+	require.NoError(t, err)
+	require.Equal(t, float64(t0.Add(90*time.Second).UnixMilli()), score, "the heartbeat did not extend it")
+
+	due, err := b.s.DueHandoffs(b.ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, due, "not due before its timeout")
+	b.clk.Advance(time.Minute)
+	due, err = b.s.DueHandoffs(b.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, []HandoffEntry{{ID: "h", Token: tk.Lease, Due: t0.Add(time.Minute)}}, due)
+	require.NoError(t, b.s.RescheduleHandoff(b.ctx, due[0], t0.Add(2*time.Minute)))
+	due, err = b.s.DueHandoffs(b.ctx, 10)
+	require.NoError(t, err)
+	require.Empty(t, due)
+
+	// no orchestrator: the lease expires and the reaper requeues it
+	b.clk.Advance(31 * time.Second)
+	reaped, err := b.s.ReapExpired(b.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"h"}, reaped)
+	tk2 := b.fetchOne(t)
+	got, err = b.s.Get(b.ctx, "h")
+	require.NoError(t, err)
+	require.False(t, got.HandedOff, "the new attempt is the worker's")
+	require.ErrorIs(t, b.s.Complete(b.ctx, "h", tk.Lease, nil), task.ErrLeaseLost)
+	require.NoError(t, b.s.Handoff(b.ctx, "h", tk2.Lease, "external:noop", b.clk.Now(), b.clk.Now()))
+	require.NoError(t, b.s.Complete(b.ctx, "h", tk2.Lease, nil))
+	var se *task.StateError
+	require.ErrorAs(t, b.s.Handoff(b.ctx, "h", tk2.Lease, "x", t0, t0), &se)
+	require.Equal(t, task.StateCompleted, se.Have)
+	require.NoError(t, b.s.DropHandoff(b.ctx, HandoffEntry{ID: "h", Token: tk.Lease}))
+	require.NoError(t, b.s.DropHandoff(b.ctx, HandoffEntry{ID: "h", Token: tk2.Lease}))
+	n, err := b.rdb.ZCard(b.ctx, b.s.keys.handoff()).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -133,7 +133,13 @@ type Task struct {
 	Worker      string          `json:"worker,omitempty"`
 	// Lease is the fencing token of the current ACTIVE attempt: a worker
 	// whose token no longer matches can no longer change the task.
-	Lease        string        `json:"-"`
+	Lease string `json:"-"`
+	// CancelRequested: a cancel of the ACTIVE task was requested and its
+	// holder has not ended it yet.
+	CancelRequested bool `json:"-"`
+	// HandedOff: the current attempt (Lease) was handed off to the
+	// external path (store.Handoff); Worker names the new holder.
+	HandedOff    bool          `json:"-"`
 	ErrorHistory []ErrorRecord `json:"error_history"`
 	StateHistory []StateChange `json:"state_history"`
 }

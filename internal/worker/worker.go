@@ -24,13 +24,17 @@ var (
 	ErrCancelRequested = errors.New("worker: task cancel requested")
 	// ErrShutdown: the worker is stopping and the grace period is over.
 	ErrShutdown = errors.New("worker: shutting down")
+	// ErrHandedOff is returned (or wrapped) by a handler that handed its
+	// task to another holder with store.Handoff (the external-service
+	// dispatcher): the worker frees the slot at once and writes nothing.
+	ErrHandedOff = errors.New("worker: task handed off")
 	// errCrash simulates a crashed process in tests.
 	errCrash = errors.New("worker: crashed")
 )
 
 // Stats counts what a worker did since it started.
 type Stats struct {
-	Started, Completed, Failed, DeadLettered, Cancelled, Released, LeaseLost int64
+	Started, Completed, Failed, DeadLettered, Cancelled, Released, LeaseLost, HandedOff int64
 }
 
 // Worker runs handlers for tasks fetched from a store: Concurrency handler
@@ -56,7 +60,7 @@ type Worker struct {
 	stopping atomic.Bool // Run's context ended: start no more handlers
 	idle     atomic.Bool // the fetch loop is waiting for a wake-up (tests)
 	stats    struct {
-		started, completed, failed, dlq, cancelled, released, lost atomic.Int64
+		started, completed, failed, dlq, cancelled, released, lost, handedOff atomic.Int64
 	}
 }
 
@@ -106,7 +110,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{
 		Started: w.stats.started.Load(), Completed: w.stats.completed.Load(), Failed: w.stats.failed.Load(),
 		DeadLettered: w.stats.dlq.Load(), Cancelled: w.stats.cancelled.Load(), Released: w.stats.released.Load(),
-		LeaseLost: w.stats.lost.Load(),
+		LeaseLost: w.stats.lost.Load(), HandedOff: w.stats.handedOff.Load(),
 	}
 }
 
@@ -327,6 +331,9 @@ func (w *Worker) runTask(j job) {
 	switch {
 	case errors.Is(cause, errCrash) || w.crashed.Load():
 		return // a crashed process writes nothing
+	case errors.Is(err, ErrHandedOff):
+		w.stats.handedOff.Add(1)
+		return // another holder owns the task now; the slot is free
 	case errors.Is(cause, task.ErrLeaseLost):
 		w.stats.lost.Add(1)
 		return // another worker owns the task now

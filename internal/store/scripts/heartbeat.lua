@@ -1,6 +1,8 @@
 -- heartbeat: extend the leases a worker still holds. A lease whose token no
 -- longer matches (reaped, finished elsewhere) is reported lost; tasks with
 -- a cancel request are reported too (a fallback to the pub/sub message).
+-- A task handed off to the external path (handoff = its token) is no longer
+-- the worker's: reported lost, its lease left to the external holder.
 -- KEYS[1] active KEYS[2] task prefix
 -- ARGV[1] new deadline ms, then pairs id, token
 -- Returns {lost ids..., '', cancel-requested ids...}
@@ -8,8 +10,8 @@ local lost, cancel = {}, {}
 local i = 2
 while i <= #ARGV do
   local id, token = ARGV[i], ARGV[i + 1]
-  local f = redis.call('HMGET', KEYS[2] .. id, 'state', 'lease', 'cancel_requested')
-  if (f[1] ~= 'ACTIVE' and f[1] ~= 'TIMEOUT') or f[2] ~= token then
+  local f = redis.call('HMGET', KEYS[2] .. id, 'state', 'lease', 'cancel_requested', 'handoff')
+  if (f[1] ~= 'ACTIVE' and f[1] ~= 'TIMEOUT') or f[2] ~= token or f[4] == token then
     lost[#lost + 1] = id
   else
     if f[1] == 'ACTIVE' then redis.call('ZADD', KEYS[1], 'XX', ARGV[1], id) end

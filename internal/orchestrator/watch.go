@@ -1,0 +1,230 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// The watcher looks after the attempts handed off to the external path
+// (store.Handoff): no worker holds them, so the orchestrator does what the
+// worker did for an in-process task. Which signal means what:
+//
+//   - the attempt's timeout passes (its entry in the handoff index is due)
+//     → ACTIVE → TIMEOUT (spec 003 §6), task.timeout published, the session
+//     told the task still runs; a late outcome still completes it;
+//   - a TIMEOUT attempt whose type no live service serves (no entry of the
+//     service registry, which a service's heartbeat keeps alive, lists the
+//     type) at a check, every ServiceGrace → a task.failed with
+//     SERVICE_UNAVAILABLE (retryable) is published on the service's behalf
+//     and applied like any failure: retried with backoff under a new token,
+//     or dead-lettered when the retries are spent;
+//   - a cancel request (the store's cancel channel) → task.cancel for the
+//     services; when the attempt is due and still not cancelled by its
+//     service → CANCELLED by the watcher;
+//   - no orchestrator at all: the handed-off lease (timeout + the
+//     dispatcher's Grace) expires and the scheduler's reaper requeues the
+//     task (ACTIVE → PENDING, no retry spent); the old token's outcome is
+//     then ignored.
+//
+// Several orchestrators may watch: every change is a guarded transition
+// (state + token) or an event applied at most once per token.
+
+// watch runs the watcher until ctx ends.
+func (o *Orchestrator) watch(ctx context.Context) {
+	fwdDone := make(chan struct{})
+	go func() { defer close(fwdDone); o.forwardCancels(ctx) }()
+	defer func() { <-fwdDone }()
+	t := time.NewTicker(o.cfg.WatchInterval)
+	defer t.Stop()
+	for {
+		if _, err := o.WatchTick(ctx); err != nil && ctx.Err() == nil {
+			o.cfg.Logger.Warn("handoff watcher", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// WatchTick handles the handed-off attempts that are due (at most 50
+// batches of 100) and returns how many it looked at.
+func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
+	total := 0
+	live := map[string]bool{}
+	for range 50 {
+		es, err := o.st.DueHandoffs(ctx, 100)
+		if err != nil {
+			return total, err
+		}
+		for _, e := range es {
+			if err := o.check(ctx, e, live); err != nil {
+				return total, fmt.Errorf("task %s: %w", e.ID, err)
+			}
+		}
+		total += len(es)
+		if len(es) < 100 {
+			break
+		}
+	}
+	return total, nil
+}
+
+func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map[string]bool) error {
+	t, err := o.st.Get(ctx, e.ID)
+	if errors.Is(err, task.ErrNotFound) {
+		return o.st.DropHandoff(ctx, e)
+	}
+	if err != nil {
+		return err
+	}
+	if t.Lease != e.Token || !t.HandedOff || (t.State != task.StateActive && t.State != task.StateTimeout) {
+		return o.st.DropHandoff(ctx, e) // finished, or another attempt owns it
+	}
+	next := o.cfg.Now().Add(o.cfg.ServiceGrace)
+	if t.CancelRequested && t.State == task.StateActive {
+		// the service did not confirm the cancel in time: end it here
+		if err := o.st.CancelActive(ctx, t.ID, e.Token, "cancelled (service did not confirm)"); err != nil && !stale(err) {
+			return err
+		}
+		o.publishCancel(ctx, t.ID)
+		if t, err = o.st.Get(ctx, e.ID); err != nil {
+			return err
+		}
+		if t.State == task.StateCancelled {
+			if err := o.archive(ctx, t); err != nil {
+				return err
+			}
+			if err := o.notify(ctx, t, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
+				return err
+			}
+		}
+		return o.st.DropHandoff(ctx, e)
+	}
+	switch t.State {
+	case task.StateActive:
+		if err := o.st.MarkTimeout(ctx, t.ID, e.Token); err != nil {
+			if stale(err) {
+				return nil // the outcome came first; the next check drops it
+			}
+			return err
+		}
+		o.publishTimeout(ctx, t)
+	case task.StateTimeout:
+		ok, err := o.serviceAlive(ctx, t.Type, live)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if err := o.failOnBehalf(ctx, t, e.Token); err != nil {
+				return err
+			}
+		}
+	}
+	return o.st.RescheduleHandoff(ctx, e, next)
+}
+
+func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task) {
+	now := o.cfg.Now()
+	elapsed := now.Sub(t.CreatedAt)
+	if t.StartedAt != nil {
+		elapsed = now.Sub(*t.StartedAt)
+	}
+	e, err := stream.New(stream.TypeTimeout, now, stream.TimeoutData{
+		TaskID: t.ID, Status: "timeout", ElapsedMS: elapsed.Milliseconds(),
+		Message: fmt.Sprintf("Task exceeded timeout of %d seconds", int(t.Timeout/time.Second)),
+	})
+	if err == nil {
+		_, err = o.pub.Publish(ctx, o.sk.Timeout(), e)
+	}
+	if err != nil {
+		o.cfg.Logger.Warn("timeout event not published", "task_id", t.ID, "err", err)
+	}
+	o.cfg.Logger.Warn("Task timeout", "task_id", t.ID, "elapsed", elapsed.Milliseconds())
+}
+
+// failOnBehalf publishes the task.failed a dead service can no longer
+// send; the consumer applies it (once per token) like any failure.
+func (o *Orchestrator) failOnBehalf(ctx context.Context, t *task.Task, token string) error {
+	retryable := true
+	e, err := stream.New(stream.TypeFailed, o.cfg.Now(), stream.FailedData{
+		TaskID: t.ID, Status: "failed", FailedBy: "agent", Token: token,
+		Error: stream.ErrorInfo{Code: "SERVICE_UNAVAILABLE", Retryable: &retryable,
+			Message: fmt.Sprintf("no live service serves task type %s", t.Type)},
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := o.pub.Publish(ctx, o.sk.Failed(), e); err != nil {
+		return err
+	}
+	o.cfg.Logger.Warn("no live service for an overdue task: failed on its behalf", "task_id", t.ID, "task_type", t.Type)
+	return nil
+}
+
+// serviceAlive says whether a registered service (its registry entry is
+// kept alive by its heartbeat) serves typ; live caches answers per tick.
+func (o *Orchestrator) serviceAlive(ctx context.Context, typ string, live map[string]bool) (bool, error) {
+	if ok, seen := live[typ]; seen {
+		return ok, nil
+	}
+	names, err := o.rdb.SMembers(ctx, o.sk.Services()).Result()
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		types, err := o.rdb.HGet(ctx, o.sk.Service(n), "types").Result()
+		if err != nil {
+			continue // expired: that service is gone
+		}
+		for _, ty := range strings.Split(types, ",") {
+			live[ty] = true
+		}
+	}
+	ok := live[typ]
+	live[typ] = ok
+	return ok, nil
+}
+
+func (o *Orchestrator) publishCancel(ctx context.Context, id string) {
+	e, err := stream.New(stream.TypeCancel, o.cfg.Now(), stream.CancelData{TaskID: id, Reason: "cancelled"})
+	if err == nil {
+		_, err = o.pub.Publish(ctx, o.sk.Cancel(), e)
+	}
+	if err != nil {
+		o.cfg.Logger.Warn("cancel event not published", "task_id", id, "err", err)
+	}
+}
+
+// forwardCancels follows the store's cancel channel and tells the services
+// of the cancel requests of handed-off attempts (a worker holding an
+// in-process task does the same for its own).
+func (o *Orchestrator) forwardCancels(ctx context.Context) {
+	ps := o.rdb.Subscribe(ctx, o.st.CancelChannel())
+	defer ps.Close()
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			t, err := o.st.Get(ctx, m.Payload)
+			if err != nil || !t.HandedOff || t.State != task.StateActive {
+				continue
+			}
+			o.publishCancel(ctx, t.ID)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+-- handoff: the holder of an ACTIVE task hands its lease to the external
+-- path (the dispatcher published task.create; a service works on it). The
+-- task stays ACTIVE with the SAME token (the service's outcome is applied
+-- with it); `worker` names the new holder, `handoff` records the token so
+-- the old worker's heartbeat stops extending the lease, the lease deadline
+-- becomes ARGV[5] (timeout + grace) and the attempt's timeout deadline is
+-- indexed in the handoff set for the external-timeout watcher.
+-- KEYS[1] task KEYS[2] active KEYS[3] handoff index
+-- ARGV[1] now ARGV[2] token ARGV[3] holder ARGV[4] timeout at ms
+-- ARGV[5] lease deadline ms
+local now = tonumber(ARGV[1])
+local f = redis.call('HMGET', KEYS[1], 'state', 'lease', 'task_id')
+if not f[1] then return redis.error_reply('NOTFOUND') end
+if f[1] ~= 'ACTIVE' then return redis.error_reply('STATE ' .. f[1]) end
+if f[2] ~= ARGV[2] then return redis.error_reply('LEASE') end
+local id = f[3]
+redis.call('HSET', KEYS[1], 'worker', ARGV[3], 'handoff', ARGV[2], 'updated_at', now)
+redis.call('ZADD', KEYS[2], tonumber(ARGV[5]), id)
+redis.call('ZADD', KEYS[3], tonumber(ARGV[4]), id .. ' ' .. ARGV[2])
+return 'OK'
