@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/taskflow/taskflow/internal/plan/registry"
 )
@@ -114,7 +114,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("plan: CPUPolicy %q: want auto, pool or inline", c.CPUPolicy)
 	}
 	if c.RedisURL != "" {
-		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+		if _, err := rueidis.ParseURL(c.RedisURL); err != nil {
 			return fmt.Errorf("plan: RedisURL: %w", err)
 		}
 	}
@@ -139,7 +139,7 @@ type Engine struct {
 }
 
 type redisEndpoint struct {
-	client *redis.Client
+	client rueidis.Client
 	limit  *weighted // commands in flight on the endpoint
 	chunk  int       // most commands in one pipeline (= the limit)
 }
@@ -176,12 +176,11 @@ func (e *Engine) Close() error {
 	e.wg.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var errs []error
 	for id, ep := range e.eps {
-		errs = append(errs, ep.client.Close())
+		ep.client.Close()
 		delete(e.eps, id)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // Ping checks that every redis endpoint the plan uses answers.
@@ -191,7 +190,7 @@ func (e *Engine) Ping(ctx context.Context, c *Compiled) error {
 		if err != nil {
 			return err
 		}
-		if err := ep.client.Ping(ctx).Err(); err != nil {
+		if err := ep.client.Do(ctx, ep.client.B().Ping().Build()).Error(); err != nil {
 			return fmt.Errorf("endpoint %s: %w", id, err)
 		}
 	}
@@ -208,43 +207,49 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 	if def == nil || def.Kind != "redis" {
 		return nil, fmt.Errorf("plan: no redis endpoint %s", id)
 	}
-	var opt *redis.Options
+	var opt rueidis.ClientOption
 	if e.cfg.RedisURL != "" {
 		var err error
-		if opt, err = redis.ParseURL(e.cfg.RedisURL); err != nil {
+		if opt, err = rueidis.ParseURL(e.cfg.RedisURL); err != nil {
 			return nil, err
 		}
 	} else {
-		opt = &redis.Options{Addr: def.Addr()}
+		opt.InitAddress = []string{def.Addr()}
 	}
 	timeout := time.Duration(def.Policy.RequestTimeoutMS) * time.Millisecond
 	if timeout < e.cfg.MinRequestTimeout {
 		timeout = e.cfg.MinRequestTimeout
 	}
-	if def.Policy.ConnectTimeoutMS > 0 && opt.DialTimeout == 0 {
-		opt.DialTimeout = max(time.Duration(def.Policy.ConnectTimeoutMS)*time.Millisecond, e.cfg.MinRequestTimeout)
+	if def.Policy.ConnectTimeoutMS > 0 && opt.Dialer.Timeout == 0 {
+		opt.Dialer.Timeout = max(time.Duration(def.Policy.ConnectTimeoutMS)*time.Millisecond, e.cfg.MinRequestTimeout)
 	}
-	opt.ReadTimeout, opt.WriteTimeout = timeout, timeout
-	// A plan runs under a deadline: one retry for a stale pooled
-	// connection, one dial attempt, then the run fails fast.
-	if opt.MaxRetries == 0 {
-		opt.MaxRetries = 1
+	// The endpoint's request timeout bounds every wait for a reply; a run's
+	// deadline and node timeout reach the commands through their context.
+	opt.ConnWriteTimeout = timeout
+	// One client per endpoint, shared by every run: commands issued at the
+	// same time by concurrent nodes and runs go out in one write (automatic
+	// pipelining), which is most of the CPU a plan costs here (see
+	// docs/benchmarks.md). No client-side cache: a plan reads fresh data.
+	opt.DisableCache = true
+	opt.ForceSingleClient = opt.Sentinel.MasterSet == ""
+	opt.ReadBufferEachConn, opt.WriteBufferEachConn = 64<<10, 64<<10
+	// A plan runs under a deadline: a read that met a broken connection is
+	// retried once (on a new one), then the run fails fast.
+	opt.RetryDelay = func(attempts int, _ rueidis.Completed, _ error) time.Duration {
+		if attempts <= 1 {
+			return 0
+		}
+		return -1
 	}
-	if opt.DialerRetries == 0 {
-		opt.DialerRetries = 1
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, fmt.Errorf("redis %s: %w", e.describeEndpoint(id), err)
 	}
-	if opt.Protocol == 0 {
-		// RESP2: the client then skips its check for pending RESP3 push
-		// notifications before every command, a quarter of the CPU of a
-		// pipelined read here (see docs/benchmarks.md).
-		opt.Protocol = 2
-	}
-	opt.ContextTimeoutEnabled = true
 	inflight := def.Policy.MaxInflight
 	if e.cfg.MaxInflight > 0 {
 		inflight = e.cfg.MaxInflight
 	}
-	ep := &redisEndpoint{client: redis.NewClient(opt), limit: newWeighted(int64(inflight)), chunk: inflight}
+	ep := &redisEndpoint{client: client, limit: newWeighted(int64(inflight)), chunk: inflight}
 	e.eps[id] = ep
 	return ep, nil
 }
@@ -274,7 +279,7 @@ func (e *Engine) RTT(ctx context.Context, id string, n int) (time.Duration, erro
 	ds := make([]time.Duration, n)
 	for i := range ds {
 		t0 := time.Now()
-		if err := ep.client.Ping(ctx).Err(); err != nil {
+		if err := ep.client.Do(ctx, ep.client.B().Ping().Build()).Error(); err != nil {
 			return 0, err
 		}
 		ds[i] = time.Since(t0)

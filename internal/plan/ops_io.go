@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/taskflow/taskflow/internal/plan/batch"
 	"github.com/taskflow/taskflow/internal/plan/registry"
@@ -81,10 +81,10 @@ func buildList(kind listKind) builder {
 				keys[i] = kind.key(prefix, src.Batch.IDs[src.Row(i)])
 			}
 			lists := make([][]string, len(keys))
-			err = nr.pipelined(ctx, ep, len(keys), func(p redis.Pipeliner, i int) redis.Cmder {
-				return p.LRange(ctx, keys[i], 0, fanout-1)
-			}, func(i int, c redis.Cmder) error {
-				v, err := c.(*redis.StringSliceCmd).Result()
+			err = nr.pipelined(ctx, ep, len(keys), func(b rueidis.Builder, i int) rueidis.Completed {
+				return b.Lrange().Key(keys[i]).Start(0).Stop(fanout - 1).Build()
+			}, func(i int, r rueidis.RedisResult) error {
+				v, err := r.AsStrSlice()
 				lists[i] = v
 				return err
 			})
@@ -128,11 +128,11 @@ func (cc *compileCtx) countryKey() int {
 func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) (*batch.StringCol, error) {
 	col := &batch.StringCol{Vals: make([]string, len(ids)), Valid: make([]bool, len(ids))}
 	prefix := nr.r.e.cfg.KeyPrefix
-	err := nr.pipelined(ctx, ep, len(ids), func(p redis.Pipeliner, i int) redis.Cmder {
-		return p.HGet(ctx, userKey(prefix, ids[i]), countryField)
-	}, func(i int, c redis.Cmder) error {
-		v, err := c.(*redis.StringCmd).Result()
-		if errors.Is(err, redis.Nil) {
+	err := nr.pipelined(ctx, ep, len(ids), func(b rueidis.Builder, i int) rueidis.Completed {
+		return b.Hget().Key(userKey(prefix, ids[i])).Field(countryField).Build()
+	}, func(i int, r rueidis.RedisResult) error {
+		v, err := r.ToString()
+		if rueidis.IsRedisNil(err) {
 			return nil
 		}
 		col.Vals[i], col.Valid[i] = v, err == nil
@@ -145,30 +145,27 @@ func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) 
 // endpoint's in-flight limit) commands, and counts the node's dependent
 // round trips.
 func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
-	add func(p redis.Pipeliner, i int) redis.Cmder, read func(i int, c redis.Cmder) error) error {
+	build func(b rueidis.Builder, i int) rueidis.Completed, read func(i int, r rueidis.RedisResult) error) error {
 	if n == 0 {
 		return nil
 	}
 	// A chunk holds up to the whole in-flight budget, so chunks follow one
 	// another: ⌈n/limit⌉ dependent round trips.
 	nr.roundTrips += (n + ep.chunk - 1) / ep.chunk
+	b := ep.client.B()
 	one := func(lo, hi int) error {
 		if err := ep.limit.acquire(ctx, int64(hi-lo)); err != nil {
 			return err
 		}
 		defer ep.limit.release(int64(hi - lo))
-		// The endpoint's request timeout is the client's read/write
-		// timeout: it bounds each network wait, not the queueing before.
-		p := ep.client.Pipeline()
-		cmds := make([]redis.Cmder, hi-lo)
+		cmds := make(rueidis.Commands, hi-lo)
 		for i := lo; i < hi; i++ {
-			cmds[i-lo] = add(p, i)
+			cmds[i-lo] = build(b, i)
 		}
-		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return err
-		}
-		for i, c := range cmds {
-			if err := read(lo+i, c); err != nil {
+		// One DoMulti is one pipeline; commands that other nodes and runs
+		// issue at the same moment share its write.
+		for i, r := range ep.client.DoMulti(ctx, cmds...) {
+			if err := read(lo+i, r); err != nil {
 				return err
 			}
 		}
