@@ -60,7 +60,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	} {
 		// The handler authenticates itself: browsers' WebSocket and
 		// EventSource clients can only pass the token in the query.
-		x.mounts = append(x.mounts, httpapi.Mount{Method: "GET", Path: p.path, Access: "public", Handler: nh, Summary: p.summary, Tag: "notifications"})
+		x.mounts = append(x.mounts, httpapi.Mount{Method: "GET", Path: p.path, Access: "public", SelfAuth: true, Handler: nh, Summary: p.summary, Tag: "notifications"})
 	}
 	x.middleware = n.Middleware(nil)
 	return x, nil

@@ -17,6 +17,7 @@ type opDoc struct {
 	request     string         // schema name of the JSON body, "" for none
 	responses   map[int]string // status → schema name ("" = no body); errors are added
 	stream      bool           // text/event-stream response
+	selfAuth    bool           // a public mount that checks the bearer itself
 }
 
 type paramDoc struct {
@@ -81,6 +82,9 @@ func (s *Server) operation(r route) map[string]any {
 		"tags":        []string{r.doc.tag},
 	}
 	desc := r.doc.description
+	if r.doc.selfAuth {
+		op["security"] = []any{map[string]any{"bearer": []string{}}}
+	}
 	if r.access != public {
 		op["security"] = []any{map[string]any{"bearer": []string{}}}
 		desc = strings.TrimSpace(desc + "\n\nAccess: " + r.access.String() + ".")

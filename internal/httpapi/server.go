@@ -63,6 +63,9 @@ type Mount struct {
 	Handler http.Handler
 	Summary string
 	Tag     string
+	// SelfAuth documents a "public" mount that authenticates the caller
+	// itself (e.g. a session token in ?access_token= for browsers).
+	SelfAuth bool
 }
 
 // WithDefaults returns c with unset fields defaulted.
@@ -158,8 +161,12 @@ func New(cfg Config) (*Server, error) {
 	for _, m := range cfg.Mounts {
 		acc := map[string]access{"public": public, "session": principal, "admin": admin}[m.Access]
 		s.router.mount(m.Method+" "+m.Path, acc, m.Handler)
-		s.mountDocs = append(s.mountDocs, route{method: m.Method, path: m.Path, access: acc,
-			doc: opDoc{summary: m.Summary, tag: m.Tag, responses: map[int]string{200: ""}}})
+		doc := opDoc{summary: m.Summary, tag: m.Tag, responses: map[int]string{200: ""}}
+		if m.SelfAuth {
+			doc.selfAuth = true
+			doc.description = "Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set."
+		}
+		s.mountDocs = append(s.mountDocs, route{method: m.Method, path: m.Path, access: acc, doc: doc})
 	}
 	s.handler = s.recoverer(s.instrument(s.router))
 	return s, nil
