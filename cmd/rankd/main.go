@@ -50,6 +50,7 @@ type options struct {
 	inlineMaxRows, maxInflight    int
 	printManifest                 bool
 	readDeadColumns               bool
+	redisConns, flushDelayUS      int
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.IntVar(&o.inlineMaxRows, "inline_max_rows", plan.DefaultInlineMaxRows, "auto policy: inputs up to this many rows run inline (-1: never)")
 	fs.IntVar(&o.maxInflight, "max_inflight", 0, "Redis commands in flight per endpoint (0: the registry's policy)")
 	fs.BoolVar(&o.readDeadColumns, "read_dead_columns", false, "read every row's country even where no output or expression can see it (the reference's reads)")
+	fs.IntVar(&o.redisConns, "redis_conns", 1, "connections per Redis endpoint (a power of two; commands issued together share a write)")
+	fs.IntVar(&o.flushDelayUS, "flush_delay_us", 0, "µs a Redis connection may wait after a write to gather the next one (0: write at once)")
 	fs.BoolVar(&o.printManifest, "print-task-manifest", false, "print the op catalog as registry/tasks.toml and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,11 +116,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		o.plan = filepath.Join(o.planDir, o.planName+".plan.json")
 	}
-	if o.deadlineMS < 0 || o.nodeTimeoutMS < 0 || o.bench < 0 || o.benchConc < 1 {
-		return fail(errors.New("--deadline_ms, --node_timeout_ms and --bench must not be negative; --bench_concurrency must be at least 1"))
+	if o.deadlineMS < 0 || o.nodeTimeoutMS < 0 || o.bench < 0 || o.benchConc < 1 || o.flushDelayUS < 0 || o.redisConns < 1 {
+		return fail(errors.New("--deadline_ms, --node_timeout_ms, --bench and --flush_delay_us must not be negative; --bench_concurrency and --redis_conns must be at least 1"))
 	}
 	eng, err := plan.New(plan.Config{Registry: reg, RedisURL: o.redisURL, KeyPrefix: o.keyPrefix,
-		CPUPolicy: o.cpuPolicy, InlineMaxRows: o.inlineMaxRows, MaxInflight: o.maxInflight, ReadDeadColumns: o.readDeadColumns})
+		CPUPolicy: o.cpuPolicy, InlineMaxRows: o.inlineMaxRows, MaxInflight: o.maxInflight, ReadDeadColumns: o.readDeadColumns,
+		RedisConns: o.redisConns, FlushDelay: time.Duration(o.flushDelayUS) * time.Microsecond})
 	if err != nil {
 		return fail(err)
 	}

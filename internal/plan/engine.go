@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -61,6 +62,16 @@ type Config struct {
 	// shared machine; request deadlines and node timeouts bound a run).
 	// Default 1s.
 	MinRequestTimeout time.Duration
+	// RedisConns is the number of connections each redis endpoint's
+	// client spreads its commands over, rounded down to a power of two (1–256).
+	// Commands issued at the same time on one connection share a write:
+	// fewer connections, fewer system calls per plan. Default 1.
+	RedisConns int
+	// FlushDelay, when > 0, lets a connection wait up to this long after
+	// each write to gather more commands into the next one: less CPU per
+	// command under concurrency, up to this much more latency per round
+	// trip. Default 0 (write at once).
+	FlushDelay time.Duration
 	// ReadDeadColumns makes viewer, follow and recommendation read the
 	// country of their rows even when no column of their output can reach
 	// an output, expression, predicate or sort (every node reading them
@@ -97,6 +108,9 @@ func (c Config) WithDefaults() (Config, error) {
 	if c.MinRequestTimeout <= 0 {
 		c.MinRequestTimeout = time.Second
 	}
+	if c.RedisConns <= 0 {
+		c.RedisConns = 1
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -117,6 +131,12 @@ func (c Config) Validate() error {
 		if _, err := rueidis.ParseURL(c.RedisURL); err != nil {
 			return fmt.Errorf("plan: RedisURL: %w", err)
 		}
+	}
+	if c.RedisConns > 256 {
+		return errors.New("plan: RedisConns must be at most 256")
+	}
+	if c.FlushDelay < 0 {
+		return errors.New("plan: FlushDelay must not be negative")
 	}
 	if c.MaxInflight < 0 {
 		return errors.New("plan: MaxInflight must not be negative")
@@ -233,6 +253,11 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 	opt.DisableCache = true
 	opt.ForceSingleClient = opt.Sentinel.MasterSet == ""
 	opt.ReadBufferEachConn, opt.WriteBufferEachConn = 64<<10, 64<<10
+	opt.PipelineMultiplex = bits.Len(uint(e.cfg.RedisConns)) - 1
+	if opt.PipelineMultiplex == 0 {
+		opt.PipelineMultiplex = -1 // rueidis reads 0 as "pick for me"
+	}
+	opt.MaxFlushDelay = e.cfg.FlushDelay
 	// A plan runs under a deadline: a read that met a broken connection is
 	// retried once (on a new one), then the run fails fast.
 	opt.RetryDelay = func(attempts int, _ rueidis.Completed, _ error) time.Duration {
