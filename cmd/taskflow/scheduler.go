@@ -13,10 +13,12 @@ func init() {
 		cfg, envErr := config.FromEnv(m.Getenv)
 		cmd := &cobra.Command{
 			Use:   "scheduler",
-			Short: "Run the scheduler alone: due retries, delayed tasks, expired leases, the max-age rule",
+			Short: "Run the scheduler alone: due retries, delayed tasks, expired leases, the max-age rule, retention",
 			Long: `Every TASKFLOW_SCHEDULER_INTERVAL (default 500ms): move due retries and
 delayed tasks to their queues, return tasks whose lease expired to their
-queue, dead-letter tasks older than MAX_TASK_AGE. Each step is an idempotent
+queue, dead-letter tasks older than MAX_TASK_AGE, delete finished tasks past
+TASKFLOW_RETENTION (24h; DLQ: TASKFLOW_DLQ_RETENTION, 168h; 0 keeps them
+forever). Each step is an idempotent
 script over a bounded batch, so any number of schedulers may run at once
 (no leader election).`,
 			Args: cobra.NoArgs,

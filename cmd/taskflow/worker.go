@@ -81,6 +81,16 @@ func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, err
 	intVar("TASKFLOW_FETCH_BATCH", &e.Worker.FetchBatch)
 	floatVar("TASKFLOW_RETRY_SCALE", &e.Worker.Retry.Scale)
 	durVar("TASKFLOW_SCHEDULER_INTERVAL", &e.Scheduler.Interval)
+	// retention: unset keeps the scheduler's defaults (24 h, DLQ 7 days);
+	// 0 keeps finished tasks forever
+	retention := func(name string, dst *time.Duration) {
+		durVar(name, dst)
+		if strings.TrimSpace(getenv(name)) != "" && *dst == 0 {
+			*dst = -1
+		}
+	}
+	retention("TASKFLOW_RETENTION", &e.Scheduler.Retention)
+	retention("TASKFLOW_DLQ_RETENTION", &e.Scheduler.DLQRetention)
 	if err := errors.Join(errs...); err != nil {
 		return e, err
 	}

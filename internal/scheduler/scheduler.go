@@ -1,7 +1,8 @@
 // Package scheduler runs the engine's periodic work: due retries and
 // delayed tasks move from the scheduled set to their queues, expired leases
 // are reaped (the tasks of a crashed worker go back to their queue), and
-// tasks older than the max age are dead-lettered.
+// tasks older than the max age are dead-lettered, and finished tasks older
+// than their retention are deleted.
 //
 // Several schedulers may run at once (one per process, or many): every step
 // is one idempotent script over a bounded batch, so two schedulers racing
@@ -16,6 +17,13 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Default retentions of finished tasks.
+const (
+	DefaultRetention    = 24 * time.Hour
+	DefaultDLQRetention = 7 * 24 * time.Hour
 )
 
 // Config configures a Scheduler.
@@ -28,6 +36,16 @@ type Config struct {
 	// MaxBatchesPerTick bounds the work of one tick per step, so a huge
 	// backlog of due entries is spread over ticks. Default 50.
 	MaxBatchesPerTick int
+	// Retention is how long COMPLETED and CANCELLED tasks stay in Redis
+	// after they finished (spec 003's 24 h of task metadata); then the
+	// hash and its index entries are deleted (the archive keeps them).
+	// Default 24h; negative keeps them forever.
+	Retention time.Duration
+	// DLQRetention is how long DLQ tasks (with their DLQ list entry and
+	// failure snapshot) stay, so operators can inspect and retry them;
+	// spec 003 keeps the DLQ stream 7 days. Default 7 days; negative keeps
+	// them forever.
+	DLQRetention time.Duration
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 }
@@ -42,6 +60,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxBatchesPerTick == 0 {
 		c.MaxBatchesPerTick = 50
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.DLQRetention == 0 {
+		c.DLQRetention = DefaultDLQRetention
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -83,6 +107,8 @@ type TickResult struct {
 	Promoted     int
 	Reaped       int
 	DeadLettered int
+	// Purged counts finished tasks deleted by retention.
+	Purged int
 }
 
 // Run ticks every Interval until ctx ends; step errors are logged and the
@@ -103,7 +129,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // Tick runs every step once: promote due entries, reap expired leases,
-// sweep too-old pending tasks. It returns what it did and the steps'
+// sweep too-old pending tasks, delete finished tasks past their retention. It returns what it did and the steps'
 // errors joined.
 func (s *Scheduler) Tick(ctx context.Context) (TickResult, error) {
 	var r TickResult
@@ -142,6 +168,25 @@ func (s *Scheduler) Tick(ctx context.Context) (TickResult, error) {
 		}
 		if n < s.cfg.Batch {
 			break
+		}
+	}
+	for _, p := range []struct {
+		state task.State
+		keep  time.Duration
+	}{{task.StateCompleted, s.cfg.Retention}, {task.StateCancelled, s.cfg.Retention}, {task.StateDLQ, s.cfg.DLQRetention}} {
+		if p.keep < 0 {
+			continue
+		}
+		for i := 0; i < s.cfg.MaxBatchesPerTick; i++ {
+			n, handled, err := s.st.Purge(ctx, p.state, p.keep, s.cfg.Batch)
+			r.Purged += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("purge %s: %w", p.state, err))
+				break
+			}
+			if handled < s.cfg.Batch {
+				break
+			}
 		}
 	}
 	return r, errors.Join(errs...)

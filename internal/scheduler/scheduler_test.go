@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -130,4 +131,143 @@ func TestConfigValidate(t *testing.T) {
 	require.Error(t, Config{Interval: 2 * time.Second}.WithDefaults().Validate())
 	require.Error(t, Config{Batch: -1}.WithDefaults().Validate())
 	require.NoError(t, Config{}.WithDefaults().Validate())
+}
+
+// TestRetention: finished tasks are deleted when their retention has
+// passed, by the injected clock — COMPLETED and CANCELLED after Retention,
+// DLQ (with its list entry and snapshot) after DLQRetention — in bounded
+// batches by several schedulers at once, each task once; live tasks and
+// young finished ones stay.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, DefaultMaxRetries: 0})
+	require.NoError(t, err)
+	ctx := context.Background()
+	const done, cancelled, dead = 1200, 300, 200
+	var reqs []store.EnqueueRequest
+	for i := 0; i < done+cancelled+dead+1; i++ {
+		reqs = append(reqs, store.EnqueueRequest{ID: fmt.Sprintf("r%05d", i), Type: "noop"})
+	}
+	_, err = st.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+	for i := done; i < done+cancelled; i++ {
+		_, err := st.Cancel(ctx, fmt.Sprintf("r%05d", i))
+		require.NoError(t, err)
+	}
+	var held []*task.Task
+	for len(held) < done+dead+1 {
+		got, err := st.Fetch(ctx, store.FetchRequest{N: 500, WorkerID: "w", TokenPrefix: fmt.Sprint(len(held)), Lease: 72 * time.Hour})
+		require.NoError(t, err)
+		require.NotEmpty(t, got)
+		held = append(held, got...)
+	}
+	var cs []store.Completion
+	for _, tk := range held[:done] {
+		cs = append(cs, store.Completion{ID: tk.ID, Token: tk.Lease})
+	}
+	_, err = st.CompleteBatch(ctx, cs)
+	require.NoError(t, err)
+	for _, tk := range held[done : done+dead] {
+		_, err := st.Fail(ctx, tk.ID, tk.Lease, store.Failure{ErrorType: "InvalidInput", Message: "bad", Permanent: true})
+		require.NoError(t, err)
+	}
+	live := held[done+dead] // stays ACTIVE throughout
+	qs, err := st.QueueStatus(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(dead), qs.DLQ)
+
+	clk.Advance(time.Hour)
+	young, err := st.Enqueue(ctx, store.EnqueueRequest{ID: "young", Type: "noop"})
+	require.NoError(t, err)
+	_, err = st.Cancel(ctx, young.ID)
+	require.NoError(t, err)
+
+	cfg := Config{Batch: 100, MaxBatchesPerTick: 3} // 300 per step per tick: bounded
+	s1, err := New(st, cfg)
+	require.NoError(t, err)
+	st2, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
+	require.NoError(t, err)
+	s2, err := New(st2, cfg)
+	require.NoError(t, err)
+
+	tick := func() int {
+		var wg sync.WaitGroup
+		var rs [2]TickResult
+		var errs [2]error
+		for i, s := range []*Scheduler{s1, s2} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs[i], errs[i] = s.Tick(ctx)
+			}()
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs[:]...))
+		return rs[0].Purged + rs[1].Purged
+	}
+	require.Zero(t, tick(), "nothing is older than 24 h yet")
+
+	clk.Advance(23*time.Hour + time.Minute) // the first batch is 24 h old; "young" is not
+	purged := 0
+	for range 10 {
+		n := tick()
+		require.LessOrEqual(t, n, 2*3*100*2, "bounded per tick (two schedulers, two states)")
+		purged += n
+	}
+	require.Equal(t, done+cancelled, purged, "each finished task deleted once")
+	for _, id := range []string{"r00000", fmt.Sprintf("r%05d", done)} {
+		_, err := st.Get(ctx, id)
+		require.ErrorIs(t, err, task.ErrNotFound)
+	}
+	for _, id := range []string{"young", live.ID, held[done].ID} {
+		_, err := st.Get(ctx, id)
+		require.NoError(t, err, "%s stays", id)
+	}
+	qs, err = st.QueueStatus(ctx)
+	require.NoError(t, err)
+	require.Zero(t, qs.States[task.StateCompleted])
+	require.Equal(t, int64(1), qs.States[task.StateCancelled], "only the young one")
+	require.Equal(t, int64(dead), qs.States[task.StateDLQ], "DLQ keeps 7 days")
+	require.Equal(t, int64(1), qs.States[task.StateActive])
+
+	clk.Advance(6 * 24 * time.Hour)
+	purged = 0
+	for range 5 {
+		purged += tick()
+	}
+	require.Equal(t, dead+1, purged, "the DLQ after 7 days, and the young cancelled one")
+	qs, err = st.QueueStatus(ctx)
+	require.NoError(t, err)
+	require.Zero(t, qs.DLQ, "the DLQ list is empty")
+	require.Zero(t, qs.States[task.StateDLQ])
+	entries, total, err := st.ListDLQ(ctx, store.ListOptions{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Zero(t, total)
+	_, err = st.Get(ctx, live.ID)
+	require.NoError(t, err, "an ACTIVE task is never purged")
+}
+
+// TestRetentionOff: a negative retention keeps finished tasks forever.
+func TestRetentionOff(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
+	require.NoError(t, err)
+	ctx := context.Background()
+	tk, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "noop"})
+	require.NoError(t, err)
+	_, err = st.Cancel(ctx, tk.ID)
+	require.NoError(t, err)
+	s, err := New(st, Config{Retention: -1, DLQRetention: -1})
+	require.NoError(t, err)
+	clk.Advance(365 * 24 * time.Hour)
+	r, err := s.Tick(ctx)
+	require.NoError(t, err)
+	require.Zero(t, r.Purged)
+	_, err = st.Get(ctx, tk.ID)
+	require.NoError(t, err)
 }

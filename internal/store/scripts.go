@@ -40,4 +40,5 @@ var (
 	scriptHeartbeat    = load("heartbeat")
 	scriptSweep        = load("sweep")
 	scriptHandoff      = load("handoff")
+	scriptPurge        = load("purge")
 )

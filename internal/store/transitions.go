@@ -475,3 +475,30 @@ func (s *Store) RescheduleHandoff(ctx context.Context, e HandoffEntry, at time.T
 func (s *Store) DropHandoff(ctx context.Context, e HandoffEntry) error {
 	return s.rdb.ZRem(ctx, s.keys.handoff(), e.ID+" "+e.Token).Err()
 }
+
+// Purge deletes up to limit tasks that have been in state (COMPLETED,
+// CANCELLED or DLQ) for longer than olderThan, by the store's clock, with
+// their index entries (and, for DLQ, the DLQ list entry and snapshot). It
+// returns how many tasks it deleted and how many index entries it handled
+// (stale entries of tasks that moved on are dropped too); the scheduler
+// calls it until fewer than limit entries were handled. Other states are
+// refused: they are not final (FAILED and TIMEOUT still change).
+func (s *Store) Purge(ctx context.Context, state task.State, olderThan time.Duration, limit int) (deleted, handled int, err error) {
+	switch state {
+	case task.StateCompleted, task.StateCancelled, task.StateDLQ:
+	default:
+		return 0, 0, fmt.Errorf("store: purge: %s is not a final state", state)
+	}
+	if olderThan <= 0 || limit < 1 {
+		return 0, 0, fmt.Errorf("store: purge: olderThan %s and limit %d must be positive", olderThan, limit)
+	}
+	keys := []string{s.keys.stateIndex(state), s.keys.taskPrefix(), s.keys.dlq(), s.keys.dlqPrefix()}
+	res, err := scriptPurge.Run(ctx, s.rdb, keys, s.nowMS()-olderThan.Milliseconds(), limit, string(state)).Int64Slice()
+	if err != nil {
+		return 0, 0, scriptErr("", err)
+	}
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("store: purge: unexpected reply %v", res)
+	}
+	return int(res[0]), int(res[1]), nil
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/task"
@@ -532,4 +533,42 @@ func TestHandoff(t *testing.T) {
 	n, err := b.rdb.ZCard(b.ctx, b.s.keys.handoff()).Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// TestPurge: only finished tasks past the cut-off go, with their DLQ
+// list entry and snapshot; stale index entries are dropped; other states
+// are refused.
+func TestPurge(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.DefaultMaxRetries = 0 })
+	b.enqueue(t, EnqueueRequest{ID: "d"})
+	tk := b.fetchOne(t)
+	_, err := b.s.Fail(b.ctx, "d", tk.Lease, Failure{ErrorType: "InvalidInput", Message: "x", Permanent: true})
+	require.NoError(t, err)
+	_, _, err = b.s.Purge(b.ctx, task.StateFailed, time.Hour, 10)
+	require.Error(t, err)
+	del, handled, err := b.s.Purge(b.ctx, task.StateDLQ, time.Hour, 10)
+	require.NoError(t, err)
+	require.Zero(t, del+handled, "not old enough")
+	b.clk.Advance(time.Hour)
+	del, handled, err = b.s.Purge(b.ctx, task.StateDLQ, time.Hour, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, del)
+	require.Equal(t, 1, handled)
+	for _, k := range []string{b.s.keys.task("d"), b.s.keys.dlqTask("d")} {
+		n, err := b.rdb.Exists(b.ctx, k).Result()
+		require.NoError(t, err)
+		require.Zero(t, n, k)
+	}
+	n, err := b.rdb.LLen(b.ctx, b.s.keys.dlq()).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+	// a stale index entry (its task moved on) is dropped, nothing deleted
+	b.enqueue(t, EnqueueRequest{ID: "p"})
+	require.NoError(t, b.rdb.ZAdd(b.ctx, b.s.keys.stateIndex(task.StateCompleted), redis.Z{Score: 1, Member: "p"}).Err())
+	del, handled, err = b.s.Purge(b.ctx, task.StateCompleted, time.Hour, 10)
+	require.NoError(t, err)
+	require.Equal(t, 0, del)
+	require.Equal(t, 1, handled)
+	require.Equal(t, task.StatePending, b.state(t, "p"))
 }
