@@ -31,6 +31,8 @@ type Node struct {
 	// Succ are the nodes that read this node's result.
 	Succ []int
 	exec execFn
+	// inOff is where the node's inputs start in a run's input slots.
+	inOff int
 }
 
 // Compiled is a validated plan: nodes in topological order, compiled
@@ -45,6 +47,7 @@ type Compiled struct {
 	// Endpoints are the endpoint ids the plan's IO nodes use.
 	Endpoints []string
 	order     []int // topological order
+	deps      int   // total dependencies of all nodes (a run's input slots)
 }
 
 type compileCtx struct {
@@ -203,6 +206,10 @@ func Compile(p *Plan, reg *registry.Registry, cat Catalog) (*Compiled, error) {
 		n.exec = exec
 	}
 	c := &Compiled{Name: p.Name, Nodes: nodes, order: order}
+	for _, n := range nodes {
+		n.inOff = c.deps
+		c.deps += len(n.Deps)
+	}
 	for _, o := range p.Outputs {
 		j, ok := index[o]
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,10 +109,11 @@ type run struct {
 	cancel context.CancelCauseFunc
 	start  time.Time
 
-	results []batch.RowSet
-	pending []atomic.Int32
-	left    atomic.Int32
-	rtts    []int
+	// nodes holds each node's state; ins backs every node's input slice
+	// (one allocation each per run, whatever the plan's size).
+	nodes []nodeState
+	ins   []batch.RowSet
+	left  atomic.Int32
 
 	done chan struct{}
 	once sync.Once
@@ -125,6 +127,13 @@ type nodeRun struct {
 	r          *run
 	n          *Node
 	roundTrips int
+}
+
+// nodeState is one node's part of a run.
+type nodeState struct {
+	result  batch.RowSet
+	pending atomic.Int32 // inputs not finished yet
+	nr      nodeRun
 }
 
 // Run executes c for req. It returns at the first failure, cancelling
@@ -142,14 +151,13 @@ func (e *Engine) Run(ctx context.Context, c *Compiled, req *Request, opts RunOpt
 	defer cancel(nil)
 	r := &run{
 		e: e, c: c, req: req, opts: opts, ctx: rctx, cancel: cancel, start: e.cfg.Now(),
-		results: make([]batch.RowSet, len(c.Nodes)), pending: make([]atomic.Int32, len(c.Nodes)),
-		rtts: make([]int, len(c.Nodes)), done: make(chan struct{}),
+		nodes: make([]nodeState, len(c.Nodes)), ins: make([]batch.RowSet, c.deps), done: make(chan struct{}),
 	}
 	if opts.Trace {
 		r.traces = make([]NodeTrace, len(c.Nodes))
 	}
 	for i, n := range c.Nodes {
-		r.pending[i].Store(int32(len(n.Deps)))
+		r.nodes[i].pending.Store(int32(len(n.Deps)))
 	}
 	r.left.Store(int32(len(c.Nodes)))
 	if err := rctx.Err(); err != nil {
@@ -179,8 +187,9 @@ func (e *Engine) Run(ctx context.Context, c *Compiled, req *Request, opts RunOpt
 	if r.err != nil {
 		return res, r.err
 	}
-	for _, o := range c.Outputs {
-		res.Outputs = append(res.Outputs, r.results[o])
+	res.Outputs = make([]batch.RowSet, len(c.Outputs))
+	for k, o := range c.Outputs {
+		res.Outputs[k] = r.nodes[o].result
 	}
 	res.CriticalRoundTrips = r.criticalPath()
 	return res, nil
@@ -242,14 +251,17 @@ func (r *run) drive(i int, inPool bool) {
 	} else if r.c.Nodes[i].Op.Kind == KindCPU {
 		first = PlaceInline
 	}
-	queue := []item{{i, first}}
+	// Small fixed buffers keep a plain chain of nodes allocation-free.
+	var queueBuf [8]item
+	var readyBuf [8]int
+	queue := append(queueBuf[:0], item{i, first})
 	for len(queue) > 0 {
 		it := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		if r.ctx.Err() != nil {
 			return
 		}
-		ready := r.runNode(it.i, it.place)
+		ready := r.runNode(it.i, it.place, readyBuf[:0])
 		keptCPU, keptIO := false, false
 		for _, s := range ready {
 			n := r.c.Nodes[s]
@@ -259,7 +271,7 @@ func (r *run) drive(i int, inPool bool) {
 					// the CPU nodes it keeps (the queue pops from the end), so
 					// that a Redis wait never delays ready CPU work.
 					keptIO = true
-					queue = append([]item{{s, PlaceIO}}, queue...)
+					queue = slices.Insert(queue, 0, item{s, PlaceIO})
 					continue
 				}
 				r.dispatch(s)
@@ -298,25 +310,27 @@ func (r *run) runHere(n *Node, inPool bool, kept *bool) (Place, bool) {
 func (r *run) inputRows(n *Node) int {
 	rows := 0
 	for _, d := range n.Deps {
-		rows += r.results[d].Len()
+		rows += r.nodes[d].result.Len()
 	}
 	return rows
 }
 
-// runNode runs node i and returns the successors it made ready.
-func (r *run) runNode(i int, place Place) []int {
+// runNode runs node i and returns the successors it made ready, appended
+// to ready.
+func (r *run) runNode(i int, place Place, ready []int) []int {
 	n := r.c.Nodes[i]
-	in := make([]batch.RowSet, len(n.Deps))
+	in := r.ins[n.inOff : n.inOff+len(n.Deps) : n.inOff+len(n.Deps)]
 	rowsIn := 0
 	for k, d := range n.Deps {
-		in[k] = r.results[d]
+		in[k] = r.nodes[d].result
 		rowsIn += in[k].Len()
 	}
 	var timer *time.Timer
 	if r.opts.NodeTimeout > 0 {
 		timer = time.AfterFunc(r.opts.NodeTimeout, func() { r.fail(ErrNodeTimeout) })
 	}
-	nr := &nodeRun{r: r, n: n}
+	nr := &r.nodes[i].nr
+	*nr = nodeRun{r: r, n: n}
 	var t0, t1 time.Time
 	if r.traces != nil {
 		t0 = r.e.cfg.Now()
@@ -351,11 +365,9 @@ func (r *run) runNode(i int, place Place) []int {
 		r.fail(err)
 		return nil
 	}
-	r.results[i] = out
-	r.rtts[i] = nr.roundTrips
-	var ready []int
+	r.nodes[i].result = out
 	for _, s := range n.Succ {
-		if r.pending[s].Add(-1) == 0 {
+		if r.nodes[s].pending.Add(-1) == 0 {
 			ready = append(ready, s)
 		}
 	}
@@ -384,7 +396,7 @@ func (r *run) criticalPath() int {
 		for _, d := range r.c.Nodes[i].Deps {
 			b = max(b, best[d])
 		}
-		best[i] = b + r.rtts[i]
+		best[i] = b + r.nodes[i].nr.roundTrips
 		out = max(out, best[i])
 	}
 	return out

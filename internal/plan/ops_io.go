@@ -46,14 +46,14 @@ func buildViewer(cc *compileCtx, n *Node) (execFn, error) {
 
 type listKind struct {
 	name    string
-	key     func(prefix string, id int64) string
+	key     string // the key kind in keys.go
 	hydrate bool
 }
 
 var (
-	listFollow         = listKind{"follow", followKey, true}
-	listRecommendation = listKind{"recommendation", recommendationKey, true}
-	listMedia          = listKind{"media", mediaKey, false}
+	listFollow         = listKind{"follow", followKind, true}
+	listRecommendation = listKind{"recommendation", recommendationKind, true}
+	listMedia          = listKind{"media", mediaKind, false}
 )
 
 // buildList builds follow, recommendation and media: one pipelined LRANGE
@@ -76,10 +76,7 @@ func buildList(kind listKind) builder {
 			}
 			src := in[0]
 			prefix := nr.r.e.cfg.KeyPrefix
-			keys := make([]string, src.Len())
-			for i := range keys {
-				keys[i] = kind.key(prefix, src.Batch.IDs[src.Row(i)])
-			}
+			keys := idKeys(prefix, kind.key, src.Len(), func(i int) int64 { return src.Batch.IDs[src.Row(i)] })
 			lists := make([][]string, len(keys))
 			err = nr.pipelined(ctx, ep, len(keys), func(b rueidis.Builder, i int) rueidis.Completed {
 				return b.Lrange().Key(keys[i]).Start(0).Stop(fanout - 1).Build()
@@ -127,9 +124,9 @@ func (cc *compileCtx) countryKey() int {
 // hydrate reads the country of each user id, pipelined.
 func (nr *nodeRun) hydrate(ctx context.Context, ep *redisEndpoint, ids []int64) (*batch.StringCol, error) {
 	col := &batch.StringCol{Vals: make([]string, len(ids)), Valid: make([]bool, len(ids))}
-	prefix := nr.r.e.cfg.KeyPrefix
+	keys := idKeys(nr.r.e.cfg.KeyPrefix, userKind, len(ids), func(i int) int64 { return ids[i] })
 	err := nr.pipelined(ctx, ep, len(ids), func(b rueidis.Builder, i int) rueidis.Completed {
-		return b.Hget().Key(userKey(prefix, ids[i])).Field(countryField).Build()
+		return b.Hget().Key(keys[i]).Field(countryField).Build()
 	}, func(i int, r rueidis.RedisResult) error {
 		v, err := r.ToString()
 		if rueidis.IsRedisNil(err) {
