@@ -29,6 +29,8 @@ type benchResult struct {
 	Tasks       int `json:"tasks"`
 	Concurrency int `json:"concurrency"`
 	Prefetch    int `json:"prefetch"`
+	FetchBatch  int `json:"fetch_batch"`
+	AckBatch    int `json:"ack_batch"`
 	// EnqueueSinglePerSec: one Enqueue call per task from --concurrency
 	// goroutines.
 	EnqueueSinglePerSec float64 `json:"enqueue_single_per_sec"`
@@ -63,6 +65,8 @@ type benchOpts struct {
 	only        string
 	cpuProfile  string
 	prefetch    int
+	fetchBatch  int
+	ackBatch    int
 }
 
 func init() {
@@ -126,6 +130,8 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.DurationVar(&o.latencyDur, "latency-duration", 5*time.Second, "length of the latency phase")
 		f.BoolVar(&o.jsonOut, "json", false, "print one JSON object")
 		f.IntVar(&o.prefetch, "prefetch", 0, "worker.Config.Prefetch: tasks fetched ahead of free handlers")
+		f.IntVar(&o.fetchBatch, "fetch-batch", 64, "worker.Config.FetchBatch: most tasks per fetch script call")
+		f.IntVar(&o.ackBatch, "ack-batch", 64, "worker.Config.AckBatch: most completions per script call")
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
 		return cmd
@@ -149,7 +155,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, Prefetch: o.prefetch, RedisUsecPerTask: map[string]float64{}}
+	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch, RedisUsecPerTask: map[string]float64{}}
 	mark := redisUsec(ctx, rdb)
 	account := func(phase string, tasks int) {
 		now := redisUsec(ctx, rdb)
@@ -215,7 +221,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	if run("drain") {
 		// 3. drain the backlog
 		backlog := int64(2 * o.tasks)
-		w, stop, err := benchWorker(ctx, st, o.concurrency, o.prefetch, nil)
+		w, stop, err := benchWorker(ctx, st, o, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +234,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 
 	if run("producer") {
 		// 4. a producer alongside the worker
-		w, stop, err := benchWorker(ctx, st, o.concurrency, o.prefetch, nil)
+		w, stop, err := benchWorker(ctx, st, o, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +277,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 			}
 			mu.Unlock()
 		}
-		w, stop, err := benchWorker(ctx, st, o.concurrency, o.prefetch, onStart)
+		w, stop, err := benchWorker(ctx, st, o, onStart)
 		if err != nil {
 			return nil, err
 		}
@@ -311,7 +317,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 
 // benchWorker starts a worker serving noop; onStart (if set) is called with
 // each task id when its handler starts.
-func benchWorker(ctx context.Context, st *store.Store, concurrency, prefetch int, onStart func(string)) (*worker.Worker, func(), error) {
+func benchWorker(ctx context.Context, st *store.Store, o benchOpts, onStart func(string)) (*worker.Worker, func(), error) {
 	mux := worker.NewMux()
 	mux.HandleFunc("noop", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 		if onStart != nil {
@@ -319,7 +325,7 @@ func benchWorker(ctx context.Context, st *store.Store, concurrency, prefetch int
 		}
 		return nil, nil
 	})
-	w, err := worker.New(st, mux, worker.Config{Concurrency: concurrency, Prefetch: prefetch})
+	w, err := worker.New(st, mux, worker.Config{Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch})
 	if err != nil {
 		return nil, nil, err
 	}
