@@ -83,6 +83,10 @@ type Snapshot struct {
 	Failures   int       `json:"failures"`
 	Successes  int       `json:"successes"`
 	OpenedAt   time.Time `json:"opened_at,omitzero"`
+	// Forced is true while an operator holds the breaker open (ForceOpen);
+	// Until is when that ends (zero: until Reset).
+	Forced bool      `json:"forced,omitempty"`
+	Until  time.Time `json:"until,omitzero"`
 }
 
 type breaker struct {
@@ -91,6 +95,8 @@ type breaker struct {
 	successes  int
 	since      time.Time // window start (CLOSED) or opened at (OPEN)
 	probeSince time.Time // HALF_OPEN: when the probe was let through; zero = none
+	forced     bool      // OPEN by an operator (ForceOpen), not by failures
+	until      time.Time // forced: when it ends (then HALF_OPEN); zero = until Reset
 }
 
 // Set holds one breaker per dependency name. Safe for concurrent use.
@@ -127,11 +133,20 @@ func (s *Set) Allow(dep string) (ok bool, wait time.Duration) {
 	b := s.get(dep, now)
 	switch b.state {
 	case Open:
-		if until := b.since.Add(s.cfg.Timeout); now.Before(until) {
+		if b.forced && b.until.IsZero() {
+			// held open until an operator resets it: look again after Timeout
+			return false, s.cfg.Timeout
+		}
+		until := b.since.Add(s.cfg.Timeout)
+		if b.forced {
+			until = b.until
+		}
+		if now.Before(until) {
 			return false, until.Sub(now)
 		}
 		b.state = HalfOpen
 		b.probeSince = now
+		b.forced, b.until = false, time.Time{}
 		return true, 0
 	case HalfOpen:
 		// one probe at a time; a probe that never reports (its task was
@@ -196,6 +211,7 @@ func (s *Set) Snapshots() []Snapshot {
 		sn := Snapshot{Dependency: dep, State: b.state, Failures: b.failures, Successes: b.successes}
 		if b.state == Open {
 			sn.OpenedAt = b.since
+			sn.Forced, sn.Until = b.forced, b.until
 		}
 		out = append(out, sn)
 	}

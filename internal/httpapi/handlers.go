@@ -93,7 +93,7 @@ func (s *Server) routes() {
 		tag: "workers", summary: "Close a dependency's circuit breaker (all when dependency is empty)", request: "BreakerRequest",
 		responses: map[int]string{200: "BreakerResult", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/workers/open-circuit-breaker", access: admin, handler: s.breaker(true), doc: opDoc{
-		tag: "workers", summary: "Force a dependency's circuit breaker open", request: "BreakerRequest",
+		tag: "workers", summary: "Force a dependency's circuit breaker open for duration_seconds, or until a reset", request: "BreakerRequest",
 		responses: map[int]string{200: "BreakerResult", 409: "Error"}}})
 
 	add(route{method: "GET", path: "/health", access: public, handler: s.health, doc: opDoc{
@@ -391,15 +391,12 @@ func (s *Server) breaker(open bool) func(http.ResponseWriter, *http.Request, aut
 			}
 			d = time.Duration(*in.DurationSeconds * float64(time.Second))
 		}
-		if err := s.svc.BreakerAction(r.Context(), p, open, in.Dependency, d); err != nil {
+		out, err := s.svc.BreakerAction(r.Context(), p, open, in.Dependency, d)
+		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		state := "CLOSED"
-		if open {
-			state = "OPEN"
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"dependency": in.Dependency, "state": state})
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 

@@ -112,9 +112,14 @@ var apiSchemas = map[string]any{
 	}),
 	"BreakerRequest": obj(nil, map[string]any{
 		"dependency":       map[string]any{"type": "string", "description": "e.g. openrouter; empty = every dependency", "example": "openrouter"},
-		"duration_seconds": num("open-circuit-breaker only: how long to hold it open"),
+		"duration_seconds": num("open-circuit-breaker only: how long to hold it open; absent = until a reset"),
 	}),
-	"BreakerResult": obj([]string{"state"}, map[string]any{"dependency": str(""), "state": str("")}),
+	"BreakerResult": obj([]string{"dependency", "state", "workers"}, map[string]any{
+		"dependency": map[string]any{"type": "string", "description": "the breaker moved; empty = every breaker"},
+		"state":      map[string]any{"type": "string", "enum": []string{"CLOSED", "OPEN"}},
+		"until":      map[string]any{"type": "string", "format": "date-time", "description": "open: when the forced open ends; absent = until a reset"},
+		"workers":    map[string]any{"type": "integer", "description": "worker processes that received the command (each applies it on receipt)"},
+	}),
 	"Health": obj([]string{"status", "components", "timestamp"}, map[string]any{
 		"status": map[string]any{"type": "string", "enum": []string{"healthy", "unhealthy"}},
 		"components": obj([]string{"redis", "workers", "circuit_breaker"}, map[string]any{

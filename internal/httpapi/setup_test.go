@@ -40,16 +40,19 @@ type testBundle struct {
 }
 
 type setupOpts struct {
-	open         bool
-	maxBody      int64
-	maxContent   int
-	heartbeat    time.Duration
-	breakers     service.BreakerControl
-	mounts       []httpapi.Mount
-	withoutTypes bool
-	server       *testredis.Server // a Redis of the test's own instead of the shared one
-	middleware   func(http.Handler) http.Handler
-	maxStreams   int
+	open       bool
+	maxBody    int64
+	maxContent int
+	heartbeat  time.Duration
+	breakers   service.BreakerControl
+	// breakerControl: breaker commands go over Redis pub/sub in the
+	// bundle's namespace (service.RedisBreakerControl)
+	breakerControl bool
+	mounts         []httpapi.Mount
+	withoutTypes   bool
+	server         *testredis.Server // a Redis of the test's own instead of the shared one
+	middleware     func(http.Handler) http.Handler
+	maxStreams     int
 }
 
 func setup(t testing.TB, o ...setupOpts) *testBundle {
@@ -72,6 +75,9 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	au, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: key, Open: opt.open})
 	require.NoError(t, err)
 	b := &testBundle{t: t, st: st, ns: ns, clock: clk, types: []string{"summarize", "noop", "sleep"}}
+	if opt.breakerControl {
+		opt.breakers = service.NewRedisBreakerControl(rdb, ns, nil)
+	}
 	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers}
 	if !opt.withoutTypes {
 		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }

@@ -7,21 +7,26 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/breaker"
 )
 
 // BreakerCommand is what the operator endpoints publish on the breaker
-// channel ("{ns}:breaker:commands") for every worker to apply to its own
-// circuit breakers.
-type BreakerCommand struct {
-	// Op is "reset" (close the breaker, clear its counts) or "open" (force
-	// it open until Until, then HALF_OPEN as after a normal timeout).
-	Op string `json:"op"`
-	// Dependency names the breaker; empty means every breaker.
-	Dependency string `json:"dependency,omitempty"`
-	// Until is when a forced open ends (unix ms); 0 = the breaker's timeout.
-	Until int64 `json:"until_ms,omitempty"`
-	// At is when the operator asked (unix ms).
-	At int64 `json:"at_ms"`
+// channel (breaker.CommandChannel: "{ns}:breaker:commands") for every
+// worker to apply to its own circuit breakers.
+type BreakerCommand = breaker.Command
+
+// BreakerOutcome is what an operator breaker action did.
+type BreakerOutcome struct {
+	// Dependency is the breaker moved; empty = every breaker of each worker.
+	Dependency string `json:"dependency"`
+	// State is the state the breakers were put in (CLOSED or OPEN).
+	State breaker.State `json:"state"`
+	// Until is when a forced open ends; zero = held open until a reset.
+	Until time.Time `json:"until,omitzero"`
+	// Workers is how many worker processes received the command (each
+	// applies it on receipt).
+	Workers int64 `json:"workers"`
 }
 
 // RedisBreakerControl publishes breaker commands to the workers over Redis
@@ -42,34 +47,39 @@ func NewRedisBreakerControl(rdb redis.UniversalClient, ns string, now func() tim
 }
 
 // Channel is the pub/sub channel workers subscribe to.
-func (c *RedisBreakerControl) Channel() string { return breakerChannel(c.ns) }
+func (c *RedisBreakerControl) Channel() string { return breaker.CommandChannel(c.ns) }
 
 // Reset publishes a reset command.
-func (c *RedisBreakerControl) Reset(ctx context.Context, dependency string) error {
-	return c.publish(ctx, BreakerCommand{Op: "reset", Dependency: dependency})
+func (c *RedisBreakerControl) Reset(ctx context.Context, dependency string) (BreakerOutcome, error) {
+	n, err := c.publish(ctx, BreakerCommand{Op: breaker.OpReset, Dependency: dependency})
+	return BreakerOutcome{Dependency: dependency, State: breaker.Closed, Workers: n}, err
 }
 
-// Open publishes a forced-open command lasting d (0: the breaker's timeout).
-func (c *RedisBreakerControl) Open(ctx context.Context, dependency string, d time.Duration) error {
-	cmd := BreakerCommand{Op: "open", Dependency: dependency}
+// Open publishes a forced-open command lasting d (0: until a reset).
+func (c *RedisBreakerControl) Open(ctx context.Context, dependency string, d time.Duration) (BreakerOutcome, error) {
+	cmd := BreakerCommand{Op: breaker.OpOpen, Dependency: dependency}
+	out := BreakerOutcome{Dependency: dependency, State: breaker.Open}
 	if d > 0 {
-		cmd.Until = c.now().Add(d).UnixMilli()
+		out.Until = c.now().Add(d).Truncate(time.Millisecond).UTC()
+		cmd.Until = out.Until.UnixMilli()
 	}
-	return c.publish(ctx, cmd)
+	n, err := c.publish(ctx, cmd)
+	out.Workers = n
+	return out, err
 }
 
-func (c *RedisBreakerControl) publish(ctx context.Context, cmd BreakerCommand) error {
+func (c *RedisBreakerControl) publish(ctx context.Context, cmd BreakerCommand) (int64, error) {
 	cmd.At = c.now().UnixMilli()
 	b, err := json.Marshal(cmd)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	n, err := c.rdb.Publish(ctx, c.Channel(), b).Result()
 	if err != nil {
-		return fmt.Errorf("publish breaker command: %w", err)
+		return 0, fmt.Errorf("publish breaker command: %w", err)
 	}
 	if n == 0 {
-		return Conflict("breaker_control_unavailable", "no worker listens for breaker commands on %s; nothing changed", c.Channel())
+		return 0, Conflict("breaker_control_unavailable", "no worker listens for breaker commands on %s; nothing changed", c.Channel())
 	}
-	return nil
+	return n, nil
 }

@@ -10,7 +10,3 @@ package service
 func sessionTasksKey(ns, sessionID string) string {
 	return "{" + ns + "}:api:session:" + sessionID + ":tasks"
 }
-
-// breakerChannel is the pub/sub channel (not a key) on which operator
-// breaker commands are announced to every worker: a JSON BreakerCommand.
-func breakerChannel(ns string) string { return "{" + ns + "}:breaker:commands" }

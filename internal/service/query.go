@@ -593,22 +593,26 @@ func (s *Service) Ready(ctx context.Context) error {
 	return nil
 }
 
-// BreakerAction resets or opens circuit breakers (operator).
-func (s *Service) BreakerAction(ctx context.Context, p auth.Principal, open bool, dependency string, d time.Duration) error {
+// BreakerAction resets or opens circuit breakers (operator): a forced
+// open lasts d, or until a reset when d is 0.
+func (s *Service) BreakerAction(ctx context.Context, p auth.Principal, open bool, dependency string, d time.Duration) (BreakerOutcome, error) {
 	if err := requireAdmin(p); err != nil {
-		return err
+		return BreakerOutcome{}, err
 	}
 	if s.cfg.Breakers == nil {
-		return Conflict("breaker_control_unavailable", "no circuit breaker control is configured in this process")
+		return BreakerOutcome{}, Conflict("breaker_control_unavailable", "no circuit breaker control is configured in this process")
 	}
-	var err error
+	var (
+		out BreakerOutcome
+		err error
+	)
 	if open {
-		err = s.cfg.Breakers.Open(ctx, dependency, d)
+		out, err = s.cfg.Breakers.Open(ctx, dependency, d)
 	} else {
-		err = s.cfg.Breakers.Reset(ctx, dependency)
+		out, err = s.cfg.Breakers.Reset(ctx, dependency)
 	}
 	if err != nil {
-		return storeErr("", err)
+		return BreakerOutcome{}, storeErr("", err)
 	}
-	return nil
+	return out, nil
 }

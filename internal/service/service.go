@@ -55,9 +55,10 @@ type Config struct {
 // BreakerControl is how the operator endpoints move circuit breakers.
 type BreakerControl interface {
 	// Reset closes the breaker of dependency ("" = every dependency).
-	Reset(ctx context.Context, dependency string) error
-	// Open forces the breaker of dependency open for d ("" = every one).
-	Open(ctx context.Context, dependency string, d time.Duration) error
+	Reset(ctx context.Context, dependency string) (BreakerOutcome, error)
+	// Open forces the breaker of dependency open for d ("" = every one;
+	// d = 0: until a reset).
+	Open(ctx context.Context, dependency string, d time.Duration) (BreakerOutcome, error)
 }
 
 // WorkerInfo is one live worker as the workers view shows it.

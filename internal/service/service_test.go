@@ -115,7 +115,7 @@ func TestRulesWithoutHTTP(t *testing.T) {
 	require.Equal(t, "task_type", se.Field)
 	require.Contains(t, se.Message, "noop, summarize")
 
-	err = b.svc.BreakerAction(ctx, admin, false, "", 0)
+	_, err = b.svc.BreakerAction(ctx, admin, false, "", 0)
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "breaker_control_unavailable", se.Code)
 	require.False(t, errors.Is(err, service.ErrNotFound))

@@ -132,11 +132,13 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	ackDone := make(chan struct{})
 	go func() { defer close(ackDone); w.ackLoop() }()
-	aux.Add(2)
+	aux.Add(3)
 	go func() { defer aux.Done(); w.heartbeatLoop(auxCtx) }()
-	ready := make(chan struct{})
+	ready, breakerReady := make(chan struct{}), make(chan struct{})
 	go func() { defer aux.Done(); w.cancelListener(auxCtx, ready) }()
+	go func() { defer aux.Done(); w.breakerListener(auxCtx, breakerReady) }()
 	<-ready
+	<-breakerReady
 
 	for i := 0; i < w.cfg.Concurrency; i++ {
 		handlers.Add(1)

@@ -1,0 +1,65 @@
+package worker
+
+import (
+	"context"
+	"sort"
+
+	"github.com/taskflow/taskflow/internal/breaker"
+)
+
+// breakerListener follows the operator's breaker commands
+// (breaker.CommandChannel of the store's namespace) and applies them to
+// this worker's breakers, then republishes the worker's info so the
+// workers view and /health show the new states at once. ready is closed
+// once subscribed (or when subscribing failed).
+func (w *Worker) breakerListener(ctx context.Context, ready chan<- struct{}) {
+	ps := w.st.Client().Subscribe(ctx, breaker.CommandChannel(w.st.Config().Namespace))
+	defer ps.Close()
+	_, err := ps.Receive(ctx)
+	close(ready)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("breaker listener: subscribe", "err", err)
+		}
+		return
+	}
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			w.applyBreakerCommand(ctx, []byte(m.Payload))
+		}
+	}
+}
+
+func (w *Worker) applyBreakerCommand(ctx context.Context, payload []byte) {
+	cmd, err := breaker.ParseCommand(payload)
+	if err != nil {
+		w.log.Warn("breaker command ignored", "err", err)
+		return
+	}
+	deps := w.breakers.Apply(cmd, w.dependencyNames())
+	w.log.Info("breaker command applied", "op", cmd.Op, "dependencies", deps, "until_ms", cmd.Until)
+	if err := w.publish(ctx); err != nil && ctx.Err() == nil {
+		w.log.Warn("publish worker info after breaker command", "err", err)
+	}
+}
+
+// dependencyNames lists the dependencies this worker's task types need.
+func (w *Worker) dependencyNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range w.cfg.Dependencies {
+		if d != "" && !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
