@@ -31,6 +31,9 @@ type Node struct {
 	// Succ are the nodes that read this node's result.
 	Succ []int
 	exec execFn
+	// step is set for IO nodes whose Redis commands can share a pipeline
+	// with other nodes' (see run.runGroup); exec runs it alone.
+	step stepFn
 	// inOff is where the node's inputs start in a run's input slots.
 	inOff int
 }

@@ -162,6 +162,8 @@ type redisEndpoint struct {
 	client rueidis.Client
 	limit  *weighted // commands in flight on the endpoint
 	chunk  int       // most commands in one pipeline (= the limit)
+	// timeout bounds each call that has no deadline of its own.
+	timeout time.Duration
 }
 
 // New builds an Engine; Redis connections open lazily.
@@ -210,7 +212,7 @@ func (e *Engine) Ping(ctx context.Context, c *Compiled) error {
 		if err != nil {
 			return err
 		}
-		if err := ep.client.Do(ctx, ep.client.B().Ping().Build()).Error(); err != nil {
+		if err := ep.ping(ctx); err != nil {
 			return fmt.Errorf("endpoint %s: %w", id, err)
 		}
 	}
@@ -274,9 +276,27 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 	if e.cfg.MaxInflight > 0 {
 		inflight = e.cfg.MaxInflight
 	}
-	ep := &redisEndpoint{client: client, limit: newWeighted(int64(inflight)), chunk: inflight}
+	ep := &redisEndpoint{client: client, limit: newWeighted(int64(inflight)), chunk: inflight, timeout: timeout}
 	e.eps[id] = ep
 	return ep, nil
+}
+
+// bounded gives ctx a deadline (the endpoint's request timeout) when it
+// has none. With a deadline, a call that has the connection to itself is
+// written and read on the calling goroutine; without one rueidis hands
+// every call to its background writer and reader goroutines for good
+// (three goroutine wake-ups per round trip).
+func (ep *redisEndpoint) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, ep.timeout)
+}
+
+func (ep *redisEndpoint) ping(ctx context.Context) error {
+	ctx, cancel := ep.bounded(ctx)
+	defer cancel()
+	return ep.client.Do(ctx, ep.client.B().Ping().Build()).Error()
 }
 
 // describeEndpoint names where an endpoint points, for messages.
@@ -304,7 +324,7 @@ func (e *Engine) RTT(ctx context.Context, id string, n int) (time.Duration, erro
 	ds := make([]time.Duration, n)
 	for i := range ds {
 		t0 := time.Now()
-		if err := ep.client.Do(ctx, ep.client.B().Ping().Build()).Error(); err != nil {
+		if err := ep.ping(ctx); err != nil {
 			return 0, err
 		}
 		ds[i] = time.Since(t0)

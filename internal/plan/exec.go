@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/taskflow/taskflow/internal/plan/batch"
 	"github.com/taskflow/taskflow/internal/plan/ir"
 )
@@ -134,6 +136,7 @@ type nodeState struct {
 	result  batch.RowSet
 	pending atomic.Int32 // inputs not finished yet
 	nr      nodeRun
+	t0      time.Time // when it started (traces)
 }
 
 // Run executes c for req. It returns at the first failure, cancelling
@@ -238,47 +241,90 @@ func (r *run) dispatch(i int) {
 // drive runs node i, then keeps running on this goroutine the successors
 // that do not pay for a hand-off; the others are dispatched.
 func (r *run) drive(i int, inPool bool) {
-	if inPool {
-		defer func() { <-r.e.pool }()
-	}
-	type item struct {
-		i     int
-		place Place
-	}
 	first := PlaceIO
 	if inPool {
 		first = PlacePool
 	} else if r.c.Nodes[i].Op.Kind == KindCPU {
 		first = PlaceInline
 	}
+	r.driveFrom(item{i: i, place: first}, inPool)
+}
+
+// item is a unit of drive's work: a node, or a group of IO nodes.
+type item struct {
+	i     int
+	place Place
+	group *ioGroup
+}
+
+// dispatchGroup runs the rest of an IO group on a goroutine of its own.
+func (r *run) dispatchGroup(g *ioGroup) {
+	r.e.wg.Add(1)
+	go func() {
+		defer r.e.wg.Done()
+		r.driveFrom(item{place: PlaceIO, group: g}, false)
+	}()
+}
+
+func (r *run) driveFrom(first item, inPool bool) {
+	if inPool {
+		defer func() { <-r.e.pool }()
+	}
 	// Small fixed buffers keep a plain chain of nodes allocation-free.
 	var queueBuf [8]item
 	var readyBuf [8]int
-	queue := append(queueBuf[:0], item{i, first})
+	queue := append(queueBuf[:0], first)
 	for len(queue) > 0 {
 		it := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		if r.ctx.Err() != nil {
 			return
 		}
-		ready := r.runNode(it.i, it.place, readyBuf[:0])
+		var ready []int
+		if it.group != nil {
+			var rest *ioGroup
+			if ready, rest = r.runGroup(it.group, readyBuf[:0]); rest != nil {
+				r.dispatchGroup(rest)
+			}
+		} else {
+			ready = r.runNode(it.i, it.place, readyBuf[:0])
+		}
 		keptCPU, keptIO := false, false
+		// IO nodes with steps that became ready together share their
+		// pipelines (an IO goroutine keeps the group).
+		var group []int
+		if !inPool {
+			for _, s := range ready {
+				if r.c.Nodes[s].step != nil {
+					group = append(group, s)
+				}
+			}
+			if len(group) > 1 {
+				keptIO = true
+				queue = slices.Insert(queue, 0, item{place: PlaceIO, group: &ioGroup{ids: group}})
+			} else {
+				group = nil
+			}
+		}
 		for _, s := range ready {
 			n := r.c.Nodes[s]
 			if n.Op.Kind == KindIO {
+				if group != nil && n.step != nil {
+					continue // in the group
+				}
 				if !inPool && !keptIO {
 					// An IO goroutine carries on with the next IO node, after
 					// the CPU nodes it keeps (the queue pops from the end), so
 					// that a Redis wait never delays ready CPU work.
 					keptIO = true
-					queue = slices.Insert(queue, 0, item{s, PlaceIO})
+					queue = slices.Insert(queue, 0, item{i: s, place: PlaceIO})
 					continue
 				}
 				r.dispatch(s)
 				continue
 			}
 			if p, ok := r.runHere(n, inPool, &keptCPU); ok {
-				queue = append(queue, item{s, p})
+				queue = append(queue, item{i: s, place: p})
 				continue
 			}
 			r.dispatch(s)
@@ -319,29 +365,36 @@ func (r *run) inputRows(n *Node) int {
 // to ready.
 func (r *run) runNode(i int, place Place, ready []int) []int {
 	n := r.c.Nodes[i]
-	in := r.ins[n.inOff : n.inOff+len(n.Deps) : n.inOff+len(n.Deps)]
-	rowsIn := 0
-	for k, d := range n.Deps {
-		in[k] = r.nodes[d].result
-		rowsIn += in[k].Len()
-	}
+	in := r.inputs(n)
 	var timer *time.Timer
 	if r.opts.NodeTimeout > 0 {
 		timer = time.AfterFunc(r.opts.NodeTimeout, func() { r.fail(ErrNodeTimeout) })
 	}
-	nr := &r.nodes[i].nr
-	*nr = nodeRun{r: r, n: n}
-	var t0, t1 time.Time
+	ns := &r.nodes[i]
+	ns.nr = nodeRun{r: r, n: n}
 	if r.traces != nil {
-		t0 = r.e.cfg.Now()
+		ns.t0 = r.e.cfg.Now()
 	}
-	out, err := r.safeExec(nr, in)
-	if r.traces != nil {
-		t1 = r.e.cfg.Now()
-	}
+	out, err := r.safeExec(&ns.nr, in)
 	if timer != nil {
 		timer.Stop()
 	}
+	return r.finishNode(i, place, out, err, ready)
+}
+
+// inputs are node n's input row sets, in its run's input slots.
+func (r *run) inputs(n *Node) []batch.RowSet {
+	in := r.ins[n.inOff : n.inOff+len(n.Deps) : n.inOff+len(n.Deps)]
+	for k, d := range n.Deps {
+		in[k] = r.nodes[d].result
+	}
+	return in
+}
+
+// finishNode records node i's outcome: its trace line, then either the
+// run's failure or its result, appending the successors it made ready.
+func (r *run) finishNode(i int, place Place, out batch.RowSet, err error, ready []int) []int {
+	n, ns := r.c.Nodes[i], &r.nodes[i]
 	if err != nil {
 		if r.ctx.Err() != nil {
 			err = causeOf(r.ctx)
@@ -350,8 +403,12 @@ func (r *run) runNode(i int, place Place, ready []int) []int {
 		}
 	}
 	if r.traces != nil {
+		rowsIn := 0
+		for _, d := range n.Deps {
+			rowsIn += r.nodes[d].result.Len()
+		}
 		t := NodeTrace{NodeID: n.ID, Op: n.Op.Name, Kind: n.Op.Kind.String(), Place: place,
-			Start: t0.Sub(r.start), End: t1.Sub(r.start), RowsIn: rowsIn, RoundTrips: nr.roundTrips, ran: true}
+			Start: ns.t0.Sub(r.start), End: r.e.cfg.Now().Sub(r.start), RowsIn: rowsIn, RoundTrips: ns.nr.roundTrips, ran: true}
 		if err != nil {
 			t.Err = err.Error()
 		} else {
@@ -365,7 +422,7 @@ func (r *run) runNode(i int, place Place, ready []int) []int {
 		r.fail(err)
 		return nil
 	}
-	r.nodes[i].result = out
+	ns.result = out
 	for _, s := range n.Succ {
 		if r.nodes[s].pending.Add(-1) == 0 {
 			ready = append(ready, s)
@@ -375,6 +432,107 @@ func (r *run) runNode(i int, place Place, ready []int) []int {
 		r.finish()
 	}
 	return ready
+}
+
+// ioGroup is a set of IO nodes with steps (Node.step) that became ready
+// together: each round sends the commands of all their current steps in
+// one pipeline per endpoint, so that, e.g., follow and recommendation
+// after a viewer, then their two media reads, cost one write and one read
+// each instead of two — the largest CPU cost of a plan here (see
+// docs/benchmarks.md). Round trips stay what they would be alone.
+type ioGroup struct {
+	ids      []int
+	steps    []*ioStep // each node's next step; nil before the start
+	outs     []batch.RowSet
+	deadline time.Time // of the node timeout
+}
+
+// runGroup runs g's rounds until a node finishes. It returns the
+// successors made ready and, when some of g's nodes have steps left, the
+// rest of g (for another goroutine, so that the finished nodes'
+// successors do not wait for it).
+func (r *run) runGroup(g *ioGroup, ready []int) ([]int, *ioGroup) {
+	if g.steps == nil {
+		g.steps, g.outs = make([]*ioStep, len(g.ids)), make([]batch.RowSet, len(g.ids))
+		if r.opts.NodeTimeout > 0 {
+			g.deadline = time.Now().Add(r.opts.NodeTimeout)
+		}
+		var t0 time.Time
+		if r.traces != nil {
+			t0 = r.e.cfg.Now()
+		}
+		for k, i := range g.ids {
+			n, ns := r.c.Nodes[i], &r.nodes[i]
+			ns.nr, ns.t0 = nodeRun{r: r, n: n}, t0
+			in := r.inputs(n)
+			st, out, err := protect(n, func() (*ioStep, batch.RowSet, error) { return n.step(&ns.nr, in) })
+			if err != nil {
+				return r.finishNode(i, PlaceIO, batch.RowSet{}, err, ready), nil
+			}
+			g.steps[k], g.outs[k] = st, out
+		}
+	}
+	if r.opts.NodeTimeout > 0 {
+		timer := time.AfterFunc(time.Until(g.deadline), func() { r.fail(ErrNodeTimeout) })
+		defer timer.Stop()
+	}
+	for !slices.Contains(g.steps, nil) {
+		cur := slices.Clone(g.steps)
+		for k, st := range cur {
+			if slices.ContainsFunc(cur[:k], func(o *ioStep) bool { return o.ep == st.ep }) {
+				continue // sent with an earlier node's step
+			}
+			var cmds rueidis.Commands
+			var nrs []*nodeRun
+			for j := k; j < len(cur); j++ {
+				if cur[j].ep == st.ep {
+					cmds = append(cmds, cur[j].cmds...)
+					nrs = append(nrs, &r.nodes[g.ids[j]].nr)
+				}
+			}
+			res := make([]rueidis.RedisResult, len(cmds))
+			if err := r.send(r.ctx, st.ep, cmds, res, nrs...); err != nil {
+				return r.finishNode(g.ids[k], PlaceIO, batch.RowSet{}, err, ready), nil
+			}
+			for j := k; j < len(cur); j++ {
+				o := cur[j]
+				if o.ep != st.ep {
+					continue
+				}
+				part := res[:len(o.cmds):len(o.cmds)]
+				res = res[len(o.cmds):]
+				next, out, err := protect(r.c.Nodes[g.ids[j]], func() (*ioStep, batch.RowSet, error) { return o.next(part) })
+				if err != nil {
+					return r.finishNode(g.ids[j], PlaceIO, batch.RowSet{}, err, ready), nil
+				}
+				g.steps[j], g.outs[j] = next, out
+			}
+		}
+	}
+	var rest *ioGroup
+	for k, i := range g.ids {
+		if g.steps[k] != nil {
+			if rest == nil {
+				rest = &ioGroup{deadline: g.deadline}
+			}
+			rest.ids, rest.steps, rest.outs = append(rest.ids, i), append(rest.steps, g.steps[k]), append(rest.outs, g.outs[k])
+			continue
+		}
+		if ready = r.finishNode(i, PlaceIO, g.outs[k], nil, ready); r.ctx.Err() != nil {
+			return nil, nil
+		}
+	}
+	return ready, rest
+}
+
+// protect runs a step of node n, turning a panic into an error.
+func protect(n *Node, f func() (*ioStep, batch.RowSet, error)) (st *ioStep, out batch.RowSet, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic in op %s: %v", n.Op.Name, p)
+		}
+	}()
+	return f()
 }
 
 // safeExec runs a node's exec, turning a panic into an error.

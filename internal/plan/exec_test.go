@@ -265,3 +265,50 @@ func TestLiveColumnsAreRead(t *testing.T) {
 		})
 	}
 }
+
+// TestIOGroups: list nodes made ready together share their pipelines; a
+// node of the group that finishes early hands its rows on without waiting
+// for the others' further steps; a failing member names itself.
+func TestIOGroups(t *testing.T) {
+	t.Parallel()
+	// After the viewer: follow (an output, so it also hydrates: 2 steps),
+	// and media (1 step) feeding a sort.
+	src := `{"schema_version":1,"plan_name":"grp","nodes":[
+	 {"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
+	 {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":3}},
+	 {"node_id":"m","op":"core::media","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":5}},
+	 {"node_id":"s","op":"core::sort","inputs":["m"],"params":{"by":1,"order":"desc"}},
+	 {"node_id":"c","op":"core::concat","inputs":["s"],"params":{"rhs":"f"}}],"outputs":["c"]}`
+	t.Run("Shared", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		res, err := b.eng.Run(context.Background(), b.compile(t, src), user(1), plan.RunOptions{Trace: true})
+		require.NoError(t, err)
+		got := decode(t, b.reg, res)
+		// media:1 = 1001..1003 sorted desc, then follow:1's first 3 with their country.
+		require.Equal(t, []int64{1003, 1002, 1001, 1, 2, 3}, ids(got))
+		require.Equal(t, "US", got[3].Fields["country"])
+		require.Equal(t, "CA", got[4].Fields["country"])
+		tr := map[string]plan.NodeTrace{}
+		for _, x := range res.Trace {
+			tr[x.NodeID] = x
+		}
+		require.Equal(t, tr["f"].Start, tr["m"].Start, "f and m start as one group")
+		require.Equal(t, 2, tr["f"].RoundTrips)
+		require.Equal(t, 1, tr["m"].RoundTrips)
+		require.LessOrEqual(t, tr["s"].Start, tr["f"].End, "m's successor does not wait for f's hydration")
+		require.Equal(t, 2, res.CriticalRoundTrips, "the viewer reads nothing: only list ops read it")
+	})
+	t.Run("MemberFails", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// follow:1 as a string: LRANGE answers WRONGTYPE.
+		require.NoError(t, b.rdb.Del(context.Background(), b.prefix+"follow:1").Err())
+		require.NoError(t, b.rdb.Set(context.Background(), b.prefix+"follow:1", "x", 0).Err())
+		_, err := b.eng.Run(context.Background(), b.compile(t, src), user(1), plan.RunOptions{})
+		var ne *plan.NodeError
+		require.True(t, errors.As(err, &ne), "got %v", err)
+		require.Equal(t, "f", ne.NodeID)
+		require.Contains(t, err.Error(), "WRONGTYPE")
+	})
+}

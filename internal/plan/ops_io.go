@@ -59,7 +59,8 @@ var (
 // buildList builds follow, recommendation and media: one pipelined LRANGE
 // per input row (all rows in one round trip, chunked by the endpoint's
 // in-flight limit), then — for users — one pipelined round trip hydrating
-// their country.
+// their country. They are steppers: the engine sends the commands of list
+// nodes that become ready together in one pipeline (see run.runGroup).
 func buildList(kind listKind) builder {
 	return func(cc *compileCtx, n *Node) (execFn, error) {
 		epID, err := cc.endpoint(n, "redis")
@@ -69,48 +70,130 @@ func buildList(kind listKind) builder {
 		fanout := n.Params.int("fanout")
 		countryKey := cc.countryKey()
 		dead := cc.columnsDead(n)
-		return func(ctx context.Context, nr *nodeRun, in []batch.RowSet) (batch.RowSet, error) {
+		n.step = func(nr *nodeRun, in []batch.RowSet) (*ioStep, batch.RowSet, error) {
 			ep, err := nr.r.e.endpoint(epID)
 			if err != nil {
-				return batch.RowSet{}, err
+				return nil, batch.RowSet{}, err
 			}
 			src := in[0]
 			prefix := nr.r.e.cfg.KeyPrefix
 			keys := idKeys(prefix, kind.key, src.Len(), func(i int) int64 { return src.Batch.IDs[src.Row(i)] })
-			lists := make([][]string, len(keys))
-			err = nr.pipelined(ctx, ep, len(keys), func(b rueidis.Builder, i int) rueidis.Completed {
-				return b.Lrange().Key(keys[i]).Start(0).Stop(fanout - 1).Build()
-			}, func(i int, r rueidis.RedisResult) error {
-				v, err := r.AsStrSlice()
-				lists[i] = v
-				return err
-			})
-			if err != nil {
-				return batch.RowSet{}, fmt.Errorf("%s: %w", kind.name, err)
+			b := ep.client.B()
+			cmds := make(rueidis.Commands, len(keys))
+			for i, k := range keys {
+				cmds[i] = b.Lrange().Key(k).Start(0).Stop(fanout - 1).Build()
 			}
-			total := 0
-			for _, l := range lists {
-				total += len(l)
-			}
-			ids := make([]int64, 0, total)
-			for _, l := range lists {
-				for _, s := range l {
-					if id, err := strconv.ParseInt(s, 10, 64); err == nil {
-						ids = append(ids, id)
+			return &ioStep{ep: ep, cmds: cmds, next: func(res []rueidis.RedisResult) (*ioStep, batch.RowSet, error) {
+				lists := make([][]string, len(res))
+				total := 0
+				for i, r := range res {
+					v, err := r.AsStrSlice()
+					if err != nil {
+						return nil, batch.RowSet{}, fmt.Errorf("%s: %w", kind.name, err)
+					}
+					lists[i] = v
+					total += len(v)
+				}
+				ids := make([]int64, 0, total)
+				for _, l := range lists {
+					for _, s := range l {
+						if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+							ids = append(ids, id)
+						}
 					}
 				}
-			}
-			b := batch.New(ids)
-			if kind.hydrate && countryKey != 0 && !(dead && !nr.r.e.cfg.ReadDeadColumns) {
-				countries, err := nr.hydrate(ctx, ep, ids)
-				if err != nil {
-					return batch.RowSet{}, fmt.Errorf("%s: %w", kind.name, err)
+				out := batch.New(ids)
+				if !kind.hydrate || countryKey == 0 || (dead && !nr.r.e.cfg.ReadDeadColumns) {
+					return nil, batch.Of(out), nil
 				}
-				b = b.WithString(countryKey, countries)
-			}
-			return batch.Of(b), nil
-		}, nil
+				if len(ids) == 0 {
+					return nil, batch.Of(out.WithString(countryKey, &batch.StringCol{Vals: []string{}, Valid: []bool{}})), nil
+				}
+				return hydrateStep(nr, ep, ids, func(col *batch.StringCol, err error) (*ioStep, batch.RowSet, error) {
+					if err != nil {
+						return nil, batch.RowSet{}, fmt.Errorf("%s: %w", kind.name, err)
+					}
+					return nil, batch.Of(out.WithString(countryKey, col)), nil
+				}), batch.RowSet{}, nil
+			}}, batch.RowSet{}, nil
+		}
+		return stepExec(n.step), nil
 	}
+}
+
+// hydrateStep reads the country of each user id in one step.
+func hydrateStep(nr *nodeRun, ep *redisEndpoint, ids []int64,
+	then func(*batch.StringCol, error) (*ioStep, batch.RowSet, error)) *ioStep {
+	keys := idKeys(nr.r.e.cfg.KeyPrefix, userKind, len(ids), func(i int) int64 { return ids[i] })
+	b := ep.client.B()
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		cmds[i] = b.Hget().Key(k).Field(countryField).Build()
+	}
+	return &ioStep{ep: ep, cmds: cmds, next: func(res []rueidis.RedisResult) (*ioStep, batch.RowSet, error) {
+		col := &batch.StringCol{Vals: make([]string, len(ids)), Valid: make([]bool, len(ids))}
+		for i, r := range res {
+			v, err := r.ToString()
+			if rueidis.IsRedisNil(err) {
+				continue
+			}
+			if err != nil {
+				return then(nil, err)
+			}
+			col.Vals[i], col.Valid[i] = v, true
+		}
+		return then(col, nil)
+	}}
+}
+
+// ioStep is one round of an IO node: commands for one endpoint, and what
+// to make of their replies (another step, or the node's output).
+type ioStep struct {
+	ep   *redisEndpoint
+	cmds rueidis.Commands
+	next func(res []rueidis.RedisResult) (*ioStep, batch.RowSet, error)
+}
+
+// stepFn starts an IO node: its first step, or its output at once.
+type stepFn func(nr *nodeRun, in []batch.RowSet) (*ioStep, batch.RowSet, error)
+
+// stepExec runs a stepper alone: its steps one after another.
+func stepExec(step stepFn) execFn {
+	return func(ctx context.Context, nr *nodeRun, in []batch.RowSet) (batch.RowSet, error) {
+		st, out, err := step(nr, in)
+		for st != nil && err == nil {
+			res := make([]rueidis.RedisResult, len(st.cmds))
+			if err := nr.r.send(ctx, st.ep, st.cmds, res, nr); err != nil {
+				return batch.RowSet{}, err
+			}
+			st, out, err = st.next(res)
+		}
+		return out, err
+	}
+}
+
+// send sends cmds to ep in pipelines of at most ep.chunk (the endpoint's
+// in-flight limit) commands, one after another, filling res; each of nrs
+// is charged the dependent round trips.
+func (r *run) send(ctx context.Context, ep *redisEndpoint, cmds rueidis.Commands, res []rueidis.RedisResult, nrs ...*nodeRun) error {
+	n := len(cmds)
+	if n == 0 {
+		return nil
+	}
+	for _, nr := range nrs {
+		nr.roundTrips += (n + ep.chunk - 1) / ep.chunk
+	}
+	ctx, cancel := ep.bounded(ctx)
+	defer cancel()
+	for lo := 0; lo < n; lo += ep.chunk {
+		hi := min(lo+ep.chunk, n)
+		if err := ep.limit.acquire(ctx, int64(hi-lo)); err != nil {
+			return err
+		}
+		copy(res[lo:hi], ep.client.DoMulti(ctx, cmds[lo:hi]...))
+		ep.limit.release(int64(hi - lo))
+	}
+	return nil
 }
 
 // countryKey is the key id hydrated from the user hash (0: none registered).
@@ -159,6 +242,8 @@ func (nr *nodeRun) pipelined(ctx context.Context, ep *redisEndpoint, n int,
 		for i := lo; i < hi; i++ {
 			cmds[i-lo] = build(b, i)
 		}
+		ctx, cancel := ep.bounded(ctx)
+		defer cancel()
 		// One DoMulti is one pipeline; commands that other nodes and runs
 		// issue at the same moment share its write.
 		for i, r := range ep.client.DoMulti(ctx, cmds...) {
