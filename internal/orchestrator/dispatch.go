@@ -136,7 +136,13 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		err = d.st.Handoff(bg, t.ID, t.Lease, holder, now.Add(timeout), now.Add(timeout+d.cfg.Grace))
+		var cancelled bool
+		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, now.Add(timeout), now.Add(timeout+d.cfg.Grace))
+		if cancelled {
+			// requested while we were dispatching: the orchestrator's
+			// cancel forwarder saw a task not yet handed off
+			d.publishCancel(bg, t.ID)
+		}
 		if err == nil || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrNotFound) {
 			return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
 		}
@@ -148,5 +154,15 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		}
 		time.Sleep(backoff) // Redis is failing: back off before the next try
 		backoff *= 2
+	}
+}
+
+func (d *Dispatcher) publishCancel(ctx context.Context, id string) {
+	e, err := stream.New(stream.TypeCancel, d.cfg.Now(), stream.CancelData{TaskID: id, Reason: "cancelled"})
+	if err == nil {
+		_, err = d.pub.Publish(ctx, d.sk.Cancel(), e)
+	}
+	if err != nil {
+		d.cfg.Logger.Warn("cancel event not published", "task_id", id, "err", err)
 	}
 }

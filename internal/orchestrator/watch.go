@@ -60,6 +60,7 @@ func (o *Orchestrator) watch(ctx context.Context) {
 // batches of 100) and returns how many it looked at.
 func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 	total := 0
+	var errs []error
 	live := map[string]bool{}
 	for range 50 {
 		es, err := o.st.DueHandoffs(ctx, 100)
@@ -67,8 +68,9 @@ func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 			return total, err
 		}
 		for _, e := range es {
+			// one failing entry (it stays due) must not hold up the others
 			if err := o.check(ctx, e, live); err != nil {
-				return total, fmt.Errorf("task %s: %w", e.ID, err)
+				errs = append(errs, fmt.Errorf("task %s: %w", e.ID, err))
 			}
 		}
 		total += len(es)
@@ -76,7 +78,7 @@ func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 			break
 		}
 	}
-	return total, nil
+	return total, errors.Join(errs...)
 }
 
 func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map[string]bool) error {
@@ -88,6 +90,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		return err
 	}
 	if t.Lease != e.Token || !t.HandedOff || (t.State != task.StateActive && t.State != task.StateTimeout) {
+		if t.State == task.StateCancelled {
+			o.publishCancel(ctx, t.ID) // cancelled while TIMEOUT: the service may still run it
+		}
 		return o.st.DropHandoff(ctx, e) // finished, or another attempt owns it
 	}
 	next := o.cfg.Now().Add(o.cfg.ServiceGrace)

@@ -430,10 +430,15 @@ func sanitizeCause(c string) string {
 // external-timeout watcher at timeoutAt (DueHandoffs). Refused like the
 // other holder transitions: *task.StateError when it is no longer ACTIVE
 // (the outcome came first), task.ErrLeaseLost for another attempt.
-func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil time.Time) error {
+// cancelRequested reports a cancel requested before the handoff: the
+// caller must tell the new holder (nobody else will).
+func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil time.Time) (cancelRequested bool, err error) {
 	keys := []string{s.keys.task(id), s.keys.active(), s.keys.handoff()}
-	err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil)).Err()
-	return scriptErr(id, err, task.StateActive)
+	n, err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil)).Int()
+	if err != nil {
+		return false, scriptErr(id, err, task.StateActive)
+	}
+	return n == 1, nil
 }
 
 // HandoffEntry is one handed-off attempt due for a check.

@@ -8,8 +8,10 @@
 -- KEYS[1] task KEYS[2] active KEYS[3] handoff index
 -- ARGV[1] now ARGV[2] token ARGV[3] holder ARGV[4] timeout at ms
 -- ARGV[5] lease deadline ms
+-- Returns 1 when a cancel was already requested (the caller tells the
+-- service), else 0.
 local now = tonumber(ARGV[1])
-local f = redis.call('HMGET', KEYS[1], 'state', 'lease', 'task_id')
+local f = redis.call('HMGET', KEYS[1], 'state', 'lease', 'task_id', 'cancel_requested')
 if not f[1] then return redis.error_reply('NOTFOUND') end
 if f[1] ~= 'ACTIVE' then return redis.error_reply('STATE ' .. f[1]) end
 if f[2] ~= ARGV[2] then return redis.error_reply('LEASE') end
@@ -17,4 +19,5 @@ local id = f[3]
 redis.call('HSET', KEYS[1], 'worker', ARGV[3], 'handoff', ARGV[2], 'updated_at', now)
 redis.call('ZADD', KEYS[2], tonumber(ARGV[5]), id)
 redis.call('ZADD', KEYS[3], tonumber(ARGV[4]), id .. ' ' .. ARGV[2])
-return 'OK'
+if f[4] == '1' then return 1 end
+return 0
