@@ -75,7 +75,7 @@ func BenchmarkConcurrentExternalTasks(b *testing.B) {
 		return json.RawMessage(`{"ok":true}`), nil
 	}
 	bb := setup(b, options{handlers: map[string]extsvc.HandlerFunc{"load.run": work}, skipArchive: true,
-		workerConc: 2 * n, svcCfg: extsvc.Config{Concurrency: 200}})
+		workerConc: 10, svcCfg: extsvc.Config{Concurrency: 200}})
 	ctx := context.Background()
 	var lat []time.Duration
 	b.ReportAllocs()
@@ -119,7 +119,7 @@ func BenchmarkSustainedRate(b *testing.B) {
 		time.Sleep(50 * time.Millisecond)
 		return json.RawMessage(`{"ok":true}`), nil
 	}
-	bb := setup(b, options{handlers: map[string]extsvc.HandlerFunc{"steady.run": work}, skipArchive: true, workerConc: 500})
+	bb := setup(b, options{handlers: map[string]extsvc.HandlerFunc{"steady.run": work}, skipArchive: true, workerConc: 10})
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		total := rate * secs / 60
