@@ -15,6 +15,8 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/cron"
+	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
@@ -134,6 +136,10 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
 		TaskTypes: func() []string { return append([]string(nil), types...) },
 		Breakers:  newBreakerControl(st),
+		// depends_on and /api/v1/schedules; the orchestrator process runs
+		// the release and firing loops (orchestrator.go)
+		Dependencies: depend.New(st, depend.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
+		Schedules:    cron.New(st, cron.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
 	})
 	if err != nil {
 		return nil, err

@@ -101,10 +101,17 @@ func (g *Graph) Submit(ctx context.Context, r store.EnqueueRequest, after []stri
 		return "", err
 	}
 	if len(deps) != len(after) {
-		return "", fmt.Errorf("%w: a dependency does not exist", ErrInvalid)
+		// a dependency still parked itself exists (chains: C after B after A)
+		missing, err := g.missingNotParked(ctx, after, deps)
+		if err != nil {
+			return "", err
+		}
+		if len(missing) > 0 {
+			return "", fmt.Errorf("%w: dependency %s does not exist", ErrInvalid, missing[0])
+		}
 	}
 	if len(after) == 0 {
-		_, err := g.st.Enqueue(ctx, r)
+		_, err = g.st.Enqueue(ctx, r)
 		return r.ID, err
 	}
 	b, err := json.Marshal(parked{Request: r, After: after})
@@ -170,7 +177,13 @@ func (g *Graph) check(ctx context.Context, id string) error {
 		}
 	}
 	if len(deps) < len(p.After) {
-		doomed = "a dependency was deleted"
+		missing, err := g.missingNotParked(ctx, p.After, deps)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			doomed = "dependency " + missing[0] + " was deleted"
+		}
 	}
 	switch {
 	case doomed != "":

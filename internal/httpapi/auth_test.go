@@ -43,6 +43,10 @@ func endpoints() []endpoint {
 		{"POST", "/api/v1/workers/reset-circuit-breaker", nil, "admin"},
 		{"POST", "/api/v1/workers/open-circuit-breaker", nil, "admin"},
 		{"GET", "/metrics", nil, "admin"},
+		{"POST", "/api/v1/schedules", map[string]any{"cron": "@hourly", "task_type": "noop"}, "session"},
+		{"GET", "/api/v1/schedules", nil, "session"},
+		{"GET", "/api/v1/schedules/{sid}", nil, "owner"},
+		{"DELETE", "/api/v1/schedules/{sid}", nil, "owner"},
 	}
 }
 
@@ -56,7 +60,7 @@ func TestAuthMatrix(t *testing.T) {
 	// The matrix must cover every documented route.
 	covered := map[string]bool{}
 	for _, e := range endpoints() {
-		covered[e.method+" "+strings.ReplaceAll(e.path, "{id}", "{task_id}")] = true
+		covered[e.method+" "+strings.NewReplacer("{id}", "{task_id}", "{sid}", "{schedule_id}").Replace(e.path)] = true
 	}
 	doc := b.do("GET", "/openapi.json", "", nil)
 	for path, ops := range doc.body["paths"].(map[string]any) {
@@ -71,7 +75,8 @@ func TestAuthMatrix(t *testing.T) {
 		t.Run(e.method+strings.ReplaceAll(e.path, "/", "_"), func(t *testing.T) {
 			b := b.with(t)
 			id := b.submit(owner.Token, "A task of the owner. It has two sentences.")
-			path := strings.ReplaceAll(e.path, "{id}", id)
+			sid := b.schedule(owner.Token)
+			path := strings.NewReplacer("{id}", id, "{sid}", sid).Replace(e.path)
 			if e.access == "public" {
 				r := b.do(e.method, path, "", e.body)
 				if e.path == "/health" { // no worker runs in this test: unhealthy, but answered
@@ -119,7 +124,8 @@ func TestAuthMatrix(t *testing.T) {
 			// The admin may do what an owner may.
 			if e.access == "owner" {
 				id2 := b.submit(owner.Token, "Another task. Still the owner's.")
-				r = b.do(e.method, strings.ReplaceAll(e.path, "{id}", id2), adminKey, e.body)
+				sid2 := b.schedule(owner.Token)
+				r = b.do(e.method, strings.NewReplacer("{id}", id2, "{sid}", sid2).Replace(e.path), adminKey, e.body)
 				require.NotContains(t, []int{401, 403}, r.code, string(r.raw))
 			}
 		})

@@ -44,3 +44,38 @@ func FuzzListQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScheduleBody: any body to POST /api/v1/schedules is a 201 or a
+// client error naming the field, never a 500.
+func FuzzScheduleBody(f *testing.F) {
+	for _, s := range []string{
+		`{"cron":"@hourly","task_type":"noop"}`, `{"cron":"*/5 * * * *","task_type":"noop","params":{"a":1},"timeout":30}`,
+		`{"cron":"@every 1s","task_type":"noop"}`, `{"cron":"0 0 31 2 *","task_type":"noop"}`, `{"cron":"@every -1s","task_type":"noop"}`,
+		`{"cron":"* * * * * * *","task_type":"noop"}`, `{"id":"","cron":"@daily","task_type":"noop"}`, `{}`, `[]`, `{"cron":"TZ=Mars/X * * * * *"}`,
+	} {
+		f.Add(s)
+	}
+	b := setup(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		b := b.with(t)
+		r := b.do("POST", "/api/v1/schedules", adminKey, body)
+		require.Contains(t, []int{http.StatusCreated, 400, 409, 413, 422}, r.code, "body %q → %s", body, r.raw)
+		if r.code == 422 {
+			require.NotEmpty(t, r.errField(), "body %q → %s", body, r.raw)
+		}
+	})
+}
+
+// FuzzDependsOn: any depends_on value is a 201 or a client error naming
+// depends_on.
+func FuzzDependsOn(f *testing.F) {
+	for _, s := range []string{`[]`, `["x"]`, `["a","a"]`, `[1]`, `"x"`, `null`, `[""]`, `["{bad}"]`} {
+		f.Add(s)
+	}
+	b := setup(f)
+	f.Fuzz(func(t *testing.T, deps string) {
+		b := b.with(t)
+		r := b.do("POST", "/api/v1/tasks", adminKey, `{"task_type":"noop","depends_on":`+deps+`}`)
+		require.Contains(t, []int{http.StatusCreated, 400, 413, 422}, r.code, "depends_on %q → %s", deps, r.raw)
+	})
+}

@@ -70,6 +70,8 @@ func (s *Server) routes() {
 		description: "PENDING/TIMEOUT end CANCELLED at once (200); an ACTIVE task's worker is told and ends it CANCELLED (202, outcome requested).",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Cancelled", 202: "Cancelled", 409: "Error"}}})
 
+	s.scheduleRoutes(add)
+
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
 		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio (spec 001)",
 		responses: map[int]string{200: "QueueStatus"}}})

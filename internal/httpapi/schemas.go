@@ -50,6 +50,7 @@ var apiSchemas = map[string]any{
 		"timeout":     num("seconds one attempt may run"),
 		"max_retries": integer("0..100; default 3"),
 		"run_at":      ts("delay the first run until this time"),
+		"depends_on":  map[string]any{"type": "array", "items": str("task id"), "maxItems": 100, "description": "the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled"},
 	}),
 	"SubmitRequest": obj([]string{"task_type"}, map[string]any{
 		"task_type":   map[string]any{"type": "string", "description": "a registered task type", "example": "summarize"},
@@ -59,6 +60,7 @@ var apiSchemas = map[string]any{
 		"timeout":     num("seconds one attempt may run"),
 		"max_retries": integer("0..100; default 3"),
 		"run_at":      ts("delay the first run until this time"),
+		"depends_on":  map[string]any{"type": "array", "items": str("task id"), "maxItems": 100, "description": "the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled"},
 	}),
 	"Submitted": obj([]string{"task_id", "state"}, map[string]any{"task_id": str(""), "state": stateEnum}),
 	"Task": obj([]string{"task_id", "task_type", "state", "retry_count", "max_retries", "created_at", "updated_at"}, map[string]any{
@@ -71,7 +73,23 @@ var apiSchemas = map[string]any{
 		"worker":        str(""),
 		"error_history": arr(obj(nil, map[string]any{"at": ts(""), "attempt": integer(""), "error_type": str(""), "message": str(""), "worker": str("")})),
 		"state_history": arr(obj(nil, map[string]any{"at": ts(""), "from": str(""), "to": str(""), "cause": str("")})),
+		"waiting_on":    map[string]any{"type": "array", "items": str("task id"), "description": "submitted with depends_on and not released yet: the tasks it waits for"},
 	}),
+	"ScheduleRequest": obj([]string{"cron", "task_type"}, map[string]any{
+		"id":        map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": "schedule id; absent = a new UUID"},
+		"cron":      map[string]any{"type": "string", "description": "5-field cron expression (UTC) or @hourly, @daily, @every 30s", "example": "*/5 * * * *"},
+		"task_type": map[string]any{"type": "string", "description": "a registered task type", "example": "report.generate"},
+		"params":    map[string]any{"type": "object", "description": "handler parameters of every task created"},
+		"priority":  map[string]any{"type": "string", "enum": []string{"high", "normal", "low"}},
+		"timeout":   integer("seconds each run may take, 1..86400"),
+	}),
+	"Schedule": obj([]string{"schedule_id", "cron", "task_type", "priority", "created_at"}, map[string]any{
+		"schedule_id": str(""), "cron": str(""), "task_type": str(""), "params": map[string]any{"type": "object"},
+		"priority": str(""), "timeout": integer("seconds"), "session_id": str("the owning session"), "created_at": ts(""),
+		"next_run_at": ts("the next due time (absent: never due again)"),
+	}),
+	"ScheduleList":    obj([]string{"schedules", "count"}, map[string]any{"schedules": arr(ref("Schedule")), "count": integer("")}),
+	"ScheduleDeleted": obj([]string{"schedule_id", "deleted"}, map[string]any{"schedule_id": str(""), "deleted": boolean("")}),
 	"TaskList": obj([]string{"tasks", "total", "page", "page_size"}, map[string]any{
 		"tasks": arr(ref("Task")), "total": integer("matching tasks"), "page": integer(""), "page_size": integer(""),
 		"partial": boolean("a filtered listing stopped scanning at 10000 entries"),

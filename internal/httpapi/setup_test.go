@@ -16,6 +16,8 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/cron"
+	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
@@ -37,6 +39,8 @@ type testBundle struct {
 	ns    string
 	types []string
 	clock *clock.Fake // the store's clock
+	cron  *cron.Cron  // the service's schedules (tests fire them with Tick)
+	deps  *depend.Graph
 }
 
 type setupOpts struct {
@@ -78,7 +82,9 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	if opt.breakerControl {
 		opt.breakers = service.NewRedisBreakerControl(rdb, ns, nil)
 	}
-	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers}
+	b.cron, b.deps = cron.New(st, cron.Config{Namespace: ns, Clock: clk}), depend.New(st, depend.Config{Namespace: ns})
+	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
+		Dependencies: b.deps, Schedules: b.cron}
 	if !opt.withoutTypes {
 		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }
 	}
@@ -163,6 +169,14 @@ func (b *testBundle) session() auth.Session {
 	r := b.do("POST", "/api/v1/sessions", "", nil)
 	require.Equal(b.t, http.StatusCreated, r.code, string(r.raw))
 	return auth.Session{ID: r.body["session_id"].(string), Token: r.body["token"].(string)}
+}
+
+// schedule creates an hourly noop schedule owned by token's session.
+func (b *testBundle) schedule(token string) string {
+	b.t.Helper()
+	r := b.do("POST", "/api/v1/schedules", token, map[string]any{"cron": "@hourly", "task_type": "noop"})
+	require.Equal(b.t, http.StatusCreated, r.code, string(r.raw))
+	return r.body["schedule_id"].(string)
 }
 
 func (b *testBundle) submit(token, content string) string {

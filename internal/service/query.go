@@ -266,10 +266,25 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 				all = append(all, t)
 			}
 		}
+		var absent []string
 		for _, id := range ids {
 			if !found[id] {
-				missing = append(missing, id)
+				absent = append(absent, id)
 			}
+		}
+		// tasks waiting on others are listed as PENDING, and stay indexed
+		parked, err := s.parkedViews(ctx, absent)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for _, id := range absent {
+			if v, ok := parked[id]; ok {
+				if q.match(v.Task) {
+					all = append(all, v.Task)
+				}
+				continue
+			}
+			missing = append(missing, id)
 		}
 		if len(ids) < MaxPageSize {
 			break

@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/cron"
+	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -46,6 +48,12 @@ type Config struct {
 	// Breakers controls circuit breakers (reset/open); default nil: those
 	// operator actions answer 409 breaker_control_unavailable.
 	Breakers BreakerControl
+	// Dependencies parks tasks submitted with depends_on until those
+	// complete (internal/depend). Default nil: depends_on is refused (422).
+	Dependencies *depend.Graph
+	// Schedules stores recurring tasks (internal/cron). Default nil: the
+	// schedule endpoints answer 422 schedules_unavailable.
+	Schedules *cron.Cron
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock (health timestamps, run_at checks). Default time.Now.

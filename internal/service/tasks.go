@@ -25,6 +25,9 @@ type SubmitInput struct {
 	Timeout    *float64        `json:"timeout,omitempty"` // seconds
 	MaxRetries *int            `json:"max_retries,omitempty"`
 	RunAt      *string         `json:"run_at,omitempty"` // RFC 3339
+	// DependsOn lists tasks (the caller's own) that must complete first;
+	// until then the task is PENDING with waiting_on.
+	DependsOn []string `json:"depends_on,omitempty"`
 }
 
 // Limits of SubmitInput.
@@ -54,6 +57,9 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 		return Submitted{}, err
 	}
 	req.SessionID = p.SessionID
+	if len(in.DependsOn) > 0 {
+		return s.submitAfter(ctx, p, req, in.DependsOn)
+	}
 	t, err := s.batch.enqueue(ctx, req)
 	if err != nil {
 		return Submitted{}, storeErr("", err)
@@ -156,6 +162,9 @@ func (s *Service) indexSessionTasks(ctx context.Context, ts []*task.Task) error 
 type TaskView struct {
 	*task.Task
 	TimeoutSeconds float64 `json:"timeout,omitempty"`
+	// WaitingOn lists the tasks a task submitted with depends_on still
+	// waits for (it is PENDING, not yet in a queue).
+	WaitingOn []string `json:"waiting_on,omitempty"`
 }
 
 // ViewOf wraps t for output.
@@ -198,6 +207,19 @@ func truncate(s string, n int) string {
 // Get returns the task id if p may see it.
 func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (TaskView, error) {
 	t, err := s.get(ctx, p, id)
+	if errors.Is(err, ErrNotFound) {
+		// not created yet: it may wait on other tasks
+		pv, perr := s.parkedViews(ctx, []string{id})
+		if perr != nil {
+			return TaskView{}, storeErr(id, perr)
+		}
+		if v, ok := pv[id]; ok {
+			if aerr := authorize(p, v.Task); aerr != nil {
+				return TaskView{}, aerr
+			}
+			return v, nil
+		}
+	}
 	if err != nil {
 		return TaskView{}, err
 	}

@@ -1,0 +1,108 @@
+package depend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// Parked is a task waiting for others, as readers see it before it exists
+// in the store.
+type Parked struct {
+	// Request is the task as it will be created.
+	Request store.EnqueueRequest
+	// After lists the tasks it waits for.
+	After []string
+	// Since is when it was parked.
+	Since time.Time
+}
+
+// Parked returns those of ids that are parked, by id (one round trip).
+func (g *Graph) Parked(ctx context.Context, ids []string) (map[string]Parked, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	gets := make([]*redis.StringCmd, len(ids))
+	scores := make([]*redis.FloatCmd, len(ids))
+	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			gets[i] = p.Get(ctx, g.k.waiting(id))
+			scores[i] = p.ZScore(ctx, g.k.pending(), id)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := map[string]Parked{}
+	for i, id := range ids {
+		raw, err := gets[i].Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var p parked
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		pk := Parked{Request: p.Request, After: p.After}
+		if ms, err := scores[i].Result(); err == nil {
+			pk.Since = time.UnixMilli(int64(ms))
+		}
+		out[id] = pk
+	}
+	return out, nil
+}
+
+// missingNotParked lists the ids of want that are neither among got (the
+// stored tasks) nor parked.
+func (g *Graph) missingNotParked(ctx context.Context, want []string, got []*task.Task) ([]string, error) {
+	have := make(map[string]bool, len(got))
+	for _, t := range got {
+		have[t.ID] = true
+	}
+	var missing []string
+	for _, id := range want {
+		if !have[id] {
+			missing = append(missing, id)
+		}
+	}
+	pks, err := g.Parked(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	var gone []string
+	for _, id := range missing {
+		if _, ok := pks[id]; !ok {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	// A parked task is created before it is unparked: one released between
+	// the two reads above exists now.
+	late, err := g.st.GetMany(ctx, gone)
+	if err != nil {
+		return nil, err
+	}
+	have = make(map[string]bool, len(late))
+	for _, t := range late {
+		have[t.ID] = true
+	}
+	out := gone[:0]
+	for _, id := range gone {
+		if !have[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

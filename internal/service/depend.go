@@ -1,0 +1,112 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// submitAfter creates r once the tasks in after have completed
+// (internal/depend): at once when they all have, else parked. Every
+// dependency must exist and be p's (a session depends only on its own
+// tasks; the admin on any).
+func (s *Service) submitAfter(ctx context.Context, p auth.Principal, r store.EnqueueRequest, after []string) (Submitted, error) {
+	if s.cfg.Dependencies == nil {
+		return Submitted{}, Unprocessable("depends_on", "task dependencies are not enabled in this process")
+	}
+	if len(after) > depend.MaxDependencies {
+		return Submitted{}, Unprocessable("depends_on", "depends_on lists %d tasks; at most %d", len(after), depend.MaxDependencies)
+	}
+	seen := make(map[string]bool, len(after))
+	for _, id := range after {
+		if err := validTaskID(id); err != nil {
+			return Submitted{}, Unprocessable("depends_on", "depends_on: %q is not a valid task id", truncate(id, 64))
+		}
+		if seen[id] {
+			return Submitted{}, Unprocessable("depends_on", "depends_on lists %s twice", id)
+		}
+		seen[id] = true
+	}
+	ts, err := s.st.GetMany(ctx, after)
+	if err != nil {
+		return Submitted{}, storeErr("", err)
+	}
+	found := make(map[string]*task.Task, len(ts))
+	for _, t := range ts {
+		found[t.ID] = t
+	}
+	// A dependency may itself still be parked: it exists, as PENDING.
+	var missing []string
+	for _, id := range after {
+		if found[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	parked, err := s.cfg.Dependencies.Parked(ctx, missing)
+	if err != nil {
+		return Submitted{}, storeErr("", err)
+	}
+	for _, id := range after {
+		owner := ""
+		switch t, pk := found[id], parked[id]; {
+		case t != nil:
+			owner = t.SessionID
+		case pk.Request.ID != "":
+			owner = pk.Request.SessionID
+		default:
+			return Submitted{}, Unprocessable("depends_on", "depends_on: no task %s", id)
+		}
+		if !p.Admin && owner != p.SessionID {
+			return Submitted{}, &Error{Kind: KindForbidden, Code: "forbidden", Field: "depends_on",
+				Message: fmt.Sprintf("depends_on: task %s belongs to another session", id)}
+		}
+	}
+	id, err := s.cfg.Dependencies.Submit(ctx, r, after)
+	if errors.Is(err, depend.ErrInvalid) {
+		return Submitted{}, Unprocessable("depends_on", "%v", err)
+	}
+	if err != nil {
+		return Submitted{}, storeErr("", err)
+	}
+	now := s.cfg.Now()
+	if err := s.indexSessionTasks(ctx, []*task.Task{{ID: id, SessionID: r.SessionID, CreatedAt: now}}); err != nil {
+		return Submitted{}, storeErr(id, err)
+	}
+	return Submitted{TaskID: id, State: task.StatePending}, nil
+}
+
+// parkedViews returns the views of those of ids that wait on other tasks.
+func (s *Service) parkedViews(ctx context.Context, ids []string) (map[string]TaskView, error) {
+	if s.cfg.Dependencies == nil || len(ids) == 0 {
+		return nil, nil
+	}
+	pks, err := s.cfg.Dependencies.Parked(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]TaskView, len(pks))
+	for id, pk := range pks {
+		out[id] = parkedView(id, pk)
+	}
+	return out, nil
+}
+
+// parkedView shows a task waiting on others as PENDING with waiting_on.
+func parkedView(id string, pk depend.Parked) TaskView {
+	r := pk.Request
+	prio := r.Priority
+	if prio == "" {
+		prio = task.PriorityNormal
+	}
+	t := &task.Task{ID: id, Type: r.Type, Content: r.Content, Params: r.Params, SessionID: r.SessionID,
+		Priority: prio, Timeout: r.Timeout, State: task.StatePending, CreatedAt: pk.Since, UpdatedAt: pk.Since}
+	if r.MaxRetries != nil {
+		t.MaxRetries = *r.MaxRetries
+	}
+	return TaskView{Task: t, TimeoutSeconds: r.Timeout.Seconds(), WaitingOn: pk.After}
+}
