@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/cron"
@@ -140,6 +141,8 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
 		Schedules:    cron.New(st, cron.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
+		// spec 003 §10: params checked before task.create is published
+		ParamSchemas: tools.ParamSchema,
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/cron"
@@ -84,7 +85,7 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	}
 	b.cron, b.deps = cron.New(st, cron.Config{Namespace: ns, Clock: clk}), depend.New(st, depend.Config{Namespace: ns})
 	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
-		Dependencies: b.deps, Schedules: b.cron}
+		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema}
 	if !opt.withoutTypes {
 		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }
 	}

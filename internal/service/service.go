@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
@@ -51,6 +52,11 @@ type Config struct {
 	// Dependencies parks tasks submitted with depends_on until those
 	// complete (internal/depend). Default nil: depends_on is refused (422).
 	Dependencies *depend.Graph
+	// ParamSchemas returns the declared params of a task type (for the
+	// example external services: tools.ParamSchema); a submit or schedule
+	// whose params do not satisfy it is refused (422 naming the field)
+	// before anything is published. Default nil: params are not checked.
+	ParamSchemas func(taskType string) (param.Schema, bool)
 	// Schedules stores recurring tasks (internal/cron). Default nil: the
 	// schedule endpoints answer 422 schedules_unavailable.
 	Schedules *cron.Cron

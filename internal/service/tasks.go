@@ -94,6 +94,9 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 		}
 		r.Params = trimmed
 	}
+	if err := s.checkParams(r.Type, r.Params); err != nil {
+		return r, err
+	}
 	prio, err := task.ParsePriority(in.Priority)
 	if err != nil {
 		return r, Unprocessable("priority", "%v", err)

@@ -1,0 +1,59 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/extsvc/param"
+)
+
+// ParamSchemas declares the params of every example task type. The API
+// checks a task's params against them before it publishes task.create
+// (a 422 naming the field), and each service checks them again on receipt
+// (tasks may be published by other producers).
+var ParamSchemas = map[string]param.Schema{
+	"report.generate": {Fields: []param.Field{
+		{Name: "quarter", Kind: param.String, Required: true, Enum: []string{"Q1", "Q2", "Q3", "Q4"}, FoldCase: true, Description: "the quarter reported on"},
+		{Name: "year", Kind: param.Integer, Required: true, Min: 1900, Max: 2200, Description: "the year of the quarter"},
+		{Name: "format", Kind: param.String, Enum: []string{"md", "html", "csv", "pdf"}, FoldCase: true, Description: "output format; default md"},
+		{Name: "title", Kind: param.String, MaxLen: 200, Description: "default \"<quarter> <year> report\""},
+		{Name: "data", Kind: param.Object, Description: "metric name → its values in the quarter"},
+	}},
+	"data.analyze": {Fields: []param.Field{
+		{Name: "csv", Kind: param.String, Required: true, MaxLen: MaxCSVBytes, Description: "the data, with a header row"},
+		{Name: "delimiter", Kind: param.String, MaxLen: 4, Description: "one character; default ,"},
+	}},
+	"document.process": {Fields: []param.Field{
+		{Name: "content", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the document's text, HTML or Markdown"},
+		{Name: "format", Kind: param.String, Enum: []string{"text", "txt", "html", "markdown", "md"}, FoldCase: true, Description: "default: guessed from the content"},
+	}},
+	"data.export": {Fields: []param.Field{
+		{Name: "rows", Kind: param.Array, Items: param.Object, Required: true, MaxLen: MaxExportRows, Description: "the rows, JSON objects"},
+		{Name: "format", Kind: param.String, Enum: []string{"csv", "json", "jsonl"}, Description: "default csv"},
+		{Name: "columns", Kind: param.Array, Items: param.String, Description: "CSV columns in order; default every key, sorted"},
+	}},
+}
+
+// ParamSchema returns the declared params of taskType, if any.
+func ParamSchema(taskType string) (param.Schema, bool) {
+	s, ok := ParamSchemas[taskType]
+	return s, ok
+}
+
+// checked runs h only for params that satisfy taskType's schema; others
+// fail permanently with INVALID_PARAMS naming the field.
+func checked(taskType string, h extsvc.Handler) extsvc.Handler {
+	s := ParamSchemas[taskType]
+	return extsvc.HandlerFunc(func(ctx context.Context, t *extsvc.Task) (json.RawMessage, error) {
+		if err := s.Validate(t.Params); err != nil {
+			var pe *param.Error
+			if errors.As(err, &pe) {
+				return nil, invalid("%s", pe.Error())
+			}
+			return nil, invalid("%v", err)
+		}
+		return h.Handle(ctx, t)
+	})
+}

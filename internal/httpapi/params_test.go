@@ -1,0 +1,57 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestParamsValidatedBeforePublishing (spec 003 §10): an external task
+// type's params are checked against the schema its service declares
+// (extsvc/tools) before anything is created or published; the 422 names
+// the parameter.
+func TestParamsValidatedBeforePublishing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.types = append(b.types, "report.generate", "data.export")
+	tok := b.session().Token
+	for name, tc := range map[string]struct {
+		typ    string
+		params any
+		field  string
+	}{
+		"MissingQuarter": {"report.generate", map[string]any{"year": 2024}, "params.quarter"},
+		"NoParams":       {"report.generate", nil, "params.quarter"},
+		"BadQuarter":     {"report.generate", map[string]any{"quarter": "Q5", "year": 2024}, "params.quarter"},
+		"QuarterNumber":  {"report.generate", map[string]any{"quarter": 4, "year": 2024}, "params.quarter"},
+		"YearString":     {"report.generate", map[string]any{"quarter": "Q4", "year": "2024"}, "params.year"},
+		"YearFraction":   {"report.generate", map[string]any{"quarter": "Q4", "year": 2024.5}, "params.year"},
+		"YearRange":      {"report.generate", map[string]any{"quarter": "Q4", "year": 3000}, "params.year"},
+		"BadFormat":      {"report.generate", map[string]any{"quarter": "Q4", "year": 2024, "format": "docx"}, "params.format"},
+		"Misspelt":       {"report.generate", map[string]any{"quarter": "Q4", "year": 2024, "fromat": "pdf"}, "params.fromat"},
+		"RowNotObject":   {"data.export", map[string]any{"rows": []any{map[string]any{"a": 1}, 2}}, "params.rows[1]"},
+		"NoRows":         {"data.export", map[string]any{"format": "csv"}, "params.rows"},
+	} {
+		r := b.do("POST", "/api/v1/tasks", tok, map[string]any{"task_type": tc.typ, "params": tc.params})
+		require.Equal(t, http.StatusUnprocessableEntity, r.code, "%s: %s", name, r.raw)
+		require.Equal(t, "validation_failed", r.errCode(), name)
+		require.Equal(t, tc.field, r.errField(), "%s: %s", name, r.raw)
+	}
+	// Nothing was created (so nothing can be published).
+	r := b.do("GET", "/api/v1/tasks", tok, nil)
+	require.EqualValues(t, 0, r.body["total"], string(r.raw))
+
+	// Accepted as the service accepts it: case-insensitive quarter and format.
+	r = b.do("POST", "/api/v1/tasks", tok, map[string]any{"task_type": "report.generate",
+		"params": map[string]any{"quarter": "q4", "year": 2024, "format": "PDF", "data": map[string]any{"revenue": []int{1, 2}}}})
+	require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+
+	// Schedules and dependent tasks are checked the same way.
+	r = b.do("POST", "/api/v1/schedules", tok, map[string]any{"cron": "@daily", "task_type": "report.generate", "params": map[string]any{"quarter": "Q1"}})
+	require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
+	require.Equal(t, "params.year", r.errField())
+	r = b.do("POST", "/api/v1/tasks", tok, map[string]any{"task_type": "data.export", "params": map[string]any{"rows": "x"}, "depends_on": []string{"whatever"}})
+	require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
+	require.Equal(t, "params.rows", r.errField(), "params are checked before dependencies")
+}
