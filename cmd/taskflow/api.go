@@ -161,7 +161,7 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	x.mounts, x.close = append(x.mounts, rm...), append(x.close, closeResults)
 	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
-		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware})
+		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry})
 	if err != nil {
 		a.close()
 		return nil, err

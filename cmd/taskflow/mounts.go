@@ -5,12 +5,15 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
@@ -21,8 +24,11 @@ import (
 type apiExtras struct {
 	mounts     []httpapi.Mount
 	middleware func(http.Handler) http.Handler
-	run        []func(ctx context.Context) error
-	close      []func()
+	// registry is the API's /metrics registry, shared with the packages
+	// that add series to it.
+	registry *prometheus.Registry
+	run      []func(ctx context.Context) error
+	close    []func()
 }
 
 // apiMounts builds the HTTP handlers of other packages that the API
@@ -30,6 +36,15 @@ type apiExtras struct {
 // block here.
 func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.Store, au *auth.Authenticator) (apiExtras, error) {
 	var x apiExtras
+	x.registry = prometheus.NewRegistry()
+	x.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Spec 003 §9's series on the API's /metrics: notification delivery
+	// latency (observed here, where notifications are delivered) and the
+	// streams' consumer lag and DLQ size (read at scrape).
+	om, err := orchestrator.NewMetrics(x.registry, rdb, cfg.Namespace)
+	if err != nil {
+		return x, err
+	}
 
 	// Plans (spec 002): POST /api/v1/plans/{name}/execute, synchronous.
 	pl, err := planapi.FromEnv(m.Getenv, m.Logger)
@@ -49,7 +64,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	}
 	hub := notify.NewHub(n)
 	x.run = append(x.run, hub.Run)
-	nh, err := notify.NewHandler(n, notify.HandlerConfig{Auth: au, Hub: hub, Logger: m.Logger})
+	nh, err := notify.NewHandler(n, notify.HandlerConfig{Auth: au, Hub: hub, Logger: m.Logger, OnDelivered: om.Delivered})
 	if err != nil {
 		return x, err
 	}
@@ -62,7 +77,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 		// EventSource clients can only pass the token in the query.
 		x.mounts = append(x.mounts, httpapi.Mount{Method: "GET", Path: p.path, Access: "public", SelfAuth: true, Handler: nh, Summary: p.summary, Tag: "notifications"})
 	}
-	x.middleware = n.Middleware(nil)
+	x.middleware = n.Middleware(om.Delivered)
 	return x, nil
 }
 
