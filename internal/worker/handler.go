@@ -14,7 +14,10 @@ import (
 // is cancelled when the task is cancelled or the worker's lease is lost.
 // The returned JSON becomes the task's result. Errors are classified by the
 // retry rules; wrap with task.Permanent, task.RetryAfter or task.Cancel to
-// say how a failure must be treated.
+// say how a failure must be treated. A *task.DependencyUnavailableError
+// (anywhere in the chain) reschedules the task after its Wait without
+// spending a retry; ErrHandedOff says the handler handed the task to
+// another holder (store.Handoff) and the worker writes nothing.
 type Handler interface {
 	ProcessTask(ctx context.Context, t *task.Task) (json.RawMessage, error)
 }
