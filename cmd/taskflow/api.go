@@ -120,6 +120,9 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	if err != nil {
 		return nil, err
 	}
+	if cfg.SessionTTL > 0 {
+		eng.Store.SessionIndexTTL = cfg.SessionTTL
+	}
 	st, err := store.New(rdb, eng.Store)
 	if err != nil {
 		return nil, err

@@ -67,6 +67,8 @@ func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, err
 		}
 	}
 	intVar("MAX_RETRIES", &e.Store.DefaultMaxRetries)
+	// a session's task index lives as long as the session (written by enqueue)
+	durVar("TASKFLOW_SESSION_TTL", &e.Store.SessionIndexTTL)
 	durVar("MAX_TASK_AGE", &e.Store.MaxTaskAge)
 	floatVar("DEFAULT_RETRY_RATIO", &e.Store.RetryRatio)
 	floatVar("RETRY_RATIO_WARNING", &e.Store.RetryRatioWarning)

@@ -201,6 +201,9 @@ func TestSchedules(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.Equal(t, own.ID, r.body["session_id"])
 	require.Equal(t, http.StatusForbidden, b.do("GET", "/api/v1/tasks/"+ids[0], other.Token, nil).code)
+	r = b.do("GET", "/api/v1/tasks", own.Token, nil)
+	require.EqualValues(t, 1, r.body["total"], "the fired task is in its session's listing (the store indexes it on enqueue): %s", r.raw)
+	require.Equal(t, ids[0], r.body["tasks"].([]any)[0].(map[string]any)["task_id"])
 
 	r = b.do("DELETE", "/api/v1/schedules/minutely", own.Token, nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))

@@ -53,11 +53,7 @@ func (b *batcher) close() {
 // enqueue submits r and waits for its outcome.
 func (b *batcher) enqueue(ctx context.Context, r store.EnqueueRequest) (*task.Task, error) {
 	if b.max <= 1 {
-		t, err := b.s.st.Enqueue(ctx, r)
-		if err == nil {
-			err = b.s.indexSessionTasks(ctx, []*task.Task{t})
-		}
-		return t, err
+		return b.s.st.Enqueue(ctx, r)
 	}
 	p := &pending{ctx: ctx, req: r, done: make(chan result, 1)}
 	select {
@@ -97,15 +93,12 @@ func (b *batcher) run() {
 
 // write enqueues a batch; if the batch call fails as a whole (one request
 // did not validate), each request is retried alone so that one bad submit
-// cannot fail its neighbours. The session index entries of the batch's
-// tasks are written in one pipelined round trip before anyone is answered.
+// cannot fail its neighbours. The store writes each task's session index
+// entry in the same script call.
 func (b *batcher) write(batch []*pending) {
 	if len(batch) == 1 {
 		p := batch[0]
 		t, err := b.s.st.Enqueue(p.ctx, p.req)
-		if err == nil {
-			err = b.s.indexSessionTasks(context.WithoutCancel(p.ctx), []*task.Task{t})
-		}
 		p.done <- result{t, err}
 		return
 	}
@@ -116,12 +109,7 @@ func (b *batcher) write(batch []*pending) {
 	ctx := context.WithoutCancel(batch[0].ctx)
 	ts, err := b.s.st.EnqueueBatch(ctx, reqs)
 	if err == nil && len(ts) == len(batch) {
-		ierr := b.s.indexSessionTasks(ctx, ts)
 		for i, p := range batch {
-			if ierr != nil && ts[i].SessionID != "" {
-				p.done <- result{nil, ierr}
-				continue
-			}
 			p.done <- result{ts[i], nil}
 		}
 		return
@@ -140,9 +128,6 @@ func (b *batcher) write(batch []*pending) {
 	}
 	for _, p := range batch {
 		t, err := b.s.st.Enqueue(p.ctx, p.req)
-		if err == nil {
-			err = b.s.indexSessionTasks(context.WithoutCancel(p.ctx), []*task.Task{t})
-		}
 		p.done <- result{t, err}
 	}
 }

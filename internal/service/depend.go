@@ -73,8 +73,7 @@ func (s *Service) submitAfter(ctx context.Context, p auth.Principal, r store.Enq
 	if err != nil {
 		return Submitted{}, storeErr("", err)
 	}
-	now := s.cfg.Now()
-	if err := s.indexSessionTasks(ctx, []*task.Task{{ID: id, SessionID: r.SessionID, CreatedAt: now}}); err != nil {
+	if err := s.indexParked(ctx, id, r.SessionID, s.cfg.Now()); err != nil {
 		return Submitted{}, storeErr(id, err)
 	}
 	return Submitted{TaskID: id, State: task.StatePending}, nil

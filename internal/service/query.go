@@ -240,7 +240,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, in
 
 // listSession pages a session's own tasks from its task index.
 func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) ([]*task.Task, int64, bool, error) {
-	k := sessionTasksKey(s.ns, sessionID)
+	k := s.st.SessionTasksKey(sessionID)
 	var all []*task.Task
 	var missing []any
 	partial := false

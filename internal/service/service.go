@@ -35,7 +35,9 @@ type Config struct {
 	TaskTypes func() []string
 	// MaxContentBytes caps a task's content (413 beyond). Default 512 KiB.
 	MaxContentBytes int
-	// SessionTTL is how long a session's task index lives. Default 24h.
+	// SessionTTL is how long a session's task index lives (the store's
+	// SessionIndexTTL should match; the service writes it only for tasks
+	// still waiting on others). Default 24h.
 	SessionTTL time.Duration
 	// BatchMax is the most submits one enqueue script call carries when
 	// submits arrive concurrently (they are gathered without waiting: a

@@ -129,29 +129,17 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	return r, nil
 }
 
-// indexSessionTasks records the tasks that belong to a session in their
-// sessions' task indexes, in one pipelined round trip (none when no task
-// has a session). The task exists already when this fails: the caller is
-// told (503) and the task is still readable by id.
-func (s *Service) indexSessionTasks(ctx context.Context, ts []*task.Task) error {
-	n := 0
-	for _, t := range ts {
-		if t.SessionID != "" {
-			n++
-		}
-	}
-	if n == 0 {
+// indexParked records a task that waits on others (not in the store yet)
+// in its session's task index, so the session lists it; the store writes
+// the entry again when the task is created.
+func (s *Service) indexParked(ctx context.Context, id, sessionID string, at time.Time) error {
+	if sessionID == "" {
 		return nil
 	}
+	k := s.st.SessionTasksKey(sessionID)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, t := range ts {
-			if t.SessionID == "" {
-				continue
-			}
-			k := sessionTasksKey(s.ns, t.SessionID)
-			p.ZAdd(ctx, k, redis.Z{Score: float64(t.CreatedAt.UnixMilli()), Member: t.ID})
-			p.Expire(ctx, k, s.cfg.SessionTTL)
-		}
+		p.ZAdd(ctx, k, redis.Z{Score: float64(at.UnixMilli()), Member: id})
+		p.Expire(ctx, k, s.cfg.SessionTTL)
 		return nil
 	})
 	if err != nil {
@@ -310,7 +298,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error
 		return storeErr(id, err)
 	}
 	if t.SessionID != "" {
-		_ = s.rdb.ZRem(ctx, sessionTasksKey(s.ns, t.SessionID), id).Err()
+		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKey(t.SessionID), id).Err()
 	}
 	return nil
 }

@@ -49,6 +49,11 @@ type Config struct {
 	// EnqueueChunk is the most tasks one enqueue script call writes; a
 	// larger batch is split (each chunk is atomic). Default 500.
 	EnqueueChunk int
+	// SessionIndexTTL is how long a session's task index
+	// (SessionTasksKey) lives after the session's latest task: the enqueue
+	// script adds each task that has a session to it, in the same call
+	// that creates the task. Set it to the sessions' TTL. Default 24h.
+	SessionIndexTTL time.Duration
 }
 
 // WithDefaults returns c with every unset field set to its default.
@@ -89,6 +94,9 @@ func (c Config) WithDefaults() Config {
 	if c.EnqueueChunk == 0 {
 		c.EnqueueChunk = 500
 	}
+	if c.SessionIndexTTL == 0 {
+		c.SessionIndexTTL = 24 * time.Hour
+	}
 	return c
 }
 
@@ -124,6 +132,9 @@ func (c Config) Validate() error {
 	}
 	if c.EnqueueChunk < 1 || c.EnqueueChunk > 2000 {
 		errs = append(errs, fmt.Errorf("store: EnqueueChunk %d must be within [1, 2000]", c.EnqueueChunk))
+	}
+	if c.SessionIndexTTL < time.Millisecond {
+		errs = append(errs, fmt.Errorf("store: SessionIndexTTL %s must be at least 1ms", c.SessionIndexTTL))
 	}
 	return errors.Join(errs...)
 }

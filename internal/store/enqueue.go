@@ -157,6 +157,12 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 			args = append(args, r.ID, string(r.Priority), runAt, r.Type, r.SessionID, len(fields)/2)
 			args = append(args, fields...)
 		}
+		for _, r := range chunk { // the sessions' task indexes, written with the tasks
+			if r.SessionID != "" {
+				keys = append(keys, s.keys.sessionTasks(r.SessionID))
+			}
+		}
+		args = append(args, s.cfg.SessionIndexTTL.Milliseconds())
 		if err := scriptEnqueue.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return out, scriptErr("", err)
 		}

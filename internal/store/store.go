@@ -47,6 +47,10 @@ func (s *Store) Config() Config { return s.cfg }
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
+// SessionTasksKey is the key of a session's task index (ZSET: task id →
+// created at, unix ms), written by Enqueue with each task of the session.
+func (s *Store) SessionTasksKey(sessionID string) string { return s.keys.sessionTasks(sessionID) }
+
 // EventStreamKey is the key of the lifecycle event stream (see package event).
 func (s *Store) EventStreamKey() string { return s.keys.events() }
 

@@ -2,10 +2,12 @@
 -- id exists already, nothing is written and the id is returned as an error.
 -- KEYS[1] pending index  KEYS[2] scheduled  KEYS[3] events  KEYS[4] wake
 -- KEYS[5] primary:high   KEYS[6] primary    KEYS[7] primary:low
--- KEYS[8..] task hashes, one per task, in ARGV order
+-- KEYS[8..7+n] task hashes, one per task, in ARGV order
+-- KEYS[8+n..] session task indexes, one per task that has a session, in order
 -- ARGV[1] now  ARGV[2] event stream maxlen  ARGV[3] n
 -- then per task: id, priority, run_at (ms; 0 = now), task_type, session_id,
 --                nfields, field/value pairs...
+-- ARGV[#ARGV] session index TTL (ms)
 local now = ARGV[1]
 local n = tonumber(ARGV[3])
 -- pass 1: duplicates (one EXISTS for the whole batch; find which only if any)
@@ -22,6 +24,8 @@ local pushes = { high = {}, normal = {}, low = {} }
 local idx = {}
 local sched = {}
 local a = 4
+local sk = 7 + n
+local sttl = ARGV[#ARGV]
 for i = 1, n do
   local id, prio, runat, ttype, sess = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2]), ARGV[a + 3], ARGV[a + 4]
   local nf = tonumber(ARGV[a + 5])
@@ -41,6 +45,11 @@ for i = 1, n do
     p[#p + 1] = id
   end
   redis.call('HSET', KEYS[7 + i], unpack(fields))
+  if sess ~= '' then
+    sk = sk + 1
+    redis.call('ZADD', KEYS[sk], now, id)
+    redis.call('PEXPIRE', KEYS[sk], sttl)
+  end
   if runat > tonumber(now) then idx[#idx + 1] = runat else idx[#idx + 1] = now end
   idx[#idx + 1] = id
   ev(id, '', 'PENDING', now, ttype, sess)

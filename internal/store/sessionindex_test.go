@@ -1,0 +1,56 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// TestEnqueueWritesSessionIndex: the enqueue script adds each task that has
+// a session to that session's index in the same call (no second round
+// trip that could fail after the task exists), refreshing its TTL; a chunk
+// refused for a duplicate id writes no index entry either.
+func TestEnqueueWritesSessionIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.SessionIndexTTL = time.Hour })
+	created, err := b.s.EnqueueBatch(b.ctx, []EnqueueRequest{
+		{ID: "a1", Type: "noop", SessionID: "sa"},
+		{ID: "n1", Type: "noop"},
+		{ID: "b1", Type: "noop", SessionID: "sb", RunAt: t0.Add(time.Minute)},
+		{ID: "a2", Type: "noop", SessionID: "sa"},
+	})
+	require.NoError(t, err)
+	require.Len(t, created, 4)
+	index := func(sess string) []redis.Z {
+		z, err := b.rdb.ZRangeWithScores(b.ctx, b.s.SessionTasksKey(sess), 0, -1).Result()
+		require.NoError(t, err)
+		return z
+	}
+	at := float64(t0.UnixMilli())
+	require.Equal(t, []redis.Z{{Score: at, Member: "a1"}, {Score: at, Member: "a2"}}, index("sa"))
+	require.Equal(t, []redis.Z{{Score: at, Member: "b1"}}, index("sb"), "a delayed task is indexed by its creation")
+	for _, sess := range []string{"sa", "sb"} {
+		ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKey(sess)).Result()
+		require.NoError(t, err)
+		require.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5)
+	}
+
+	// All or nothing: a duplicate id refuses the chunk, index included.
+	_, err = b.s.EnqueueBatch(b.ctx, []EnqueueRequest{{ID: "c1", Type: "noop", SessionID: "sc"}, {ID: "a1", Type: "noop", SessionID: "sa"}})
+	require.ErrorIs(t, err, task.ErrDuplicateTaskID)
+	require.Empty(t, index("sc"))
+	require.Len(t, index("sa"), 2)
+
+	// One more task refreshes the TTL.
+	require.NoError(t, b.rdb.PExpire(b.ctx, b.s.SessionTasksKey("sa"), time.Minute).Err())
+	_, err = b.s.Enqueue(b.ctx, EnqueueRequest{ID: "a3", Type: "noop", SessionID: "sa"})
+	require.NoError(t, err)
+	ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKey("sa")).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 50*time.Minute)
+	require.Len(t, index("sa"), 3)
+}
