@@ -61,7 +61,7 @@ func TestACLUsers(t *testing.T) {
 	disp.Register(mux, "acl.run")
 	w, err := worker.New(st, mux, worker.Config{Concurrency: 4, HeartbeatInterval: 50 * time.Millisecond, ShutdownGrace: 100 * time.Millisecond})
 	require.NoError(t, err)
-	b.run(t, "worker", w.Run, disp.Shutdown)
+	b.run(t, "worker", w.Run, nil)
 	o, err := New(st, note, nil, Config{Namespace: ns, Block: 50 * time.Millisecond})
 	require.NoError(t, err)
 	b.run(t, "orchestrator", o.Run, nil)

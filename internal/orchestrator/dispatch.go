@@ -81,11 +81,6 @@ func NewDispatcher(st *store.Store, cfg DispatcherConfig) *Dispatcher {
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now)}
 }
 
-// Shutdown is kept for callers of the former dispatcher that held
-// attempts: a handed-off attempt holds nothing in the worker, so there is
-// nothing to end.
-func (d *Dispatcher) Shutdown() {}
-
 // Register makes d the handler of each type on mux.
 func (d *Dispatcher) Register(mux *worker.Mux, types ...string) {
 	for _, t := range types {

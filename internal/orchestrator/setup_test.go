@@ -113,7 +113,7 @@ func setup(t testing.TB, o options) *bundle {
 	w, err := worker.New(st, mux, worker.Config{Concurrency: conc, Lease: 2 * time.Second, HeartbeatInterval: 50 * time.Millisecond,
 		ShutdownGrace: 100 * time.Millisecond})
 	require.NoError(t, err)
-	b.run(t, "worker", w.Run, b.disp.Shutdown)
+	b.run(t, "worker", w.Run, nil)
 	sch, err := scheduler.New(st, scheduler.Config{Interval: 20 * time.Millisecond})
 	require.NoError(t, err)
 	b.run(t, "scheduler", sch.Run, nil)
