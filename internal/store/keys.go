@@ -23,7 +23,9 @@ func (k keys) task(id string) string { return k.ns + "task:" + id }
 // written by enqueue with the task; it expires SessionIndexTTL after the
 // session's latest task. Entries of deleted or purged tasks stay until a
 // reader (the API's session listing) drops them.
-func (k keys) sessionTasks(sessionID string) string { return k.ns + "api:session:" + sessionID + ":tasks" }
+func (k keys) sessionTasks(sessionID string) string {
+	return k.ns + "api:session:" + sessionID + ":tasks"
+}
 
 // taskPrefix is task(id) without the id (for scripts that pop ids).
 func (k keys) taskPrefix() string { return k.ns + "task:" }
