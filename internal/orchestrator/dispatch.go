@@ -25,7 +25,9 @@ type DispatcherConfig struct {
 	DefaultTimeout time.Duration
 	// Grace is added to the attempt's timeout to make the handed-off
 	// lease: if no orchestrator marks the task TIMEOUT within Grace after
-	// its timeout (none is running), the reaper requeues it. Default 30s.
+	// its timeout (none is running), the reaper requeues it. It is also
+	// when the watcher first checks that a live service serves the type
+	// (if the timeout is not sooner). Default 30s.
 	Grace time.Duration
 	// Retention of published events. Default 7 days.
 	Retention time.Duration
@@ -132,7 +134,12 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		var cancelled bool
-		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, now.Add(timeout), now.Add(timeout+d.cfg.Grace))
+		timeoutAt := now.Add(timeout)
+		firstCheck := now.Add(d.cfg.Grace)
+		if timeoutAt.Before(firstCheck) {
+			firstCheck = timeoutAt
+		}
+		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
 		if cancelled {
 			// requested while we were dispatching: the orchestrator's
 			// cancel forwarder saw a task not yet handed off

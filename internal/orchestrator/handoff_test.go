@@ -122,3 +122,37 @@ func TestHandedOffTaskReapedWithoutOrchestrator(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, xs, int64(2), "dispatched again")
 }
+
+// TestNoLiveServiceRequeuesBeforeTimeout: a dispatched task whose type no
+// live service serves is requeued at the first liveness check (long
+// before its timeout) without spending a retry, and dispatched again until
+// a service appears and completes it.
+func TestNoLiveServiceRequeuesBeforeTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{noService: true, skipArchive: true, extraTypes: []string{"late.run"},
+		dispCfg: DispatcherConfig{Grace: 100 * time.Millisecond}, orchCfg: Config{ServiceGrace: 100 * time.Millisecond}})
+	tk := b.enqueue(t, "late.run", "s1", `{"word":"x"}`, time.Hour)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cur, err := b.st.Get(context.Background(), tk.ID)
+		require.NoError(t, err)
+		n := 0
+		for _, h := range cur.StateHistory {
+			if h.Cause == "service_unavailable late.run" {
+				n++
+			}
+		}
+		if n >= 2 {
+			require.Zero(t, cur.RetryCount, "waiting for a service spends no retry")
+			require.Empty(t, cur.ErrorHistory)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "never requeued twice (state %s)", cur.State)
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.startService(t, extsvc.Config{Name: "late", HeartbeatInterval: 20 * time.Millisecond},
+		map[string]extsvc.HandlerFunc{"late.run": echo})
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.Zero(t, done.RetryCount)
+	require.Contains(t, string(done.Result), "echo x")
+}

@@ -17,12 +17,18 @@ import (
 // (store.Handoff): no worker holds them, so the orchestrator does what the
 // worker did for an in-process task. Which signal means what:
 //
+//   - before its timeout, an ACTIVE attempt whose type no live service
+//     serves (no entry of the service registry, kept alive by the
+//     services' heartbeats, lists it) at a check — the first after the
+//     dispatcher's Grace, then every ServiceGrace — is requeued without
+//     spending a retry (ACTIVE → PENDING, due after ServiceGrace, cause
+//     service_unavailable), like a task waiting for an open breaker;
 //   - the attempt's timeout passes (its entry in the handoff index is due)
 //     → ACTIVE → TIMEOUT (spec 003 §6), task.timeout published, the session
 //     told the task still runs; a late outcome still completes it;
-//   - a TIMEOUT attempt whose type no live service serves (no entry of the
-//     service registry, which a service's heartbeat keeps alive, lists the
-//     type) at a check, every ServiceGrace → a task.failed with
+//   - a TIMEOUT attempt (the service was alive, or the timeout came first)
+//     whose type no live service serves at a check, every ServiceGrace → a
+//     task.failed with
 //     SERVICE_UNAVAILABLE (retryable) is published on the service's behalf
 //     and applied like any failure: retried with backoff under a new token,
 //     or dead-lettered when the retries are spent;
@@ -115,8 +121,28 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		}
 		return o.st.DropHandoff(ctx, e)
 	}
-	switch t.State {
-	case task.StateActive:
+	now := o.cfg.Now()
+	switch {
+	case t.State == task.StateActive && now.Before(e.TimeoutAt):
+		// not overdue: is any service alive to run it?
+		ok, err := o.serviceAlive(ctx, t.Type, live)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// requeue without spending a retry, to be dispatched again
+			// after ServiceGrace (as a task waits for an open breaker)
+			err := o.st.Release(ctx, t.ID, e.Token, now.Add(o.cfg.ServiceGrace), "service_unavailable "+t.Type)
+			if err != nil && !stale(err) {
+				return err
+			}
+			o.cfg.Logger.Warn("no live service for a dispatched task: requeued", "task_id", t.ID, "task_type", t.Type)
+			return o.st.DropHandoff(ctx, e)
+		}
+		if e.TimeoutAt.Before(next) {
+			next = e.TimeoutAt
+		}
+	case t.State == task.StateActive:
 		if err := o.st.MarkTimeout(ctx, t.ID, e.Token); err != nil {
 			if stale(err) {
 				return nil // the outcome came first; the next check drops it
@@ -124,7 +150,7 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			return err
 		}
 		o.publishTimeout(ctx, t)
-	case task.StateTimeout:
+	case t.State == task.StateTimeout:
 		ok, err := o.serviceAlive(ctx, t.Type, live)
 		if err != nil {
 			return err

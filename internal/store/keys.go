@@ -54,8 +54,8 @@ func (k keys) scheduled() string { return k.ns + "tasks:scheduled" }
 func (k keys) active() string { return k.ns + "tasks:active" }
 
 // handoff indexes the attempts handed off to the external path (ZSET
-// "id token" → unix ms of the attempt's next check: its timeout deadline,
-// then the service-liveness checks of the TIMEOUT state).
+// "id token timeout-ms" → unix ms of the attempt's next check: service
+// liveness, its timeout deadline, then liveness in the TIMEOUT state).
 func (k keys) handoff() string { return k.ns + "tasks:handoff" }
 
 // stateIndex is the per-state index (ZSET id → unix ms the task entered the

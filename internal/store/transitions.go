@@ -426,15 +426,15 @@ func sanitizeCause(c string) string {
 // Handoff hands the ACTIVE task held with token to the external path: it
 // stays ACTIVE with the same token, Worker becomes holder, the holder's
 // heartbeat no longer extends it (a heartbeat reports it lost), its lease
-// deadline becomes leaseUntil, and the attempt is indexed for the
-// external-timeout watcher at timeoutAt (DueHandoffs). Refused like the
-// other holder transitions: *task.StateError when it is no longer ACTIVE
-// (the outcome came first), task.ErrLeaseLost for another attempt.
-// cancelRequested reports a cancel requested before the handoff: the
-// caller must tell the new holder (nobody else will).
-func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil time.Time) (cancelRequested bool, err error) {
+// deadline becomes leaseUntil, and the attempt (with its timeoutAt) is
+// indexed for the orchestrator's watcher, due at checkAt (DueHandoffs).
+// Refused like the other holder transitions: *task.StateError when it is
+// no longer ACTIVE (the outcome came first), task.ErrLeaseLost for another
+// attempt. cancelRequested reports a cancel requested before the handoff:
+// the caller must tell the new holder (nobody else will).
+func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil, checkAt time.Time) (cancelRequested bool, err error) {
 	keys := []string{s.keys.task(id), s.keys.active(), s.keys.handoff()}
-	n, err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil)).Int()
+	n, err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil), ms(checkAt)).Int()
 	if err != nil {
 		return false, scriptErr(id, err, task.StateActive)
 	}
@@ -444,7 +444,14 @@ func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt
 // HandoffEntry is one handed-off attempt due for a check.
 type HandoffEntry struct {
 	ID, Token string
-	Due       time.Time
+	// TimeoutAt is the attempt's timeout deadline.
+	TimeoutAt time.Time
+	// Due is when the check was due.
+	Due time.Time
+}
+
+func (e HandoffEntry) member() string {
+	return e.ID + " " + e.Token + " " + strconv.FormatInt(ms(e.TimeoutAt), 10)
 }
 
 // DueHandoffs returns up to limit handed-off attempts whose check time has
@@ -460,11 +467,16 @@ func (s *Store) DueHandoffs(ctx context.Context, limit int) ([]HandoffEntry, err
 	out := make([]HandoffEntry, 0, len(zs))
 	for _, z := range zs {
 		m, _ := z.Member.(string)
-		id, tok, ok := strings.Cut(m, " ")
-		if !ok {
+		p := strings.Split(m, " ")
+		if len(p) != 3 {
 			continue
 		}
-		out = append(out, HandoffEntry{ID: id, Token: tok, Due: time.UnixMilli(int64(z.Score)).UTC()})
+		tms, err := strconv.ParseInt(p[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		out = append(out, HandoffEntry{ID: p[0], Token: p[1], TimeoutAt: time.UnixMilli(tms).UTC(),
+			Due: time.UnixMilli(int64(z.Score)).UTC()})
 	}
 	return out, nil
 }
@@ -472,13 +484,13 @@ func (s *Store) DueHandoffs(ctx context.Context, limit int) ([]HandoffEntry, err
 // RescheduleHandoff sets the next check of a handed-off attempt (only if
 // it is still indexed).
 func (s *Store) RescheduleHandoff(ctx context.Context, e HandoffEntry, at time.Time) error {
-	return s.rdb.ZAddXX(ctx, s.keys.handoff(), redis.Z{Score: float64(ms(at)), Member: e.ID + " " + e.Token}).Err()
+	return s.rdb.ZAddXX(ctx, s.keys.handoff(), redis.Z{Score: float64(ms(at)), Member: e.member()}).Err()
 }
 
 // DropHandoff removes a handed-off attempt from the index (it finished, or
 // another attempt owns the task).
 func (s *Store) DropHandoff(ctx context.Context, e HandoffEntry) error {
-	return s.rdb.ZRem(ctx, s.keys.handoff(), e.ID+" "+e.Token).Err()
+	return s.rdb.ZRem(ctx, s.keys.handoff(), e.member()).Err()
 }
 
 // Purge deletes up to limit tasks that have been in state (COMPLETED,
