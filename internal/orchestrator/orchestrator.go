@@ -61,9 +61,11 @@ type Config struct {
 	// WatchInterval is how often the handoff watcher looks for handed-off
 	// attempts that are due (timeouts, service-liveness checks). Default 1s.
 	WatchInterval time.Duration
-	// ServiceGrace is the time between the liveness checks of a TIMEOUT
-	// attempt: when a check finds no live service for its type, the
-	// attempt is failed (transient) on the service's behalf. Default 30s.
+	// ServiceGrace is the time between the liveness checks of a handed-off
+	// attempt: when a check (confirmed ServiceGrace/5 later) finds no live
+	// service for its type, a running attempt is requeued without
+	// spending a retry and a TIMEOUT one is failed (transient) on the
+	// service's behalf. Default 30s.
 	ServiceGrace time.Duration
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
@@ -157,6 +159,9 @@ type Orchestrator struct {
 
 	mu      sync.Mutex
 	applied int64
+	// suspects: handed-off attempts whose type had no live service at
+	// their last check (the watcher acts at the second)
+	suspects map[string]time.Time
 }
 
 // New returns an Orchestrator. note and arc may be nil.

@@ -90,7 +90,7 @@ func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map[string]bool) error {
 	t, err := o.st.Get(ctx, e.ID)
 	if errors.Is(err, task.ErrNotFound) {
-		return o.st.DropHandoff(ctx, e)
+		return o.drop(ctx, e)
 	}
 	if err != nil {
 		return err
@@ -99,7 +99,7 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		if t.State == task.StateCancelled {
 			o.publishCancel(ctx, t.ID) // cancelled while TIMEOUT: the service may still run it
 		}
-		return o.st.DropHandoff(ctx, e) // finished, or another attempt owns it
+		return o.drop(ctx, e) // finished, or another attempt owns it
 	}
 	next := o.cfg.Now().Add(o.cfg.ServiceGrace)
 	if t.CancelRequested && t.State == task.StateActive {
@@ -119,7 +119,7 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 				return err
 			}
 		}
-		return o.st.DropHandoff(ctx, e)
+		return o.drop(ctx, e)
 	}
 	now := o.cfg.Now()
 	switch {
@@ -129,6 +129,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		if err != nil {
 			return err
 		}
+		if !ok && o.suspect(e, now) {
+			return o.st.RescheduleHandoff(ctx, e, now.Add(o.cfg.ServiceGrace/5))
+		}
 		if !ok {
 			// requeue without spending a retry, to be dispatched again
 			// after ServiceGrace (as a task waits for an open breaker)
@@ -137,7 +140,7 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 				return err
 			}
 			o.cfg.Logger.Warn("no live service for a dispatched task: requeued", "task_id", t.ID, "task_type", t.Type)
-			return o.st.DropHandoff(ctx, e)
+			return o.drop(ctx, e)
 		}
 		if e.TimeoutAt.Before(next) {
 			next = e.TimeoutAt
@@ -155,13 +158,48 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		if err != nil {
 			return err
 		}
+		if !ok && o.suspect(e, now) {
+			return o.st.RescheduleHandoff(ctx, e, now.Add(o.cfg.ServiceGrace/5))
+		}
 		if !ok {
 			if err := o.failOnBehalf(ctx, t, e.Token); err != nil {
 				return err
 			}
 		}
 	}
+	o.clearSuspect(e)
 	return o.st.RescheduleHandoff(ctx, e, next)
+}
+
+// suspect records that e's type had no live service at now and reports
+// whether this is the first such check: a verdict is confirmed by a second
+// check ServiceGrace/5 later (6 s by default), so the gap while one of a
+// service's consumers stops and another re-registers (≤ one heartbeat,
+// 2 s) does not count as a dead service.
+func (o *Orchestrator) suspect(e store.HandoffEntry, now time.Time) (first bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.suspects == nil {
+		o.suspects = map[string]time.Time{}
+	}
+	k := e.ID + " " + e.Token
+	if _, seen := o.suspects[k]; seen {
+		delete(o.suspects, k)
+		return false
+	}
+	o.suspects[k] = now
+	return true
+}
+
+func (o *Orchestrator) drop(ctx context.Context, e store.HandoffEntry) error {
+	o.clearSuspect(e)
+	return o.st.DropHandoff(ctx, e)
+}
+
+func (o *Orchestrator) clearSuspect(e store.HandoffEntry) {
+	o.mu.Lock()
+	delete(o.suspects, e.ID+" "+e.Token)
+	o.mu.Unlock()
 }
 
 func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task) {
