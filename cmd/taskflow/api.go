@@ -19,6 +19,7 @@ import (
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 )
@@ -136,6 +137,12 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 		return nil, err
 	}
 	types := mux.Types()
+	// POST /api/v1/sessions per client address, shared by every API process
+	sessionLimit, err := ratelimit.New(rdb, ratelimit.Config{Limit: max(cfg.SessionRateLimit, 0), Interval: time.Minute,
+		Name: "sessions", Namespace: cfg.Namespace})
+	if err != nil {
+		return nil, err
+	}
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
 		TaskTypes: func() []string { return append([]string(nil), types...) },
@@ -146,6 +153,7 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 		Schedules:    cron.New(st, cron.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
 		// spec 003 §10: params checked before task.create is published
 		ParamSchemas: tools.ParamSchema,
+		SessionLimit: sessionLimit,
 	})
 	if err != nil {
 		return nil, err
@@ -164,7 +172,7 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	x.mounts, x.close = append(x.mounts, rm...), append(x.close, closeResults)
 	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
-		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry})
+		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {
 		a.close()
 		return nil, err

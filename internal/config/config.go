@@ -59,18 +59,27 @@ type Config struct {
 	// Token is the bearer token client commands send (TASKFLOW_TOKEN,
 	// --token; falls back to TASKFLOW_ADMIN_KEY). Default empty.
 	Token string
+	// SessionRateLimit is how many sessions one client address may open
+	// per minute (TASKFLOW_SESSION_RATE_LIMIT; 0 there turns the limit
+	// off), shared by every API process. Default 30; negative = off.
+	SessionRateLimit int
+	// ClientIPHeader names the header a reverse proxy sets to the client's
+	// address (TASKFLOW_CLIENT_IP_HEADER, e.g. X-Forwarded-For: its last
+	// value is used). Default empty: the connection's address.
+	ClientIPHeader string
 }
 
 // Defaults, named so that docs and tests can refer to them.
 const (
-	DefaultAddr            = ":8080"
-	DefaultNamespace       = "taskflow"
-	DefaultMaxBodyBytes    = 1 << 20
-	DefaultMaxContentBytes = 512 << 10
-	DefaultSessionTTL      = 24 * time.Hour
-	DefaultShutdownGrace   = 10 * time.Second
-	DefaultConcurrency     = 10
-	DefaultAPIURL          = "http://127.0.0.1:8080"
+	DefaultAddr             = ":8080"
+	DefaultNamespace        = "taskflow"
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultMaxContentBytes  = 512 << 10
+	DefaultSessionTTL       = 24 * time.Hour
+	DefaultShutdownGrace    = 10 * time.Second
+	DefaultConcurrency      = 10
+	DefaultAPIURL           = "http://127.0.0.1:8080"
+	DefaultSessionRateLimit = 30
 )
 
 // ErrInvalid is wrapped by every error Validate and FromEnv return.
@@ -104,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.APIURL == "" {
 		c.APIURL = DefaultAPIURL
+	}
+	if c.SessionRateLimit == 0 {
+		c.SessionRateLimit = DefaultSessionRateLimit
 	}
 	return c
 }
@@ -143,6 +155,12 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 10000 {
 		bad("TASKFLOW_CONCURRENCY", "%d must be between 1 and 10000", c.Concurrency)
+	}
+	if c.SessionRateLimit > 1000000 {
+		bad("TASKFLOW_SESSION_RATE_LIMIT", "%d is above 1000000 per minute (0 turns the limit off)", c.SessionRateLimit)
+	}
+	if strings.ContainsAny(c.ClientIPHeader, " :\t\r\n") {
+		bad("TASKFLOW_CLIENT_IP_HEADER", "%q is not a header name", c.ClientIPHeader)
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("TASKFLOW_URL", "%q is not an http(s) URL", c.APIURL)
@@ -197,6 +215,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 				errs = append(errs, fmt.Errorf("%w: %s: %q is not a duration like 30s or 24h", ErrInvalid, d.name, v))
 			}
 			*d.dst = x
+		}
+	}
+	c.ClientIPHeader = strings.TrimSpace(getenv("TASKFLOW_CLIENT_IP_HEADER"))
+	if v := strings.TrimSpace(getenv("TASKFLOW_SESSION_RATE_LIMIT")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%w: TASKFLOW_SESSION_RATE_LIMIT: %q is not a count of sessions per minute (0 = no limit)", ErrInvalid, v))
+		}
+		c.SessionRateLimit = n
+		if n == 0 {
+			c.SessionRateLimit = -1 // off
 		}
 	}
 	if v := getenv("TASKFLOW_INSECURE"); v != "" {

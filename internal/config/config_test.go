@@ -98,3 +98,30 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	require.Equal(t, "127.0.0.1:2", c.Addr)
 	require.True(t, c.Insecure)
 }
+
+func TestSessionRateLimitEnv(t *testing.T) {
+	t.Parallel()
+	c, err := config.FromEnv(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, config.DefaultSessionRateLimit, c.SessionRateLimit)
+	require.Empty(t, c.ClientIPHeader)
+
+	c, err = config.FromEnv(env(map[string]string{"TASKFLOW_SESSION_RATE_LIMIT": "5", "TASKFLOW_CLIENT_IP_HEADER": "X-Real-IP"}))
+	require.NoError(t, err)
+	require.NoError(t, c.Validate())
+	require.Equal(t, 5, c.SessionRateLimit)
+	require.Equal(t, "X-Real-IP", c.ClientIPHeader)
+
+	c, err = config.FromEnv(env(map[string]string{"TASKFLOW_SESSION_RATE_LIMIT": "0"}))
+	require.NoError(t, err)
+	require.Negative(t, c.SessionRateLimit, "0 turns the limit off")
+
+	for _, v := range []string{"many", "-3", "1.5"} {
+		_, err = config.FromEnv(env(map[string]string{"TASKFLOW_SESSION_RATE_LIMIT": v}))
+		require.ErrorIs(t, err, config.ErrInvalid, v)
+		require.ErrorContains(t, err, "TASKFLOW_SESSION_RATE_LIMIT", v)
+	}
+	c, err = config.FromEnv(env(map[string]string{"TASKFLOW_CLIENT_IP_HEADER": "X Real"}))
+	require.NoError(t, err)
+	require.ErrorContains(t, c.Validate(), "TASKFLOW_CLIENT_IP_HEADER")
+}

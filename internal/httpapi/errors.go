@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/taskflow/taskflow/internal/service"
 )
@@ -39,6 +41,8 @@ func statusOf(k service.Kind) int {
 		return http.StatusRequestEntityTooLarge
 	case service.KindUnavailable:
 		return http.StatusServiceUnavailable
+	case service.KindRateLimited:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }
@@ -56,6 +60,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if se.Kind == service.KindUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="taskflow"`)
+	}
+	if se.RetryAfter > 0 { // whole seconds, rounded up
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((se.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: se.Code, Message: se.Message, Field: se.Field}})
 }

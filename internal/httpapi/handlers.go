@@ -23,8 +23,8 @@ func (s *Server) routes() {
 
 	add(route{method: "POST", path: "/api/v1/sessions", access: public, handler: s.createSession, doc: opDoc{
 		tag: "sessions", summary: "Open a session",
-		description: "Returns a session id and a bearer token (shown once). Tasks created with the token belong to the session; only it and the admin may read, retry, cancel or delete them.",
-		responses:   map[int]string{201: "Session"}}})
+		description: "Returns a session id and a bearer token (shown once). Tasks created with the token belong to the session; only it and the admin may read, retry, cancel or delete them. Rate-limited per client address (429 rate_limited with Retry-After).",
+		responses:   map[int]string{201: "Session", 429: "Error"}}})
 
 	add(route{method: "DELETE", path: "/api/v1/sessions/current", access: principal, handler: s.endSession, doc: opDoc{
 		tag: "sessions", summary: "End the caller's session (its token stops working; its tasks stay)",
@@ -114,7 +114,7 @@ func (s *Server) routes() {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
-	sess, err := s.svc.CreateSession(r.Context())
+	sess, err := s.svc.CreateSession(r.Context(), s.clientAddr(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

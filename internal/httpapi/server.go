@@ -45,6 +45,12 @@ type Config struct {
 	// other request. Beyond it a stream request gets 503 too_many_streams.
 	// Default 32.
 	MaxStreams int
+	// ClientIPHeader names the header a reverse proxy in front of the API
+	// sets to the client's address (X-Forwarded-For, X-Real-IP); its last
+	// comma-separated value is taken (the one the nearest proxy added).
+	// The client address keys the sessions' rate limit. Default "": the
+	// connection's remote address.
+	ClientIPHeader string
 	// Mounts are outside handlers served by this server (the plan API,
 	// session notifications).
 	Mounts []Mount

@@ -20,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -53,6 +54,8 @@ type setupOpts struct {
 	// breakerControl: breaker commands go over Redis pub/sub in the
 	// bundle's namespace (service.RedisBreakerControl)
 	breakerControl bool
+	sessionLimit   int    // sessions per minute per client address (0: unlimited)
+	clientIPHeader string // httpapi.Config.ClientIPHeader
 	mounts         []httpapi.Mount
 	withoutTypes   bool
 	server         *testredis.Server // a Redis of the test's own instead of the shared one
@@ -84,8 +87,14 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 		opt.breakers = service.NewRedisBreakerControl(rdb, ns, nil)
 	}
 	b.cron, b.deps = cron.New(st, cron.Config{Namespace: ns, Clock: clk}), depend.New(st, depend.Config{Namespace: ns})
+	var sessionLimit *ratelimit.Limiter
+	if opt.sessionLimit > 0 {
+		var err error
+		sessionLimit, err = ratelimit.New(rdb, ratelimit.Config{Limit: opt.sessionLimit, Interval: time.Minute, Name: "sessions", Namespace: ns, Clock: clk})
+		require.NoError(t, err)
+	}
 	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
-		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema}
+		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema, SessionLimit: sessionLimit}
 	if !opt.withoutTypes {
 		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }
 	}
@@ -93,7 +102,7 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	api, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, MaxBodyBytes: opt.maxBody, Heartbeat: opt.heartbeat,
-		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware, MaxStreams: opt.maxStreams})
+		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware, MaxStreams: opt.maxStreams, ClientIPHeader: opt.clientIPHeader})
 	require.NoError(t, err)
 	b.srv = httptest.NewServer(api)
 	t.Cleanup(b.srv.Close)

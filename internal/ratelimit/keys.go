@@ -6,3 +6,9 @@ package ratelimit
 func window(namespace, name string) string {
 	return "{" + namespace + "}:ratelimit:" + name
 }
+
+// subjectWindow is the window of one subject (e.g. a client address) of a
+// named per-subject limit (ZSET, as window).
+func subjectWindow(namespace, name, subject string) string {
+	return "{" + namespace + "}:ratelimit:" + name + ":" + subject
+}

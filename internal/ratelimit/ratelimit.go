@@ -121,12 +121,16 @@ func (l *Limiter) Config() Config { return l.cfg }
 // (errors.Is ErrLimited) saying how long to wait when the window is full,
 // or the Redis error.
 func (l *Limiter) Acquire(ctx context.Context) error {
+	return l.acquire(ctx, l.key)
+}
+
+func (l *Limiter) acquire(ctx context.Context, key string) error {
 	if l.cfg.Limit == 0 {
 		return nil
 	}
 	now := l.cfg.Clock.Now().UnixMilli()
 	id := l.prefix + strconv.FormatUint(l.seq.Add(1), 36)
-	res, err := acquireScript.Run(ctx, l.rdb, []string{l.key},
+	res, err := acquireScript.Run(ctx, l.rdb, []string{key},
 		now, l.cfg.Interval.Milliseconds(), l.cfg.Limit, id).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("ratelimit: acquire %q: %w", l.cfg.Name, err)

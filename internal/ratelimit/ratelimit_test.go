@@ -2,8 +2,10 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -205,4 +208,28 @@ func BenchmarkAcquire(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestAcquireForSubjects: each subject has its own window; one subject at
+// its limit does not limit another.
+func TestAcquireForSubjects(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	clk := clock.NewFake(time.Unix(1000, 0))
+	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: 2, Interval: time.Minute, Name: "sessions", Namespace: ns, Clock: clk})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, l.AcquireFor(ctx, "10.0.0.1"))
+	require.NoError(t, l.AcquireFor(ctx, "10.0.0.1"))
+	err = l.AcquireFor(ctx, "10.0.0.1")
+	var le *ratelimit.LimitedError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, time.Minute, le.Wait)
+	require.NoError(t, l.AcquireFor(ctx, "::1"), "another subject has its own window")
+	clk.Advance(time.Minute + time.Millisecond)
+	require.NoError(t, l.AcquireFor(ctx, "10.0.0.1"), "the window slid")
+	for _, bad := range []string{"", "{x}", strings.Repeat("a", ratelimit.MaxSubjectLen+1)} {
+		require.Error(t, l.AcquireFor(ctx, bad))
+		require.False(t, errors.Is(l.AcquireFor(ctx, bad), ratelimit.ErrLimited))
+	}
 }

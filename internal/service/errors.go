@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind is the class of a service error; each front end (HTTP, MCP) maps it
@@ -20,6 +21,7 @@ const (
 	KindConflict                    // the thing's state forbids it (409)
 	KindTooLarge                    // a body or field is too large (413)
 	KindUnavailable                 // a dependency (Redis) is down (503)
+	KindRateLimited                 // too many requests from the caller (429); RetryAfter says when
 )
 
 // Error is what every service method returns for a failure a caller can act
@@ -30,6 +32,8 @@ type Error struct {
 	Message string
 	Field   string // the request field the error concerns, when there is one
 	Err     error  // the underlying cause, if any (not shown to clients)
+	// RetryAfter is when to try again (KindRateLimited); 0 = unknown.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

@@ -20,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	// whose params do not satisfy it is refused (422 naming the field)
 	// before anything is published. Default nil: params are not checked.
 	ParamSchemas func(taskType string) (param.Schema, bool)
+	// SessionLimit bounds POST /api/v1/sessions per client address (its
+	// AcquireFor, keyed by the address). Default nil: unlimited.
+	SessionLimit *ratelimit.Limiter
 	// Schedules stores recurring tasks (internal/cron). Default nil: the
 	// schedule endpoints answer 422 schedules_unavailable.
 	Schedules *cron.Cron
@@ -162,8 +166,24 @@ func (s *Service) Close() { s.batch.close() }
 // e.g. the event stream).
 func (s *Service) Store() *store.Store { return s.st }
 
-// CreateSession opens a new session; anyone may.
-func (s *Service) CreateSession(ctx context.Context) (auth.Session, error) {
+// CreateSession opens a new session; anyone may, within SessionLimit per
+// client address (client: the caller's address as the front end knows it;
+// "" = unknown, then not limited).
+func (s *Service) CreateSession(ctx context.Context, client string) (auth.Session, error) {
+	if s.cfg.SessionLimit != nil && client != "" {
+		err := s.cfg.SessionLimit.AcquireFor(ctx, client)
+		var le *ratelimit.LimitedError
+		switch {
+		case errors.As(err, &le):
+			lim := s.cfg.SessionLimit.Config()
+			return auth.Session{}, &Error{Kind: KindRateLimited, Code: "rate_limited", RetryAfter: le.Wait,
+				Message: fmt.Sprintf("at most %d sessions per %s from one address; retry in %s", lim.Limit, lim.Interval, le.Wait.Round(time.Second))}
+		case err != nil && isConnErr(err):
+			return auth.Session{}, Unavailable(err)
+		case err != nil:
+			return auth.Session{}, Internal(err)
+		}
+	}
 	sess, err := s.cfg.Auth.CreateSession(ctx)
 	if err != nil {
 		return auth.Session{}, Unavailable(err)
