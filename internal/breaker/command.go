@@ -74,3 +74,34 @@ func (s *Set) Apply(c Command, all []string) []string {
 	}
 	return s.Reset(deps...)
 }
+
+// Replay applies the commands in force (ForcedKey's fields: dependency →
+// JSON Command) to s at a worker's start: the all-dependencies command
+// first, then the per-dependency ones (always newer: an all-dependencies
+// command replaces them), skipping forced opens that have ended and
+// fields that do not parse. It returns how many it applied.
+func (s *Set) Replay(fields map[string]string, all []string, now time.Time) int {
+	n := 0
+	apply := func(raw string) {
+		c, err := ParseCommand([]byte(raw))
+		if err != nil || c.Op == OpOpen && c.Until > 0 && c.Until <= now.UnixMilli() {
+			return
+		}
+		s.Apply(c, all)
+		n++
+	}
+	if raw, ok := fields[""]; ok {
+		apply(raw)
+	}
+	deps := make([]string, 0, len(fields))
+	for d := range fields {
+		if d != "" {
+			deps = append(deps, d)
+		}
+	}
+	sort.Strings(deps)
+	for _, d := range deps {
+		apply(fields[d])
+	}
+	return n
+}

@@ -1,6 +1,7 @@
 package breaker
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -117,4 +118,28 @@ func FuzzParseCommand(f *testing.F) {
 		s, _ := NewSet(Config{})
 		s.Apply(c, []string{"a"})
 	})
+}
+
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	s, clk := newSet(t)
+	now := clk.Now()
+	enc := func(c Command) string {
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		return string(b)
+	}
+	n := s.Replay(map[string]string{
+		"":        enc(Command{Op: OpOpen}),                                                // every dependency, held
+		"a":       enc(Command{Op: OpReset, Dependency: "a"}),                              // then a reset
+		"expired": enc(Command{Op: OpOpen, Dependency: "expired", Until: now.UnixMilli()}), // ended
+		"later":   enc(Command{Op: OpOpen, Dependency: "later", Until: now.Add(time.Hour).UnixMilli()}),
+		"junk":    "{",
+	}, []string{"a", "b"}, now)
+	require.Equal(t, 3, n)
+	require.Equal(t, Closed, s.State("a"), "the per-dependency reset is newer than the all-open")
+	require.Equal(t, Open, s.State("b"))
+	require.Equal(t, Open, s.State("later"))
+	require.Equal(t, Closed, s.State("expired"))
+	require.Zero(t, s.Replay(nil, []string{"a"}, now))
 }

@@ -4,3 +4,8 @@ package breaker
 // commands (a JSON Command) are announced to every worker of namespace ns.
 // It carries the store's hash tag "{ns}".
 func CommandChannel(ns string) string { return "{" + ns + "}:breaker:commands" }
+
+// ForcedKey holds the operator commands in force (HASH: dependency → JSON
+// Command; field "" = every dependency), so that a worker starting later
+// applies them too. An "open" field whose until has passed is ignored.
+func ForcedKey(ns string) string { return "{" + ns + "}:breaker:forced" }

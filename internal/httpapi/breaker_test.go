@@ -26,16 +26,19 @@ func TestBreakerCommands(t *testing.T) {
 	ctl := service.NewRedisBreakerControl(rdb, ns, nil)
 	b := setup(t, setupOpts{breakers: ctl})
 
-	// No worker listens: the operator is told nothing changed.
+	// No worker listens: recorded for workers that start later (202).
 	r := b.do("POST", "/api/v1/workers/reset-circuit-breaker", adminKey, map[string]any{"dependency": "openrouter"})
-	require.Equal(t, http.StatusConflict, r.code, string(r.raw))
-	require.Equal(t, "breaker_control_unavailable", r.errCode())
+	require.Equal(t, http.StatusAccepted, r.code, string(r.raw))
+	require.EqualValues(t, 0, r.body["workers"])
+	forced, err := rdb.HGetAll(context.Background(), breaker.ForcedKey(ns)).Result()
+	require.NoError(t, err)
+	require.Contains(t, forced, "openrouter")
 
 	// A worker listening on the channel receives each command.
 	ctx := context.Background()
 	sub := rdb.Subscribe(ctx, ctl.Channel())
 	defer sub.Close()
-	_, err := sub.Receive(ctx) // subscription confirmed
+	_, err = sub.Receive(ctx) // subscription confirmed
 	require.NoError(t, err)
 	msgs := sub.Channel()
 
@@ -173,4 +176,32 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	require.WithinDuration(t, before.Add(30*time.Second), until, 5*time.Second)
 	require.Eventually(t, func() bool { return breakers()["upstream"] == "OPEN" }, 10*time.Second, 10*time.Millisecond,
 		"an empty dependency opens every breaker the worker's types need")
+
+	// A worker started now applies the command in force.
+	late, err := worker.New(wst, mux, worker.Config{ID: "late-worker", Concurrency: 1,
+		HeartbeatInterval: 50 * time.Millisecond, Lease: time.Second, Dependencies: map[string]string{"guarded": "upstream"}})
+	require.NoError(t, err)
+	lctx, stopLate := context.WithCancel(context.Background())
+	wg.Go(func() { require.NoError(t, late.Run(lctx)) })
+	defer stopLate()
+	require.Eventually(t, func() bool {
+		r := b.do("GET", "/api/v1/workers", adminKey, nil)
+		for _, x := range r.body["workers"].([]any) {
+			wk := x.(map[string]any)
+			if wk["worker_id"] == "late-worker" {
+				cb, _ := wk["circuit_breakers"].(map[string]any)
+				return cb["upstream"] == "OPEN"
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "a worker started after the command applies it")
+	require.Equal(t, breaker.Open, late.Breakers().State("upstream"))
+
+	// Reset every breaker: nothing stays in force.
+	r = b.do("POST", "/api/v1/workers/reset-circuit-breaker", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.EqualValues(t, 2, r.body["workers"])
+	n, err := b.st.Client().Exists(ctx, breaker.ForcedKey(b.ns)).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

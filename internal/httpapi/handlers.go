@@ -93,10 +93,10 @@ func (s *Server) routes() {
 		responses: map[int]string{200: "Workers"}}})
 	add(route{method: "POST", path: "/api/v1/workers/reset-circuit-breaker", access: admin, handler: s.breaker(false), doc: opDoc{
 		tag: "workers", summary: "Close a dependency's circuit breaker (all when dependency is empty)", request: "BreakerRequest",
-		responses: map[int]string{200: "BreakerResult", 409: "Error"}}})
+		responses: map[int]string{200: "BreakerResult", 202: "BreakerResult", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/workers/open-circuit-breaker", access: admin, handler: s.breaker(true), doc: opDoc{
 		tag: "workers", summary: "Force a dependency's circuit breaker open for duration_seconds, or until a reset", request: "BreakerRequest",
-		responses: map[int]string{200: "BreakerResult", 409: "Error"}}})
+		responses: map[int]string{200: "BreakerResult", 202: "BreakerResult", 409: "Error"}}})
 
 	add(route{method: "GET", path: "/health", access: public, handler: s.health, doc: opDoc{
 		tag: "health", summary: "Health of Redis, workers and circuit breakers (spec 001); 503 when unhealthy",
@@ -398,7 +398,11 @@ func (s *Server) breaker(open bool) func(http.ResponseWriter, *http.Request, aut
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		status := http.StatusOK
+		if out.Workers == 0 { // recorded; workers apply it when they start
+			status = http.StatusAccepted
+		}
+		writeJSON(w, status, out)
 	}
 }
 

@@ -25,13 +25,14 @@ type BreakerOutcome struct {
 	// Until is when a forced open ends; zero = held open until a reset.
 	Until time.Time `json:"until,omitzero"`
 	// Workers is how many worker processes received the command (each
-	// applies it on receipt).
+	// applies it on receipt). 0: none runs now; the command is recorded
+	// and workers apply it when they start.
 	Workers int64 `json:"workers"`
 }
 
 // RedisBreakerControl publishes breaker commands to the workers over Redis
-// pub/sub. A command no worker receives is an error: the operator learns
-// that nothing changed.
+// pub/sub and records them in breaker.ForcedKey in the same transaction, so
+// workers that start later apply them too.
 type RedisBreakerControl struct {
 	rdb redis.UniversalClient
 	ns  string
@@ -74,12 +75,24 @@ func (c *RedisBreakerControl) publish(ctx context.Context, cmd BreakerCommand) (
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.rdb.Publish(ctx, c.Channel(), b).Result()
+	key := breaker.ForcedKey(c.ns)
+	var pub *redis.IntCmd
+	_, err = c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if cmd.Dependency == "" {
+			// every dependency: replaces what was in force
+			p.Del(ctx, key)
+			if cmd.Op == breaker.OpOpen {
+				p.HSet(ctx, key, "", b)
+			}
+		} else {
+			// kept for a reset too: it overrides an earlier all-dependencies open
+			p.HSet(ctx, key, cmd.Dependency, b)
+		}
+		pub = p.Publish(ctx, c.Channel(), b)
+		return nil
+	})
 	if err != nil {
 		return 0, fmt.Errorf("publish breaker command: %w", err)
 	}
-	if n == 0 {
-		return 0, Conflict("breaker_control_unavailable", "no worker listens for breaker commands on %s; nothing changed", c.Channel())
-	}
-	return n, nil
+	return pub.Val(), nil
 }

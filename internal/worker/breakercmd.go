@@ -13,9 +13,15 @@ import (
 // workers view and /health show the new states at once. ready is closed
 // once subscribed (or when subscribing failed).
 func (w *Worker) breakerListener(ctx context.Context, ready chan<- struct{}) {
-	ps := w.st.Client().Subscribe(ctx, breaker.CommandChannel(w.st.Config().Namespace))
+	ns := w.st.Config().Namespace
+	ps := w.st.Client().Subscribe(ctx, breaker.CommandChannel(ns))
 	defer ps.Close()
 	_, err := ps.Receive(ctx)
+	if err == nil {
+		// Commands given before this worker started, read once subscribed:
+		// a later one arrives on the channel and is applied after these.
+		w.replayBreakerCommands(ctx, ns)
+	}
 	close(ready)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -47,6 +53,20 @@ func (w *Worker) applyBreakerCommand(ctx context.Context, payload []byte) {
 	w.log.Info("breaker command applied", "op", cmd.Op, "dependencies", deps, "until_ms", cmd.Until)
 	if err := w.publish(ctx); err != nil && ctx.Err() == nil {
 		w.log.Warn("publish worker info after breaker command", "err", err)
+	}
+}
+
+func (w *Worker) replayBreakerCommands(ctx context.Context, ns string) {
+	fields, err := w.st.Client().HGetAll(ctx, breaker.ForcedKey(ns)).Result()
+	if err != nil {
+		w.log.Warn("breaker commands in force: read", "err", err)
+		return
+	}
+	if n := w.breakers.Replay(fields, w.dependencyNames(), w.cfg.Clock.Now()); n > 0 {
+		w.log.Info("breaker commands in force applied", "count", n)
+		if err := w.publish(ctx); err != nil && ctx.Err() == nil {
+			w.log.Warn("publish worker info after breaker commands", "err", err)
+		}
 	}
 }
 
