@@ -106,3 +106,34 @@ func (g *Graph) missingNotParked(ctx context.Context, want []string, got []*task
 	}
 	return out, nil
 }
+
+// Cancel ends the parked task id: it is created and cancelled at once (as
+// when a dependency fails), so it exists, CANCELLED, for its owner to see;
+// then it is unparked. It reports false when id is not parked. A release
+// racing with it is harmless: the task is created once (the store refuses
+// a second) and the cancel applies to it.
+func (g *Graph) Cancel(ctx context.Context, id string) (bool, error) {
+	pks, err := g.Parked(ctx, []string{id})
+	if err != nil {
+		return false, err
+	}
+	pk, ok := pks[id]
+	if !ok {
+		return false, nil
+	}
+	if _, err := g.st.Enqueue(ctx, pk.Request); err != nil && !errors.Is(err, task.ErrDuplicateTaskID) {
+		return false, err
+	}
+	if _, err := g.st.Cancel(ctx, id); err != nil && !errors.Is(err, task.ErrWrongState) {
+		return false, err
+	}
+	_, err = g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, g.k.waiting(id))
+		p.ZRem(ctx, g.k.pending(), id)
+		for _, d := range pk.After {
+			p.SRem(ctx, g.k.waiters(d), id)
+		}
+		return nil
+	})
+	return true, err
+}

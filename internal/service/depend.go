@@ -109,3 +109,28 @@ func parkedView(id string, pk depend.Parked) TaskView {
 	}
 	return TaskView{Task: t, TimeoutSeconds: r.Timeout.Seconds(), WaitingOn: pk.After}
 }
+
+// cancelParked cancels id when it is a task waiting on others that p may
+// see (getErr: why it was not found in the store). It reports whether it
+// did; a parked task of another session is refused.
+func (s *Service) cancelParked(ctx context.Context, p auth.Principal, id string, getErr error) (bool, error) {
+	if !errors.Is(getErr, ErrNotFound) || s.cfg.Dependencies == nil {
+		return false, nil
+	}
+	pv, err := s.parkedViews(ctx, []string{id})
+	if err != nil {
+		return false, storeErr(id, err)
+	}
+	v, ok := pv[id]
+	if !ok {
+		return false, nil
+	}
+	if err := authorize(p, v.Task); err != nil {
+		return false, err
+	}
+	done, err := s.cfg.Dependencies.Cancel(ctx, id)
+	if err != nil {
+		return false, storeErr(id, err)
+	}
+	return done, nil
+}

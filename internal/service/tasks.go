@@ -262,6 +262,13 @@ type CancelResult struct {
 // Cancel cancels a PENDING, ACTIVE or TIMEOUT task.
 func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string) (CancelResult, error) {
 	if _, err := s.get(ctx, p, id); err != nil {
+		cancelled, perr := s.cancelParked(ctx, p, id, err)
+		if perr != nil {
+			return CancelResult{}, perr
+		}
+		if cancelled { // it waited on other tasks
+			return CancelResult{TaskID: id, Outcome: string(store.Cancelled), State: task.StateCancelled}, nil
+		}
 		return CancelResult{}, err
 	}
 	out, err := s.st.Cancel(ctx, id)
@@ -285,6 +292,12 @@ func (s *Service) Cancel(ctx context.Context, p auth.Principal, id string) (Canc
 // it first (docs/api.md).
 func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error {
 	t, err := s.get(ctx, p, id)
+	if errors.Is(err, ErrNotFound) {
+		if v, perr := s.Get(ctx, p, id); perr == nil && len(v.WaitingOn) > 0 {
+			return &Error{Kind: KindConflict, Code: "task_waiting",
+				Message: fmt.Sprintf("task %s waits on other tasks; cancel it first (POST /api/v1/tasks/%s/cancel), then delete it", id, id)}
+		}
+	}
 	if err != nil {
 		return err
 	}
