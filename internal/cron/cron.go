@@ -28,11 +28,13 @@ type Schedule struct {
 	ID string `json:"id"`
 	// Expr is a standard cron expression (minute hour dom month dow), or a
 	// descriptor such as @hourly or @every 30s.
-	Expr      string          `json:"expr"`
-	TaskType  string          `json:"task_type"`
-	Params    json.RawMessage `json:"params,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
-	Priority  task.Priority   `json:"priority,omitempty"`
+	Expr     string          `json:"expr"`
+	TaskType string          `json:"task_type"`
+	Params   json.RawMessage `json:"params,omitempty"`
+	// Content is the input text of each task (e.g. summarize's).
+	Content   string        `json:"content,omitempty"`
+	SessionID string        `json:"session_id,omitempty"`
+	Priority  task.Priority `json:"priority,omitempty"`
 	// TimeoutSeconds bounds each run; 0 means the worker's default.
 	TimeoutSeconds int       `json:"timeout,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -187,7 +189,7 @@ func (c *Cron) Tick(ctx context.Context) ([]string, error) {
 			}
 		}
 		for _, t := range due {
-			req := store.EnqueueRequest{ID: TaskID(s.ID, t), Type: s.TaskType, Params: s.Params, SessionID: s.SessionID,
+			req := store.EnqueueRequest{ID: TaskID(s.ID, t), Type: s.TaskType, Params: s.Params, Content: s.Content, SessionID: s.SessionID,
 				Priority: s.Priority, Timeout: time.Duration(s.TimeoutSeconds) * time.Second}
 			_, err := c.st.Enqueue(ctx, req)
 			switch {

@@ -228,6 +228,27 @@ func TestSchedules(t *testing.T) {
 	require.EqualValues(t, 1, r.body["total"], "the fired task is in its session's listing (the store indexes it on enqueue): %s", r.raw)
 	require.Equal(t, ids[0], r.body["tasks"].([]any)[0].(map[string]any)["task_id"])
 
+	// A summarize template carries its content; without it, 422 naming content.
+	r = b.do("POST", "/api/v1/schedules", own.Token, map[string]any{"cron": "@daily", "task_type": "summarize"})
+	require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
+	require.Equal(t, "content", r.errField())
+	r = b.do("POST", "/api/v1/schedules", own.Token, map[string]any{"id": "digest", "cron": "* * * * *", "task_type": "summarize", "content": "One. Two."})
+	require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+	require.Equal(t, "One. Two.", r.body["content"])
+	b.clock.Advance(time.Minute)
+	fired, err = b.cron.Tick(ctx)
+	require.NoError(t, err)
+	digests := 0
+	for _, id := range fired {
+		if strings.HasPrefix(id, "cron-digest-") {
+			digests++
+			r = b.do("GET", "/api/v1/tasks/"+id, own.Token, nil)
+			require.Equal(t, "One. Two.", r.body["content"])
+		}
+	}
+	require.Equal(t, 1, digests)
+	require.Equal(t, http.StatusOK, b.do("DELETE", "/api/v1/schedules/digest", own.Token, nil).code)
+
 	r = b.do("DELETE", "/api/v1/schedules/minutely", own.Token, nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	r = b.do("GET", "/api/v1/schedules/minutely", own.Token, nil)

@@ -80,11 +80,12 @@ var apiSchemas = map[string]any{
 		"cron":      map[string]any{"type": "string", "description": "5-field cron expression (UTC) or @hourly, @daily, @every 30s", "example": "*/5 * * * *"},
 		"task_type": map[string]any{"type": "string", "description": "a registered task type", "example": "report.generate"},
 		"params":    map[string]any{"type": "object", "description": "handler parameters of every task created"},
+		"content":   str("input text of every task created (required for summarize)"),
 		"priority":  map[string]any{"type": "string", "enum": []string{"high", "normal", "low"}},
 		"timeout":   integer("seconds each run may take, 1..86400"),
 	}),
 	"Schedule": obj([]string{"schedule_id", "cron", "task_type", "priority", "created_at"}, map[string]any{
-		"schedule_id": str(""), "cron": str(""), "task_type": str(""), "params": map[string]any{"type": "object"},
+		"schedule_id": str(""), "cron": str(""), "task_type": str(""), "params": map[string]any{"type": "object"}, "content": str(""),
 		"priority": str(""), "timeout": integer("seconds"), "session_id": str("the owning session"), "created_at": ts(""),
 		"next_run_at": ts("the next due time (absent: never due again)"),
 	}),

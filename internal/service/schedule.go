@@ -29,7 +29,9 @@ type ScheduleInput struct {
 	Cron     string          `json:"cron"`
 	TaskType string          `json:"task_type"`
 	Params   json.RawMessage `json:"params,omitempty"`
-	Priority string          `json:"priority,omitempty"`
+	// Content is each task's input text (required for summarize).
+	Content  *string `json:"content,omitempty"`
+	Priority string  `json:"priority,omitempty"`
 	// Timeout bounds each run, whole seconds 1..86400; absent = the
 	// worker's default.
 	Timeout *int `json:"timeout,omitempty"`
@@ -41,6 +43,7 @@ type ScheduleView struct {
 	Cron      string          `json:"cron"`
 	TaskType  string          `json:"task_type"`
 	Params    json.RawMessage `json:"params,omitempty"`
+	Content   string          `json:"content,omitempty"`
 	Priority  task.Priority   `json:"priority"`
 	Timeout   int             `json:"timeout,omitempty"`
 	SessionID string          `json:"session_id,omitempty"`
@@ -59,7 +62,7 @@ func (s *Service) schedules() (*cron.Cron, error) {
 }
 
 func (s *Service) viewSchedule(sc cron.Schedule) ScheduleView {
-	v := ScheduleView{ID: sc.ID, Cron: sc.Expr, TaskType: sc.TaskType, Params: sc.Params, Priority: sc.Priority,
+	v := ScheduleView{ID: sc.ID, Cron: sc.Expr, TaskType: sc.TaskType, Params: sc.Params, Content: sc.Content, Priority: sc.Priority,
 		Timeout: sc.TimeoutSeconds, SessionID: sc.SessionID, CreatedAt: sc.CreatedAt}
 	if v.Priority == "" {
 		v.Priority = task.PriorityNormal
@@ -121,7 +124,7 @@ func (s *Service) validateSchedule(in ScheduleInput) (cron.Schedule, error) {
 		return sc, Unprocessable("cron", "cron %q is not a cron expression (minute hour day-of-month month day-of-week, or @hourly, @every 30s): %v", truncate(sc.Expr, 80), err)
 	}
 	// The task template is checked as a submit of it would be.
-	ti := SubmitInput{TaskType: in.TaskType, Params: in.Params, Priority: in.Priority}
+	ti := SubmitInput{TaskType: in.TaskType, Params: in.Params, Content: in.Content, Priority: in.Priority}
 	if in.Timeout != nil {
 		if *in.Timeout < 1 || *in.Timeout > int(MaxTimeout.Seconds()) {
 			return sc, Unprocessable("timeout", "timeout must be whole seconds between 1 and %d (got %d)", int(MaxTimeout.Seconds()), *in.Timeout)
@@ -132,7 +135,7 @@ func (s *Service) validateSchedule(in ScheduleInput) (cron.Schedule, error) {
 	if err != nil {
 		return sc, err
 	}
-	sc.TaskType, sc.Priority = r.Type, r.Priority
+	sc.TaskType, sc.Priority, sc.Content = r.Type, r.Priority, r.Content
 	if len(r.Params) > 0 && !bytes.Equal(r.Params, []byte("null")) {
 		sc.Params = r.Params
 	}
