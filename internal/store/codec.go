@@ -10,8 +10,9 @@ import (
 )
 
 // Task hash fields. Times are unix milliseconds; error_history holds one
-// JSON record per line; state_history holds "ms,FROM,TO,cause" entries
-// separated by ";" (cheap to append inside a script).
+// JSON record per line; state_history holds compact "ms,FROM,TO,cause"
+// entries separated by ";" (cheap to append inside a script; see
+// decodeStateHistory for the encoding).
 const (
 	fID         = "task_id"
 	fType       = "task_type"
@@ -123,9 +124,28 @@ func decodeErrorHistory(s string) []task.ErrorRecord {
 	return out
 }
 
+// stateCodes are the one-letter states of the compact history encoding
+// (lib.lua's hist); full names, as older entries hold, decode as themselves.
+var stateCodes = map[string]task.State{
+	"P": task.StatePending, "A": task.StateActive, "C": task.StateCompleted, "F": task.StateFailed,
+	"D": task.StateDLQ, "T": task.StateTimeout, "X": task.StateCancelled,
+}
+
+func decodeHistState(s string) task.State {
+	if st, ok := stateCodes[s]; ok {
+		return st
+	}
+	return task.State(s)
+}
+
+// decodeStateHistory reads the history lib.lua's hist writes: entries
+// separated by ";", each "ms,FROM,TO[,cause]" where every entry after the
+// first gives its time as "+delta" ms since the first. The creation entry
+// (no FROM, no cause) reads as cause "created".
 func decodeStateHistory(s string) []task.StateChange {
 	out := []task.StateChange{}
-	for _, e := range strings.Split(s, ";") {
+	var base int64
+	for i, e := range strings.Split(s, ";") {
 		if e == "" {
 			continue
 		}
@@ -133,7 +153,21 @@ func decodeStateHistory(s string) []task.StateChange {
 		for len(p) < 4 {
 			p = append(p, "")
 		}
-		out = append(out, task.StateChange{At: msTime(p[0]), From: task.State(p[1]), To: task.State(p[2]), Cause: p[3]})
+		var ms int64
+		if d, ok := strings.CutPrefix(p[0], "+"); ok {
+			n, _ := strconv.ParseInt(d, 10, 64)
+			ms = base + n
+		} else {
+			ms, _ = strconv.ParseInt(p[0], 10, 64)
+			if i == 0 {
+				base = ms
+			}
+		}
+		c := task.StateChange{At: time.UnixMilli(ms).UTC(), From: decodeHistState(p[1]), To: decodeHistState(p[2]), Cause: p[3]}
+		if i == 0 && c.From == "" && c.Cause == "" {
+			c.Cause = "created"
+		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -31,7 +31,7 @@ for i = 1, n do
   local nf = tonumber(ARGV[a + 5])
   local fields = { 'task_id', id, 'state', 'PENDING', 'task_type', ttype, 'priority', prio,
     'created_at', now, 'updated_at', now, 'retry_count', '0', 'queue', 'primary',
-    'state_history', now .. ',,PENDING,created' }
+    'state_history', now .. ',,P' }
   if sess ~= '' then fields[#fields + 1] = 'session_id'; fields[#fields + 1] = sess end
   for j = 1, nf do
     fields[#fields + 1] = ARGV[a + 5 + 2 * j - 1]
