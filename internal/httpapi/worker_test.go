@@ -85,6 +85,10 @@ func TestWithRealWorker(t *testing.T) {
 	require.Equal(t, "http-test-worker", wi["worker_id"])
 	require.EqualValues(t, 4, wi["concurrency"])
 	require.ElementsMatch(t, []any{"noop", "sleep"}, wi["task_types"])
+	started, err := time.Parse(time.RFC3339Nano, wi["started_at"].(string))
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now(), started, time.Minute, "started_at is when the worker started, not zero")
+	require.NotEmpty(t, wi["host"])
 	h := b.do("GET", "/health", "", nil)
 	require.Equal(t, http.StatusOK, h.code, string(h.raw))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -55,11 +56,12 @@ type Worker struct {
 	mu       sync.Mutex
 	inflight map[string]*running
 
-	tokenSeq atomic.Uint64
-	crashed  atomic.Bool
-	stopping atomic.Bool // Run's context ended: start no more handlers
-	idle     atomic.Bool // the fetch loop is waiting for a wake-up (tests)
-	stats    struct {
+	tokenSeq  atomic.Uint64
+	startedAt int64 // unix ms at Run, published for the workers view
+	crashed   atomic.Bool
+	stopping  atomic.Bool // Run's context ended: start no more handlers
+	idle      atomic.Bool // the fetch loop is waiting for a wake-up (tests)
+	stats     struct {
 		started, completed, failed, dlq, cancelled, released, lost, handedOff atomic.Int64
 	}
 }
@@ -120,6 +122,7 @@ func (w *Worker) Stats() Stats {
 // returns. A Worker runs once.
 func (w *Worker) Run(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
+	w.startedAt = w.cfg.Clock.Now().UnixMilli()
 	if err := w.publish(bg); err != nil {
 		return err
 	}
@@ -545,7 +548,10 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 
 func (w *Worker) publish(ctx context.Context) error {
 	b, _ := json.Marshal(w.breakers.Snapshots())
+	host, _ := os.Hostname()
 	return w.st.PublishWorker(ctx, w.cfg.ID, map[string]string{
+		"started_at":  strconv.FormatInt(w.startedAt, 10),
+		"host":        host,
 		"concurrency": strconv.Itoa(w.cfg.Concurrency),
 		"types":       typesOf(w.h),
 		"breakers":    string(b),
