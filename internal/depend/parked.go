@@ -137,3 +137,24 @@ func (g *Graph) Cancel(ctx context.Context, id string) (bool, error) {
 	})
 	return true, err
 }
+
+// ParkedIDs pages the ids of the parked tasks by when they were parked
+// (newest first, or oldest with oldest), with how many are parked in all.
+func (g *Graph) ParkedIDs(ctx context.Context, offset, limit int, oldest bool) ([]string, int64, error) {
+	var ids *redis.StringSliceCmd
+	var total *redis.IntCmd
+	stop := int64(offset + limit - 1)
+	_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if oldest {
+			ids = p.ZRange(ctx, g.k.pending(), int64(offset), stop)
+		} else {
+			ids = p.ZRevRange(ctx, g.k.pending(), int64(offset), stop)
+		}
+		total = p.ZCard(ctx, g.k.pending())
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return ids.Val(), total.Val(), nil
+}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -61,6 +62,51 @@ func TestDependsOn(t *testing.T) {
 			ids[x.(map[string]any)["task_id"].(string)] = true
 		}
 		require.Equal(t, map[string]bool{a: true, bid: true, c: true}, ids, "the session lists its waiting tasks")
+	})
+
+	// Listings show what a waiting task waits on, as GET by id does: the
+	// session's listing (full and summary forms, all states and PENDING)
+	// and the admin's (all states, PENDING paged through queued then
+	// waiting tasks).
+	t.Run("ListingsShowWaitingOn", func(t *testing.T) {
+		b := b.with(t)
+		want := map[string]any{a: nil, bid: []any{a}, c: []any{bid}}
+		check := func(token, query string, wantTotal int) {
+			t.Helper()
+			r := b.do("GET", "/api/v1/tasks"+query, token, nil)
+			require.Equal(t, http.StatusOK, r.code, string(r.raw))
+			got := map[string]any{}
+			for _, x := range r.body["tasks"].([]any) {
+				m := x.(map[string]any)
+				require.Equal(t, "PENDING", m["state"], query)
+				got[m["task_id"].(string)] = m["waiting_on"]
+			}
+			require.Equal(t, want, got, "%s: %s", query, r.raw)
+			require.EqualValues(t, wantTotal, r.body["total"], query)
+		}
+		for _, q := range []string{"", "?summary=true", "?status=PENDING", "?status=PENDING&summary=true", "?task_type=noop"} {
+			check(own.Token, q, 3)
+			check(adminKey, q, 3)
+		}
+		r := b.do("GET", "/api/v1/tasks?status=COMPLETED", own.Token, nil)
+		require.Empty(t, r.body["tasks"], "a waiting task is PENDING only")
+
+		// The admin's PENDING pages: one queued task, then the two waiting.
+		seen := map[string]any{}
+		for page := 1; page <= 4; page++ {
+			r := b.do("GET", fmt.Sprintf("/api/v1/tasks?status=PENDING&page_size=1&page=%d", page), adminKey, nil)
+			require.Equal(t, http.StatusOK, r.code, string(r.raw))
+			require.EqualValues(t, 3, r.body["total"])
+			ts := r.body["tasks"].([]any)
+			if page == 4 {
+				require.Empty(t, ts)
+				break
+			}
+			require.Len(t, ts, 1, "page %d", page)
+			m := ts[0].(map[string]any)
+			seen[m["task_id"].(string)] = m["waiting_on"]
+		}
+		require.Equal(t, want, seen)
 	})
 
 	t.Run("Validation", func(t *testing.T) {

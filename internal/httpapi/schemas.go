@@ -117,6 +117,7 @@ var apiSchemas = map[string]any{
 		"task_id": str(""), "task_type": str(""), "state": stateEnum, "session_id": str(""), "priority": str(""),
 		"retry_count": integer(""), "max_retries": integer(""), "error_type": str(""), "last_error": str(""),
 		"created_at": ts(""), "updated_at": ts(""), "completed_at": ts(""),
+		"waiting_on": map[string]any{"type": "array", "items": str("task id"), "description": "submitted with depends_on and not released yet: the tasks it waits for"},
 	}),
 	"QueuePage": obj([]string{"queue", "tasks", "total"}, map[string]any{
 		"queue": str(""), "tasks": arr(ref("TaskSummary")), "total": integer(""), "offset": integer(""), "limit": integer(""),

@@ -58,17 +58,20 @@ type View struct {
 	TaskType string `json:"task_type"`
 	// Status is spec 003's lowercase name: pending, processing, completed,
 	// failed, timeout, cancelled (failed covers the DLQ; State says which).
-	Status      string          `json:"status"`
-	State       task.State      `json:"state"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	Error       *ErrorDetails   `json:"error,omitempty"`
-	Progress    *Progress       `json:"progress,omitempty"`
-	ETASeconds  *float64        `json:"eta_seconds,omitempty"`
-	QueuePos    *int64          `json:"queue_position,omitempty"`
-	Message     string          `json:"message"`
-	CreatedAt   time.Time       `json:"created_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	CompletedAt *time.Time      `json:"completed_at,omitempty"`
+	Status     string          `json:"status"`
+	State      task.State      `json:"state"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *ErrorDetails   `json:"error,omitempty"`
+	Progress   *Progress       `json:"progress,omitempty"`
+	ETASeconds *float64        `json:"eta_seconds,omitempty"`
+	QueuePos   *int64          `json:"queue_position,omitempty"`
+	// WaitingOn lists the tasks a task submitted with depends_on waits
+	// for; it is pending and in no queue until they complete.
+	WaitingOn   []string   `json:"waiting_on,omitempty"`
+	Message     string     `json:"message"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	// Source says where the answer came from: "redis", "cache" or "archive".
 	Source string `json:"source"`
 }
@@ -76,6 +79,13 @@ type View struct {
 // Lister lists a principal's tasks (service.Service does).
 type Lister interface {
 	List(ctx context.Context, p auth.Principal, in service.ListInput) (service.TaskList, error)
+}
+
+// Getter shows one task, including one that waits on other tasks and is
+// not in the store yet (service.Service does). When the Lister is also a
+// Getter, get_task_result answers for such tasks instead of 404.
+type Getter interface {
+	Get(ctx context.Context, p auth.Principal, id string) (service.TaskView, error)
 }
 
 // Config configures a Results.
@@ -147,7 +157,7 @@ func (r *Results) Get(ctx context.Context, p auth.Principal, id string) (View, e
 		}
 	}
 	if errors.Is(err, task.ErrNotFound) {
-		return View{}, ErrNotFound
+		return r.waiting(ctx, p, id)
 	}
 	if err != nil {
 		return View{}, err
@@ -202,6 +212,37 @@ func (r *Results) Get(ctx context.Context, p auth.Principal, id string) (View, e
 		v.Message = "The task was cancelled."
 	}
 	return v, nil
+}
+
+// waiting answers for id when it waits on other tasks (not in the store
+// yet), else ErrNotFound.
+func (r *Results) waiting(ctx context.Context, p auth.Principal, id string) (View, error) {
+	g, ok := r.cfg.Lister.(Getter)
+	if !ok {
+		return View{}, ErrNotFound
+	}
+	tv, err := g.Get(ctx, p, id)
+	if errors.Is(err, service.ErrNotFound) || errors.Is(err, service.ErrForbidden) {
+		return View{}, ErrNotFound
+	}
+	if err != nil {
+		return View{}, err
+	}
+	if len(tv.WaitingOn) == 0 || !allowed(p, tv.Task) {
+		// created between the two reads, or not the caller's
+		return View{}, ErrNotFound
+	}
+	t := tv.Task
+	return View{TaskID: t.ID, TaskType: t.Type, Status: StatusOf(t.State), State: t.State, WaitingOn: tv.WaitingOn,
+		Message:   fmt.Sprintf("The task waits for %s to complete; it is queued then.", tasksPhrase(tv.WaitingOn)),
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Source: "redis"}, nil
+}
+
+func tasksPhrase(ids []string) string {
+	if len(ids) == 1 {
+		return "task " + ids[0]
+	}
+	return fmt.Sprintf("%d other tasks", len(ids))
 }
 
 func (r *Results) cachedResult(ctx context.Context, id string) (json.RawMessage, string) {
@@ -319,6 +360,8 @@ type Item struct {
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 	Archived  bool       `json:"archived,omitempty"`
+	// WaitingOn: as View.WaitingOn.
+	WaitingOn []string `json:"waiting_on,omitempty"`
 }
 
 // List is list_user_tasks: the session's tasks (newest first, at most
@@ -342,7 +385,7 @@ func (r *Results) List(ctx context.Context, p auth.Principal, f Filter, limit in
 		}
 		seen[s.ID] = true
 		out = append(out, Item{TaskID: s.ID, TaskType: s.Type, Status: StatusOf(s.State), State: s.State,
-			Summary: summaryOf(s), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Archived: archived})
+			Summary: summaryOf(s), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Archived: archived, WaitingOn: s.WaitingOn})
 	}
 	lists := []string{""}
 	if len(states) > 0 {
@@ -385,6 +428,9 @@ func summaryOf(s service.TaskSummary) string {
 	case task.StateActive:
 		return "processing"
 	case task.StatePending:
+		if len(s.WaitingOn) > 0 {
+			return "waiting for " + tasksPhrase(s.WaitingOn) + " to complete"
+		}
 		return "waiting in the queue"
 	case task.StateTimeout:
 		return "taking longer than expected; still running"

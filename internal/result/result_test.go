@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -41,7 +42,7 @@ func setup(t *testing.T) *bundle {
 	require.NoError(t, err)
 	a, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: "admin-key"})
 	require.NoError(t, err)
-	svc, err := service.New(service.Config{Store: st, Auth: a, BatchMax: 1})
+	svc, err := service.New(service.Config{Store: st, Auth: a, BatchMax: 1, Dependencies: depend.New(st, depend.Config{Namespace: ns})})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	dbURL := os.Getenv("TASKFLOW_TEST_DATABASE_URL")
@@ -175,4 +176,47 @@ func TestArchiveReadBack(t *testing.T) {
 	require.Equal(t, http.StatusOK, b.get(t, "/api/v1/results?status_filter=completed", sa.Token, &list))
 	require.Len(t, list.Tasks, 1)
 	require.True(t, list.Tasks[0].Archived)
+}
+
+// TestWaitingTask: a task submitted with depends_on is not in the store
+// until its dependency completes; get_task_result answers for it (pending,
+// waiting_on, no queue position) instead of 404, list_user_tasks shows
+// what it waits on, and another session is still told nothing.
+func TestWaitingTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sa, err := b.auth.CreateSession(ctx)
+	require.NoError(t, err)
+	sb, err := b.auth.CreateSession(ctx)
+	require.NoError(t, err)
+	first := b.submit(t, sa, "report.generate")
+	out, err := b.svc.Submit(ctx, auth.Principal{SessionID: sa.ID}, service.SubmitInput{TaskType: "report.generate", DependsOn: []string{first}})
+	require.NoError(t, err)
+	then := out.TaskID
+
+	var v View
+	require.Equal(t, http.StatusOK, b.get(t, "/api/v1/results/"+then, sa.Token, &v))
+	require.Equal(t, "pending", v.Status)
+	require.Equal(t, []string{first}, v.WaitingOn)
+	require.Nil(t, v.QueuePos, "it is in no queue yet")
+	require.Contains(t, v.Message, first)
+	require.Equal(t, http.StatusNotFound, b.get(t, "/api/v1/results/"+then, sb.Token, nil))
+	require.Equal(t, http.StatusOK, b.get(t, "/api/v1/results/"+then, "admin-key", nil))
+
+	var list struct {
+		Tasks []Item `json:"tasks"`
+	}
+	require.Equal(t, http.StatusOK, b.get(t, "/api/v1/results?status_filter=pending", sa.Token, &list))
+	require.Len(t, list.Tasks, 2)
+	byID := map[string]Item{}
+	for _, it := range list.Tasks {
+		byID[it.TaskID] = it
+	}
+	require.Equal(t, []string{first}, byID[then].WaitingOn)
+	require.Contains(t, byID[then].Summary, "waiting for task "+first)
+	require.Empty(t, byID[first].WaitingOn)
+	require.Equal(t, "waiting in the queue", byID[first].Summary)
+	require.Equal(t, http.StatusOK, b.get(t, "/api/v1/results", sb.Token, &list))
+	require.Empty(t, list.Tasks)
 }

@@ -49,6 +49,8 @@ type TaskSummary struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	// WaitingOn: as TaskView.WaitingOn.
+	WaitingOn []string `json:"waiting_on,omitempty"`
 }
 
 // SummaryOf is t without content and result.
@@ -135,9 +137,12 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 	}
 	out := TaskList{Page: q.offset/q.size + 1, PageSize: q.size, Tasks: []any{}}
 	var tasks []*task.Task
+	var waiting map[string][]string // tasks waiting on others: on what
 	switch {
 	case !p.Admin:
-		tasks, out.Total, out.Partial, err = s.listSession(ctx, p.SessionID, q)
+		tasks, waiting, out.Total, out.Partial, err = s.listSession(ctx, p.SessionID, q)
+	case q.hasState && q.taskType == "" && q.state == task.StatePending && s.cfg.Dependencies != nil:
+		tasks, waiting, out.Total, err = s.listPending(ctx, q)
 	case q.hasState && q.taskType == "":
 		var pg *store.TaskPage
 		pg, err = s.st.ListByState(ctx, q.state, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
@@ -146,19 +151,57 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 			sortTasks(tasks, q)
 		}
 	default:
-		tasks, out.Total, out.Partial, err = s.listMerged(ctx, q)
+		tasks, waiting, out.Total, out.Partial, err = s.listMerged(ctx, q)
 	}
 	if err != nil {
 		return TaskList{}, storeErr("", err)
 	}
 	for _, t := range tasks {
 		if q.summary {
-			out.Tasks = append(out.Tasks, SummaryOf(t))
+			sm := SummaryOf(t)
+			sm.WaitingOn = waiting[t.ID]
+			out.Tasks = append(out.Tasks, sm)
 		} else {
-			out.Tasks = append(out.Tasks, ViewOf(t))
+			v := ViewOf(t)
+			v.WaitingOn = waiting[t.ID]
+			out.Tasks = append(out.Tasks, v)
 		}
 	}
 	return out, nil
+}
+
+// listPending is the admin's PENDING listing when tasks may wait on
+// others: the store's PENDING index, then the tasks waiting on others
+// (PENDING too, not in a queue yet), as one sequence to page through.
+func (s *Service) listPending(ctx context.Context, q listQuery) ([]*task.Task, map[string][]string, int64, error) {
+	pg, err := s.st.ListByState(ctx, task.StatePending, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	tasks := pg.Tasks
+	sortTasks(tasks, q)
+	// where this page starts among the waiting tasks, and how many it takes
+	off := max(0, q.offset-int(pg.Total))
+	n := q.size - len(tasks)
+	ids, parkedTotal, err := s.cfg.Dependencies.ParkedIDs(ctx, off, max(n, 1), q.asc)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if n <= 0 {
+		return tasks, nil, pg.Total + parkedTotal, nil
+	}
+	views, err := s.parkedViews(ctx, ids)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	waiting := make(map[string][]string, len(views))
+	for _, id := range ids {
+		if v, ok := views[id]; ok {
+			tasks = append(tasks, v.Task)
+			waiting[id] = v.WaitingOn
+		}
+	}
+	return tasks, waiting, pg.Total + parkedTotal, nil
 }
 
 func (q listQuery) match(t *task.Task) bool {
@@ -183,10 +226,10 @@ func sortTasks(ts []*task.Task, q listQuery) {
 // listMerged serves listings across states or filtered by type: it reads
 // the newest (or oldest) offset+size entries of each state index, filters,
 // sorts by the requested field and cuts the page. Bounded by MaxMergeWindow.
-func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, int64, bool, error) {
+func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, map[string][]string, int64, bool, error) {
 	window := q.offset + q.size
 	if window > MaxMergeWindow {
-		return nil, 0, false, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states or filtering by task_type; filter by status to page deeper", MaxMergeWindow)
+		return nil, nil, 0, false, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states or filtering by task_type; filter by status to page deeper", MaxMergeWindow)
 	}
 	states := task.States
 	if q.hasState {
@@ -203,7 +246,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, in
 			n := MaxPageSize
 			pg, err := s.st.ListByState(ctx, st, store.ListOptions{Offset: off, Limit: n, Oldest: q.asc})
 			if err != nil {
-				return nil, 0, false, err
+				return nil, nil, 0, false, err
 			}
 			if off == 0 && q.taskType == "" {
 				total += pg.Total
@@ -231,18 +274,50 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, in
 			}
 		}
 	}
+	// tasks waiting on others are PENDING, outside the state indexes
+	var waiting map[string][]string
+	if s.cfg.Dependencies != nil && (!q.hasState || q.state == task.StatePending) {
+		n := window
+		if q.taskType != "" {
+			n = MaxMergeWindow
+		}
+		ids, parkedTotal, err := s.cfg.Dependencies.ParkedIDs(ctx, 0, n, q.asc)
+		if err != nil {
+			return nil, nil, 0, false, err
+		}
+		views, err := s.parkedViews(ctx, ids)
+		if err != nil {
+			return nil, nil, 0, false, err
+		}
+		waiting = make(map[string][]string, len(views))
+		if q.taskType == "" {
+			total += parkedTotal
+		} else if parkedTotal > int64(n) {
+			partial = true
+		}
+		for _, id := range ids {
+			if v, ok := views[id]; ok && q.match(v.Task) {
+				all = append(all, v.Task)
+				waiting[id] = v.WaitingOn
+				if q.taskType != "" {
+					total++
+				}
+			}
+		}
+	}
 	sortTasks(all, q)
 	if q.offset >= len(all) {
-		return nil, total, partial, nil
+		return nil, waiting, total, partial, nil
 	}
-	return all[q.offset:min(len(all), q.offset+q.size)], total, partial, nil
+	return all[q.offset:min(len(all), q.offset+q.size)], waiting, total, partial, nil
 }
 
 // listSession pages a session's own tasks from its task index.
-func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) ([]*task.Task, int64, bool, error) {
+func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) ([]*task.Task, map[string][]string, int64, bool, error) {
 	k := s.st.SessionTasksKey(sessionID)
 	var all []*task.Task
 	var missing []any
+	waiting := map[string][]string{}
 	partial := false
 	for off := int64(0); ; off += MaxPageSize {
 		var ids []string
@@ -253,11 +328,11 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 			ids, err = s.rdb.ZRevRange(ctx, k, off, off+MaxPageSize-1).Result()
 		}
 		if err != nil {
-			return nil, 0, false, err
+			return nil, nil, 0, false, err
 		}
 		ts, err := s.st.GetMany(ctx, ids)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, nil, 0, false, err
 		}
 		found := make(map[string]bool, len(ts))
 		for _, t := range ts {
@@ -275,12 +350,13 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 		// tasks waiting on others are listed as PENDING, and stay indexed
 		parked, err := s.parkedViews(ctx, absent)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, nil, 0, false, err
 		}
 		for _, id := range absent {
 			if v, ok := parked[id]; ok {
 				if q.match(v.Task) {
 					all = append(all, v.Task)
+					waiting[id] = v.WaitingOn
 				}
 				continue
 			}
@@ -300,9 +376,9 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 	sortTasks(all, q)
 	total := int64(len(all))
 	if q.offset >= len(all) {
-		return nil, total, partial, nil
+		return nil, waiting, total, partial, nil
 	}
-	return all[q.offset:min(len(all), q.offset+q.size)], total, partial, nil
+	return all[q.offset:min(len(all), q.offset+q.size)], waiting, total, partial, nil
 }
 
 // QueueStatus is spec 001's GET /api/v1/queues/status answer.
