@@ -95,6 +95,6 @@ func (k keys) cancelChannel() string { return k.ns + "cancel" }
 // workers is the worker registry (ZSET worker id → last heartbeat unix ms).
 func (k keys) workers() string { return k.ns + "workers" }
 
-// worker is one worker's info (HASH: started, concurrency, breaker states
-// as JSON per dependency), expiring when the worker stops heartbeating.
+// worker is one worker's info (HASH: started_at, host, concurrency, types,
+// breaker states as JSON), expiring when the worker stops heartbeating.
 func (k keys) worker(id string) string { return k.ns + "worker:" + id }

@@ -1,0 +1,58 @@
+package service
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// taskViewJSON is the wire form of a TaskView. Spec 001's task metadata
+// shows last_error, error_type, retry_after, completed_at and result as
+// null until they are known; these fields shadow the embedded task's
+// (omitted when empty) so that a client written against spec 001 finds
+// every key.
+type taskViewJSON struct {
+	*task.Task
+	TimeoutSeconds float64         `json:"timeout,omitempty"`
+	WaitingOn      []string        `json:"waiting_on,omitempty"`
+	LastError      *string         `json:"last_error"`
+	ErrorType      *string         `json:"error_type"`
+	RetryAfter     *time.Time      `json:"retry_after"`
+	CompletedAt    *time.Time      `json:"completed_at"`
+	Result         json.RawMessage `json:"result"`
+}
+
+func (v TaskView) wire() taskViewJSON {
+	w := taskViewJSON{Task: v.Task, TimeoutSeconds: v.TimeoutSeconds, WaitingOn: v.WaitingOn}
+	if t := v.Task; t != nil {
+		if t.LastError != "" {
+			w.LastError = &t.LastError
+		}
+		if t.ErrorType != "" {
+			w.ErrorType = &t.ErrorType
+		}
+		w.RetryAfter, w.CompletedAt = t.RetryAfter, t.CompletedAt
+		if len(t.Result) > 0 {
+			w.Result = t.Result
+		}
+	}
+	return w
+}
+
+// MarshalJSON writes the task with spec 001's nullable fields present.
+func (v TaskView) MarshalJSON() ([]byte, error) {
+	if v.Task == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v.wire())
+}
+
+// MarshalJSON writes the task as TaskView does, plus its DLQ snapshot
+// (the promoted TaskView.MarshalJSON would drop it).
+func (d DLQItem) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		taskViewJSON
+		DLQ map[string]string `json:"dlq"`
+	}{d.TaskView.wire(), d.DLQ})
+}
