@@ -124,8 +124,9 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 			grace: cfg.ShutdownGrace, namespace: cfg.Namespace})
 	}()
 	go func() { errc <- a.serve(ctx, ln, cfg.ShutdownGrace) }()
-	// External services' outcomes, cron, dependencies (orchestrator.go).
-	go func() { errc <- runOrchestrator(ctx, m, rdb, cfg.Namespace, "", cfg.DatabaseURL, nil) }()
+	// External services' outcomes, cron, dependencies (orchestrator.go),
+	// counted on the API's /metrics: one process, one registry.
+	go func() { errc <- runOrchestrator(ctx, m, rdb, cfg.Namespace, "", cfg.DatabaseURL, a.extras.orch) }()
 	first := <-errc
 	cancel()
 	second, third := <-errc, <-errc

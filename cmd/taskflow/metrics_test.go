@@ -89,3 +89,115 @@ func TestAPIMetricsNotificationDelivery(t *testing.T) {
 	require.Contains(t, string(body), "view_result", "the unread notification rides on the response")
 	require.Contains(t, metrics(), `taskflow_notification_delivery_seconds_count{via="next_interaction"} 1`)
 }
+
+// TestDevMetricsExternalOutcomes: `taskflow dev` runs the orchestrator in
+// the API's process, so its /metrics carries all of spec 003 §9 once tasks
+// went through an external service (here `taskflow service analysis`,
+// in this process): created, completed and failed (dead-lettered) counts,
+// the services' durations, consumer lag, the DLQ stream's size and the
+// notification delivery latency.
+func TestDevMetricsExternalOutcomes(t *testing.T) {
+	t.Parallel()
+	_, ns := testredis.Client(t)
+	const admin = "dev-metrics-admin-key-0123456789"
+	env := map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin}
+	base, printed := startDev(t, env)
+
+	svcCtx, stopSvc := context.WithCancel(context.Background())
+	svcDone := make(chan error, 1)
+	go func() {
+		svcDone <- testMain(env, io.Discard).Run(svcCtx, []string{"service", "analysis", "--output-dir", t.TempDir()})
+	}()
+	t.Cleanup(func() {
+		stopSvc()
+		select {
+		case err := <-svcDone:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("the service did not stop")
+		}
+	})
+
+	do := func(method, path, token, body string) (int, []byte) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	metrics := func() string {
+		c, b := do("GET", "/metrics", admin, "")
+		require.Equal(t, http.StatusOK, c, string(b))
+		return string(b)
+	}
+	require.NotContains(t, metrics(), `taskflow_external_task_outcomes_total{`)
+
+	code, body := do("POST", "/api/v1/sessions", "", "")
+	require.Equal(t, http.StatusCreated, code, string(body))
+	var sess struct {
+		Token string `json:"token"`
+	}
+	require.NoError(t, json.Unmarshal(body, &sess))
+	submit := func(csv string) string {
+		b, err := json.Marshal(map[string]any{"task_type": "data.analyze", "params": map[string]any{"csv": csv}})
+		require.NoError(t, err)
+		code, body := do("POST", "/api/v1/tasks", sess.Token, string(b))
+		require.Equal(t, http.StatusCreated, code, string(body))
+		var s struct {
+			ID string `json:"task_id"`
+		}
+		require.NoError(t, json.Unmarshal(body, &s))
+		return s.ID
+	}
+	waitState := func(id, want string) {
+		require.Eventually(t, func() bool {
+			code, body := do("GET", "/api/v1/tasks/"+id, sess.Token, "")
+			var v struct {
+				State string `json:"state"`
+			}
+			return code == http.StatusOK && json.Unmarshal(body, &v) == nil && v.State == want
+		}, 30*time.Second, 20*time.Millisecond, "task %s never %s\n%s", id, want, printed.String())
+	}
+	good := submit("x,y\n1,2\n3,4\n")
+	bad := submit("x,y\n\"1,2\n") // unterminated quote: a permanent failure
+	waitState(good, "COMPLETED")
+	waitState(bad, "DLQ")
+
+	// The two outcome notifications, polled from the oldest (the status
+	// reads above may have carried them already).
+	require.Eventually(t, func() bool {
+		code, body := do("GET", notify.PathPoll+"?after=0", sess.Token, "")
+		return code == http.StatusOK && strings.Contains(string(body), bad) && strings.Contains(string(body), good)
+	}, 10*time.Second, 20*time.Millisecond)
+
+	var ours []string // the taskflow series, for a readable failure
+	for _, l := range strings.Split(metrics(), "\n") {
+		if strings.HasPrefix(l, "taskflow_") && !strings.Contains(l, "_bucket{") {
+			ours = append(ours, l)
+		}
+	}
+	m := strings.Join(ours, "\n")
+	for _, want := range []string{
+		// created / completed / failed per minute: rate() of these
+		`taskflow_task_transitions_total{from="",task_type="data.analyze",to="PENDING"} 2`,
+		`taskflow_external_task_outcomes_total{outcome="completed",task_type="data.analyze"} 1`,
+		`taskflow_external_task_outcomes_total{outcome="dead_lettered",task_type="data.analyze"} 1`,
+		// durations as the service reported them
+		`taskflow_external_task_duration_seconds_count{outcome="completed",task_type="data.analyze"} 1`,
+		// consumer lag of the agent's and the service's groups
+		`taskflow_stream_consumer_lag{group="agent-group",stream=`,
+		`taskflow_stream_consumer_lag{group="analysis-service-group",stream=`,
+		"taskflow_stream_dlq_size 1",
+		`taskflow_notification_delivery_seconds_count{via="poll"}`,
+	} {
+		require.Contains(t, m, want)
+	}
+}

@@ -27,8 +27,11 @@ type apiExtras struct {
 	// registry is the API's /metrics registry, shared with the packages
 	// that add series to it.
 	registry *prometheus.Registry
-	run      []func(ctx context.Context) error
-	close    []func()
+	// orch is spec 003 §9's series on registry; a process that also runs
+	// the orchestrator (taskflow dev) counts its outcomes here.
+	orch  *orchestrator.Metrics
+	run   []func(ctx context.Context) error
+	close []func()
 }
 
 // apiMounts builds the HTTP handlers of other packages that the API
@@ -45,6 +48,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	if err != nil {
 		return x, err
 	}
+	x.orch = om
 
 	// Plans (spec 002): POST /api/v1/plans/{name}/execute, synchronous.
 	pl, err := planapi.FromEnv(m.Getenv, m.Logger)

@@ -113,9 +113,9 @@ func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authe
 }
 
 // runOrchestrator runs the agent-group consumer until ctx ends (also used
-// by `taskflow dev`). databaseURL "" runs without the archive; reg nil
-// registers no metrics.
-func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, namespace, consumer, databaseURL string, reg prometheus.Registerer) error {
+// by `taskflow dev`). databaseURL "" runs without the archive; mt counts
+// the outcomes it applies (nil: none are counted).
+func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, namespace, consumer, databaseURL string, mt *orchestrator.Metrics) error {
 	st, err := store.New(rdb, store.Config{Namespace: namespace})
 	if err != nil {
 		return err
@@ -134,11 +134,7 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 		m.Logger.Warn("DATABASE_URL is not set: finished tasks are not archived (results live 24 h in Redis)")
 	}
 	cfg := orchestrator.Config{Namespace: namespace, Consumer: consumer, Logger: m.Logger}
-	if reg != nil {
-		mt, err := orchestrator.NewMetrics(reg, rdb, namespace)
-		if err != nil {
-			return err
-		}
+	if mt != nil {
 		cfg.Observe = mt.Observe
 	}
 	o, err := orchestrator.New(st, note, arc, cfg)
@@ -205,7 +201,11 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 				defer srv.Close()
 				fmt.Fprintf(m.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 			}
-			return runOrchestrator(cmd.Context(), m, rdb, namespace, consumer, m.Getenv("DATABASE_URL"), reg)
+			mt, err := orchestrator.NewMetrics(reg, rdb, namespace)
+			if err != nil {
+				return err
+			}
+			return runOrchestrator(cmd.Context(), m, rdb, namespace, consumer, m.Getenv("DATABASE_URL"), mt)
 		},
 	}
 	f := cmd.Flags()
