@@ -49,6 +49,42 @@ func TestEngineFromEnv(t *testing.T) {
 	}
 }
 
+// TestEngineFromEnvExplicitZero: 0 in a variable is never silently the
+// default (the packages' zero value means unset). Where 0 means something
+// it reaches the store as its explicit zero; where it does not, it is
+// refused naming the variable.
+func TestEngineFromEnvExplicitZero(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"MAX_RETRIES": "0", "DEFAULT_RETRY_RATIO": "0", "RETRY_RATIO_WARNING": "0.0",
+		"RETRY_RATIO_CRITICAL": "0", "MAX_TASK_AGE": "0"}
+	e, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+	require.NoError(t, err)
+	cfg := e.Store.WithDefaults()
+	require.NoError(t, cfg.Validate())
+	require.Negative(t, cfg.DefaultMaxRetries, "store's spelling of no retries")
+	require.Negative(t, cfg.RetryRatio)
+	require.Negative(t, cfg.RetryRatioWarning)
+	require.Negative(t, cfg.RetryRatioCritical)
+	require.Negative(t, cfg.MaxTaskAge, "0 turns the age rule off")
+
+	for _, name := range []string{"RETRY_QUEUE_WARNING", "CIRCUIT_FAILURE_THRESHOLD", "CIRCUIT_VOLUME_THRESHOLD",
+		"CIRCUIT_TIMEOUT", "TASKFLOW_LEASE", "TASKFLOW_TASK_TIMEOUT", "TASKFLOW_FETCH_BATCH", "TASKFLOW_RETRY_SCALE",
+		"TASKFLOW_SCHEDULER_INTERVAL", "TASKFLOW_SESSION_TTL"} {
+		env = map[string]string{name: "0"}
+		_, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+		require.ErrorContains(t, err, name+": \"0\" must be more than 0", name)
+	}
+	for name, val := range map[string]string{"MAX_RETRIES": "-1", "DEFAULT_RETRY_RATIO": "-0.1", "RETRY_RATIO_CRITICAL": "2"} {
+		env = map[string]string{name: val}
+		_, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+		require.ErrorContains(t, err, name, val)
+	}
+	// a value that does not parse is reported once
+	env = map[string]string{"TASKFLOW_LEASE": "forever"}
+	_, err = engineFromEnv(func(k string) string { return env[k] }, "ns1")
+	require.EqualError(t, err, `TASKFLOW_LEASE: "forever" is not a duration (e.g. 90s) or a number of seconds`)
+}
+
 func TestEngineCommandsNeedRedis(t *testing.T) {
 	t.Parallel()
 	for _, cmd := range []string{"worker", "scheduler"} {

@@ -30,12 +30,14 @@ type engineEnv struct {
 func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, error) {
 	var e engineEnv
 	var errs []error
+	unparsed := map[string]bool{} // set, but not a number or duration
 	e.Store.Namespace = namespace
 	intVar := func(name string, dst *int) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %q is not an integer", name, v))
+				unparsed[name] = true
 				return
 			}
 			*dst = n
@@ -46,6 +48,7 @@ func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, err
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %q is not a number", name, v))
+				unparsed[name] = true
 				return
 			}
 			*dst = f
@@ -61,6 +64,7 @@ func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, err
 			d, err := time.ParseDuration(v)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %q is not a duration (e.g. 90s) or a number of seconds", name, v))
+				unparsed[name] = true
 				return
 			}
 			*dst = d
@@ -93,6 +97,45 @@ func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, err
 	}
 	retention("TASKFLOW_RETENTION", &e.Scheduler.Retention)
 	retention("TASKFLOW_DLQ_RETENTION", &e.Scheduler.DLQRetention)
+	// An explicit 0 must not fall back to the packages' defaults (their
+	// zero value means unset): where 0 means something, pass the packages'
+	// spelling of it; where it does not, say so.
+	set := func(name string) bool { return strings.TrimSpace(getenv(name)) != "" && !unparsed[name] }
+	if set("MAX_RETRIES") {
+		switch {
+		case e.Store.DefaultMaxRetries < 0:
+			errs = append(errs, fmt.Errorf("MAX_RETRIES: %d must be 0 or more", e.Store.DefaultMaxRetries))
+		case e.Store.DefaultMaxRetries == 0:
+			e.Store.DefaultMaxRetries = -1 // store: no retries
+		}
+	}
+	for name, r := range map[string]*float64{"DEFAULT_RETRY_RATIO": &e.Store.RetryRatio,
+		"RETRY_RATIO_WARNING": &e.Store.RetryRatioWarning, "RETRY_RATIO_CRITICAL": &e.Store.RetryRatioCritical} {
+		if !set(name) {
+			continue
+		}
+		switch {
+		case *r < 0 || *r > 1:
+			errs = append(errs, fmt.Errorf("%s: %v must be within [0, 1]", name, *r))
+		case *r == 0:
+			*r = -1 // store: never retry-first
+		}
+	}
+	if set("MAX_TASK_AGE") && e.Store.MaxTaskAge == 0 {
+		e.Store.MaxTaskAge = -1 // 0: no age limit
+	}
+	for name, pos := range map[string]bool{
+		"RETRY_QUEUE_WARNING": e.Store.RetryQueueWarning > 0, "RETRY_QUEUE_CRITICAL": e.Store.RetryQueueCritical > 0,
+		"CIRCUIT_FAILURE_THRESHOLD": e.Worker.Breaker.FailureThreshold > 0, "CIRCUIT_VOLUME_THRESHOLD": e.Worker.Breaker.VolumeThreshold > 0,
+		"CIRCUIT_TIMEOUT": e.Worker.Breaker.Timeout > 0, "TASKFLOW_LEASE": e.Worker.Lease > 0,
+		"TASKFLOW_TASK_TIMEOUT": e.Worker.DefaultTimeout > 0, "TASKFLOW_FETCH_BATCH": e.Worker.FetchBatch > 0,
+		"TASKFLOW_RETRY_SCALE": e.Worker.Retry.Scale > 0, "TASKFLOW_SCHEDULER_INTERVAL": e.Scheduler.Interval > 0,
+		"TASKFLOW_SESSION_TTL": e.Store.SessionIndexTTL > 0,
+	} {
+		if set(name) && !pos {
+			errs = append(errs, fmt.Errorf("%s: %q must be more than 0", name, strings.TrimSpace(getenv(name))))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return e, err
 	}

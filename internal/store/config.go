@@ -17,7 +17,8 @@ type Config struct {
 	Namespace string
 	// Clock gives "now" to every transition. Default clock.Real{}.
 	Clock clock.Clock
-	// DefaultMaxRetries (MAX_RETRIES) applies when a task sets none. Default 3.
+	// DefaultMaxRetries (MAX_RETRIES) applies when a task sets none.
+	// Default 3; a negative value means 0 (no retries), since 0 is unset.
 	DefaultMaxRetries int
 	// MaxTaskAge (MAX_TASK_AGE): a PENDING task older than this at pickup,
 	// or a FAILED one when its retry is due, goes to the DLQ. Default 1h;
@@ -25,7 +26,9 @@ type Config struct {
 	MaxTaskAge time.Duration
 	// RetryRatio (DEFAULT_RETRY_RATIO): share of fetches served from the
 	// retry queue first while it holds fewer than RetryQueueWarning tasks.
-	// Default 0.3.
+	// Default 0.3. For this and the two ratios below a negative value
+	// means 0 (the retry queue only when the primary queues are empty),
+	// since 0 is unset.
 	RetryRatio float64
 	// RetryRatioWarning: the share between RetryQueueWarning and
 	// RetryQueueCritical tasks. Default 0.2.
@@ -106,12 +109,9 @@ func (c Config) Validate() error {
 	if strings.ContainsAny(c.Namespace, "{}") {
 		errs = append(errs, fmt.Errorf("store: Namespace %q must not contain { or }", c.Namespace))
 	}
-	if c.DefaultMaxRetries < 0 {
-		errs = append(errs, fmt.Errorf("store: DefaultMaxRetries %d must be >= 0", c.DefaultMaxRetries))
-	}
 	for name, r := range map[string]float64{"RetryRatio": c.RetryRatio, "RetryRatioWarning": c.RetryRatioWarning, "RetryRatioCritical": c.RetryRatioCritical} {
-		if r < 0 || r > 1 {
-			errs = append(errs, fmt.Errorf("store: %s %v must be within [0, 1]", name, r))
+		if r > 1 {
+			errs = append(errs, fmt.Errorf("store: %s %v must be within [0, 1] (negative: 0)", name, r))
 		}
 	}
 	if c.RetryQueueWarning < 0 || c.RetryQueueCritical < c.RetryQueueWarning {
@@ -138,3 +138,9 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// maxRetries is DefaultMaxRetries with a negative value read as 0.
+func (c Config) maxRetries() int { return max(c.DefaultMaxRetries, 0) }
+
+// ratio is a configured retry ratio with a negative value read as 0.
+func ratio(r float64) float64 { return max(r, 0) }

@@ -140,7 +140,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 			if r.RunAt.After(now) {
 				runAt = ms(r.RunAt)
 			}
-			maxRetries := s.cfg.DefaultMaxRetries
+			maxRetries := s.cfg.maxRetries()
 			if r.MaxRetries != nil {
 				maxRetries = *r.MaxRetries
 			}
@@ -176,7 +176,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 // created is the Task as enqueue wrote it.
 func (s *Store) created(r EnqueueRequest, now time.Time) *task.Task {
 	now = time.UnixMilli(ms(now)).UTC()
-	maxRetries := s.cfg.DefaultMaxRetries
+	maxRetries := s.cfg.maxRetries()
 	if r.MaxRetries != nil {
 		maxRetries = *r.MaxRetries
 	}

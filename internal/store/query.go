@@ -269,11 +269,11 @@ func (s *Store) QueueStatus(ctx context.Context) (*QueueStatus, error) {
 func (s *Store) RetryRatioFor(depth int64) (float64, string) {
 	switch {
 	case depth > int64(s.cfg.RetryQueueCritical):
-		return s.cfg.RetryRatioCritical, "critical"
+		return ratio(s.cfg.RetryRatioCritical), "critical"
 	case depth >= int64(s.cfg.RetryQueueWarning):
-		return s.cfg.RetryRatioWarning, "warning"
+		return ratio(s.cfg.RetryRatioWarning), "warning"
 	}
-	return s.cfg.RetryRatio, "normal"
+	return ratio(s.cfg.RetryRatio), "normal"
 }
 
 // WorkerInfo is what a worker publishes about itself for the API's health

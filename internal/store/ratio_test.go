@@ -131,3 +131,29 @@ func TestPriorityWeightsWithoutStarvation(t *testing.T) {
 	require.Equal(t, 2, count[task.PriorityLow])
 	require.Equal(t, 6, count[task.PriorityNormal])
 }
+
+// TestExplicitZeroSettings: a negative ratio or DefaultMaxRetries is the
+// explicit 0 (0 itself means "unset": the default) — MAX_RETRIES=0 and
+// DEFAULT_RETRY_RATIO=0 reach the store this way.
+func TestExplicitZeroSettings(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.RetryRatio, c.DefaultMaxRetries = -1, -1 })
+	require.NoError(t, b.s.Config().WithDefaults().Validate())
+	fill(t, b, 20, 20)
+	qs := b.status(t)
+	require.Zero(t, qs.RetryRatio)
+	for range 5 { // ratio 0: the primary queue first, every time
+		require.Zero(t, countRetry(b.fetch(t, 3)))
+	}
+
+	tk := b.enqueue(t, EnqueueRequest{ID: "once"})
+	require.Zero(t, tk.MaxRetries, "no retries by default")
+	got, err := b.s.Get(b.ctx, "once")
+	require.NoError(t, err)
+	require.Zero(t, got.MaxRetries)
+
+	// the defaults stay the defaults
+	d := setup(t)
+	require.Equal(t, 0.3, d.status(t).RetryRatio)
+	require.Equal(t, 3, d.enqueue(t, EnqueueRequest{ID: "x"}).MaxRetries)
+}

@@ -50,7 +50,7 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 	}
 	res, err := scriptFetch.Run(ctx, s.rdb, keys,
 		now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), r.TokenPrefix, r.WorkerID,
-		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, s.cfg.RetryRatio, s.cfg.RetryRatioWarning, s.cfg.RetryRatioCritical,
+		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, ratio(s.cfg.RetryRatio), ratio(s.cfg.RetryRatioWarning), ratio(s.cfg.RetryRatioCritical),
 		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen).Slice()
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
