@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,9 +132,114 @@ func TestTrace(t *testing.T) {
 	require.Equal(t, 0, all.code, all.stderr)
 	require.Contains(t, all.stderr, "critical path 4 Redis round trip(s)")
 	require.Equal(t, r.stdout[strings.Index(r.stdout, `"candidates"`):], all.stdout[strings.Index(all.stdout, `"candidates"`):])
-	for _, node := range []string{"v", "follow", "recs", "media_f", "media_r", "vm_f", "vm_r", "merge", "sort", "take"} {
-		require.Regexp(t, "(?m)^"+node+" ", r.stderr)
+	// One row per node: node op kind place start_us end_us rows_in rows_out rtt.
+	type row struct {
+		op, kind, place          string
+		start, end, in, out, rtt int
 	}
+	rows := map[string]row{}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	require.Equal(t, []string{"node", "op", "kind", "place", "start_us", "end_us", "rows_in", "rows_out", "rtt"}, strings.Fields(lines[1]))
+	for _, l := range lines[2:] {
+		f := strings.Fields(l)
+		require.Len(t, f, 9, l)
+		n := make([]int, 5)
+		for i := range n {
+			v, err := strconv.Atoi(f[4+i])
+			require.NoError(t, err, l)
+			n[i] = v
+		}
+		require.LessOrEqual(t, n[0], n[1], "a node ends after it starts: %s", l)
+		rows[f[0]] = row{f[1], f[2], f[3], n[0], n[1], n[2], n[3], n[4]}
+	}
+	require.Len(t, rows, 10)
+	want := map[string]struct {
+		op, kind string
+		in, out  int
+	}{
+		"v": {"core::viewer", "IO", 0, 1}, "follow": {"core::follow", "IO", 1, 10}, "recs": {"core::recommendation", "IO", 1, 10},
+		"media_f": {"core::media", "IO", 10, 6}, "media_r": {"core::media", "IO", 10, 0},
+		"vm_f": {"core::vm", "CPU", 6, 6}, "vm_r": {"core::vm", "CPU", 0, 0}, "merge": {"core::concat", "CPU", 6, 6},
+		"sort": {"core::sort", "CPU", 6, 6}, "take": {"core::take", "CPU", 6, 6},
+	}
+	for id, w := range want {
+		g := rows[id]
+		require.Equal(t, []any{w.op, w.kind, w.in, w.out}, []any{g.op, g.kind, g.in, g.out}, id)
+		if w.kind == "IO" {
+			require.Equal(t, "io", g.place, id)
+		} else {
+			require.Contains(t, []string{"inline", "pool", "fused"}, g.place, id)
+		}
+	}
+	// The timeline respects the DAG: a node starts after its inputs end.
+	for node, deps := range map[string][]string{"follow": {"v"}, "recs": {"v"}, "media_f": {"follow"}, "media_r": {"recs"},
+		"vm_f": {"media_f"}, "vm_r": {"media_r"}, "merge": {"vm_f", "vm_r"}, "sort": {"merge"}, "take": {"sort"}} {
+		for _, d := range deps {
+			require.GreaterOrEqual(t, rows[node].start, rows[d].end, "%s starts after %s ends", node, d)
+		}
+	}
+	require.Equal(t, 1, rows["follow"].rtt, "one pipelined round trip for the follow list")
+}
+
+// TestTraceShowsFailure: a failed run still prints its timeline, with the
+// failing node's error.
+func TestTraceShowsFailure(t *testing.T) {
+	t.Parallel()
+	p := writePlan(t, `{"schema_version":1,"plan_name":"boom","nodes":[{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{"row_count":3}},{"node_id":"z","op":"test::sleep","inputs":["s"],"params":{"duration_ms":1,"fail_after_sleep":true}}],"outputs":["z"]}`)
+	r := rankd(t, `{"user_id":1}`, "--plan", p, "--trace")
+	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
+	require.Regexp(t, `(?m)^s\s+test::fixed_source\s+IO\s+io\s+\d+\s+\d+\s+0\s+3\s+0$`, r.stderr)
+	require.Regexp(t, `(?m)^z\s+test::sleep\s+.*error: `, r.stderr)
+	require.True(t, strings.HasSuffix(r.stderr, "\n") && strings.Contains(r.stderr, "\nError: "), r.stderr)
+}
+
+// TestRedisAddressOverride: REDIS_URL, and --redis_url over it, point
+// every redis endpoint at another Redis without editing the registry
+// files: with the registry's ep_0001 on a dead port, the plan still runs.
+func TestRedisAddressOverride(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files, err := filepath.Glob("../../registry/*.toml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if filepath.Base(f) == "endpoints.dev.toml" {
+			require.Contains(t, string(b), "port = 6379")
+			b = []byte(strings.ReplaceAll(string(b), "port = 6379", "port = 1"))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o600))
+	}
+	c, ns := testredis.Client(t)
+	_, err = plan.Seed(context.Background(), c, ns+":", plan.Demo())
+	require.NoError(t, err)
+	simple := filepath.Join(plans, "viewer_filter.plan.json")
+	runWith := func(env map[string]string, args ...string) result {
+		env["RANKD_KEY_PREFIX"] = ns + ":"
+		var out, errb bytes.Buffer
+		args = append([]string{"--registry_dir", dir, "--plan", simple, "--deadline_ms", "5000"}, args...)
+		code := run(context.Background(), args, strings.NewReader(`{"user_id":123,"request_id":"o"}`), &out, &errb, func(k string) string { return env[k] })
+		return result{code, out.String(), errb.String()}
+	}
+	const answer = `"candidates":[{"id":123,"fields":{"country":"CA"}}]}` + "\n"
+
+	r := runWith(map[string]string{})
+	require.Equal(t, 1, r.code, "the registry's own address is dead: %s", r.stdout)
+	require.Contains(t, r.stderr, "127.0.0.1:1")
+
+	r = runWith(map[string]string{"REDIS_URL": testredis.URL()})
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, answer), r.stdout)
+
+	r = runWith(map[string]string{"REDIS_URL": "redis://127.0.0.1:1/0"}, "--redis_url", testredis.URL())
+	require.Equal(t, 0, r.code, "--redis_url wins over REDIS_URL: %s", r.stderr)
+	require.True(t, strings.HasSuffix(r.stdout, answer), r.stdout)
+
+	r = runWith(map[string]string{"REDIS_URL": testredis.URL()}, "--redis_url", "redis://127.0.0.1:1/0")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "127.0.0.1:1")
 }
 
 func TestBench(t *testing.T) {
