@@ -174,6 +174,7 @@ func (c Config) Validate() error {
 func FromEnv(getenv func(string) string) (Config, error) {
 	var c Config
 	var errs []error
+	unparsed := map[string]bool{}
 	c.Addr = getenv("TASKFLOW_ADDR")
 	c.RedisURL = getenv("REDIS_URL")
 	c.Namespace = getenv("TASKFLOW_NAMESPACE")
@@ -188,6 +189,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: TASKFLOW_MAX_BODY_BYTES: %q is not an integer", ErrInvalid, v))
+			unparsed["TASKFLOW_MAX_BODY_BYTES"] = true
 		}
 		c.MaxBodyBytes = n
 	}
@@ -195,6 +197,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: TASKFLOW_MAX_CONTENT_BYTES: %q is not an integer", ErrInvalid, v))
+			unparsed["TASKFLOW_MAX_CONTENT_BYTES"] = true
 		}
 		c.MaxContentBytes = n
 	}
@@ -202,6 +205,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: TASKFLOW_CONCURRENCY: %q is not an integer", ErrInvalid, v))
+			unparsed["TASKFLOW_CONCURRENCY"] = true
 		}
 		c.Concurrency = n
 	}
@@ -213,6 +217,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			x, err := time.ParseDuration(v)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%w: %s: %q is not a duration like 30s or 24h", ErrInvalid, d.name, v))
+				unparsed[d.name] = true
 			}
 			*d.dst = x
 		}
@@ -226,6 +231,14 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		c.SessionRateLimit = n
 		if n == 0 {
 			c.SessionRateLimit = -1 // off
+		}
+	}
+	// 0 is the fields' "unset": refuse it rather than serve the default
+	for name, zero := range map[string]bool{"TASKFLOW_MAX_BODY_BYTES": c.MaxBodyBytes == 0,
+		"TASKFLOW_MAX_CONTENT_BYTES": c.MaxContentBytes == 0, "TASKFLOW_CONCURRENCY": c.Concurrency == 0,
+		"TASKFLOW_SESSION_TTL": c.SessionTTL == 0, "TASKFLOW_SHUTDOWN_GRACE": c.ShutdownGrace == 0} {
+		if v := getenv(name); v != "" && zero && !unparsed[name] {
+			errs = append(errs, fmt.Errorf("%w: %s: %q must be more than 0", ErrInvalid, name, v))
 		}
 	}
 	if v := getenv("TASKFLOW_INSECURE"); v != "" {

@@ -62,6 +62,24 @@ func TestFromEnvUnparseable(t *testing.T) {
 	}
 }
 
+// TestFromEnvZeroIsNotTheDefault: 0 is the fields' "unset", so a 0 in
+// the environment is refused naming the variable instead of quietly
+// serving the default.
+func TestFromEnvZeroIsNotTheDefault(t *testing.T) {
+	t.Parallel()
+	for _, kv := range [][2]string{
+		{"TASKFLOW_MAX_BODY_BYTES", "0"}, {"TASKFLOW_MAX_CONTENT_BYTES", "0"}, {"TASKFLOW_CONCURRENCY", "0"},
+		{"TASKFLOW_SESSION_TTL", "0s"}, {"TASKFLOW_SHUTDOWN_GRACE", "0"},
+	} {
+		t.Run(kv[0], func(t *testing.T) {
+			t.Parallel()
+			_, err := config.FromEnv(env(map[string]string{kv[0]: kv[1]}))
+			require.ErrorIs(t, err, config.ErrInvalid)
+			require.EqualError(t, err, config.ErrInvalid.Error()+": "+kv[0]+`: "`+kv[1]+`" must be more than 0`)
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
