@@ -39,7 +39,7 @@ func init() {
 				if t.LastError != "" {
 					fmt.Fprintf(w, "last error\t%s: %s\n", t.ErrorType, t.LastError)
 				}
-				if len(t.Result) > 0 {
+				if len(t.Result) > 0 && string(t.Result) != "null" {
 					fmt.Fprintf(w, "result\t%s\n", short(string(t.Result), 200))
 				}
 				return w.Flush()
