@@ -5,7 +5,7 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 15m
 export TASKFLOW_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 
-.PHONY: help run build test test-go test-dsl bench lint fmt generate plans plans-check dsl-deps conformance clean
+.PHONY: help run build test test-go node-service-deps test-dsl bench lint fmt generate plans plans-check dsl-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -18,8 +18,11 @@ build: ## Build the binaries into bin/
 
 test: test-go test-dsl ## Run every test (Go with -race, then the DSL's)
 
-test-go: ## Run the Go tests with -race against the real Redis/PostgreSQL
+test-go: node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
+
+node-service-deps: # Install examples/node-service/node_modules (its Go test runs the Node service) when missing
+	@if [ ! -d examples/node-service/node_modules ]; then cd examples/node-service && npm ci --no-audit --no-fund; fi
 
 test-dsl: dsl-deps ## Run the DSL's tests (vitest, incl. end to end on rankd), then plans-check
 	cd dsl && npm test
