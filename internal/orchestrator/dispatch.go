@@ -111,16 +111,27 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
+	var prev *redis.StatusCmd
+	var add *redis.StringCmd
 	_, err = d.rdb.TxPipelined(bg, func(p redis.Pipeliner) error {
-		p.Set(bg, d.k.dispatch(t.ID), t.Lease, 7*24*time.Hour)
-		p.XAdd(bg, d.pub.Args(d.sk.Create(), e))
+		// GET: the previous token says whether the task was dispatched before
+		prev = p.SetArgs(bg, d.k.dispatch(t.ID), t.Lease, redis.SetArgs{TTL: 7 * 24 * time.Hour, Get: true})
+		add = p.XAdd(bg, d.pub.Args(d.sk.Create(), e))
 		return nil
 	})
+	if err == nil || errors.Is(err, redis.Nil) { // Nil: no previous token
+		err = add.Err()
+	}
 	if err != nil {
 		return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
 	}
 	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
-	d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
+	if errors.Is(prev.Err(), redis.Nil) {
+		// spec 003 §9's first lifecycle line: task.create published for it
+		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
+	} else {
+		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
+	}
 
 	// Hand the attempt over. If the worker dies before this, its lease
 	// expires, the task is dispatched again and the old token's outcome is
