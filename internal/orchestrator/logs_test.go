@@ -61,8 +61,12 @@ func TestLifecycleLogs(t *testing.T) {
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	release := make(chan struct{})
 	handlers := map[string]extsvc.HandlerFunc{
-		"ok.run":   func(context.Context, *extsvc.Task) (json.RawMessage, error) { return json.RawMessage(`{"done":true}`), nil },
-		"fail.run": func(context.Context, *extsvc.Task) (json.RawMessage, error) { return nil, extsvc.Fail("BAD_INPUT", "no", false) },
+		"ok.run": func(context.Context, *extsvc.Task) (json.RawMessage, error) {
+			return json.RawMessage(`{"done":true}`), nil
+		},
+		"fail.run": func(context.Context, *extsvc.Task) (json.RawMessage, error) {
+			return nil, extsvc.Fail("BAD_INPUT", "no", false)
+		},
 		"slow.run": func(context.Context, *extsvc.Task) (json.RawMessage, error) {
 			<-release
 			return json.RawMessage(`{}`), nil
