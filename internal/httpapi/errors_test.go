@@ -119,6 +119,37 @@ func TestTrailingSlash(t *testing.T) {
 	}
 }
 
+// TestEveryRouteWithAndWithoutSlash: every route of the auth matrix (every
+// documented route) answers the same with and without a trailing slash,
+// each form on a task of its own; neither form is a 404 or 405.
+func TestEveryRouteWithAndWithoutSlash(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tok := b.session().Token
+	for _, e := range endpoints() {
+		t.Run(e.method+strings.ReplaceAll(e.path, "/", "_"), func(t *testing.T) {
+			b := b.with(t)
+			var codes [2]int
+			for i, slash := range []string{"", "/"} {
+				id := b.submit(tok, "A task for the slash test. It has two sentences.")
+				sid := b.schedule(tok)
+				path := strings.NewReplacer("{id}", id, "{sid}", sid).Replace(e.path) + slash
+				token := adminKey
+				if e.access == "self" {
+					token = b.session().Token
+				}
+				r := b.do(e.method, path, token, e.body)
+				require.NotContains(t, []int{404, 405}, r.code, "%s %s: %s", e.method, path, r.raw)
+				if e.path != "/health" { // no worker runs here: 503 unhealthy, but answered
+					require.Less(t, r.code, 500, "%s %s: %s", e.method, path, r.raw)
+				}
+				codes[i] = r.code
+			}
+			require.Equal(t, codes[0], codes[1], "%s %s: without and with the slash", e.method, e.path)
+		})
+	}
+}
+
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	srv := testredis.StartServer(t)
