@@ -156,6 +156,14 @@ func TestGuardMatrix(t *testing.T) {
 					return
 				}
 				require.NoError(t, err)
+				if to != from && to != "" {
+					ev, _, err := b.s.Events().Read(b.ctx, "0", 1000, 0)
+					require.NoError(t, err)
+					last := ev[len(ev)-1]
+					require.Equal(t, "g", last.TaskID)
+					require.Equal(t, from, last.From)
+					require.Equal(t, to, last.To, "the transition's lifecycle event comes last")
+				}
 				if to == "" {
 					_, err := b.s.Get(b.ctx, "g")
 					require.ErrorIs(t, err, task.ErrNotFound)
