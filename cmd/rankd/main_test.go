@@ -99,12 +99,33 @@ func TestPlanAndRunErrorsOnStderr(t *testing.T) {
 	t.Parallel()
 	cycle := writePlan(t, `{"schema_version":1,"plan_name":"c","nodes":[{"node_id":"a","op":"core::take","inputs":["b"],"params":{"count":5}},{"node_id":"b","op":"core::take","inputs":["a"],"params":{"count":5}}],"outputs":["a"]}`)
 	slow := writePlan(t, `{"schema_version":1,"plan_name":"slow","nodes":[{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"z","op":"test::sleep","inputs":["s"],"params":{"duration_ms":30000}}],"outputs":["z"]}`)
+	const v = `{"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}}`
+	planOf := func(nodes, extra string) string {
+		return writePlan(t, `{"schema_version":1,"plan_name":"p",`+extra+`"nodes":[`+nodes+`],"outputs":["n1"]}`)
+	}
 	cases := []struct {
 		name string
 		args []string
 		want string
 	}{
 		{"Cycle", []string{"--plan", cycle}, "Error: Plan contains a cycle\n"},
+		// Every kind of validation error: exit 1, the message on stderr, nothing on stdout.
+		{"MissingInput", []string{"--plan", planOf(`{"node_id":"n1","op":"core::take","inputs":["nonexistent"],"params":{"count":5}}`, "")},
+			"Error: Node 'n1' references missing input: nonexistent\n"},
+		{"UnknownOp", []string{"--plan", planOf(`{"node_id":"n1","op":"core::explode","inputs":[],"params":{}}`, "")},
+			"Error: Node 'n1': unknown op 'core::explode'\n"},
+		{"MissingParam", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001"}}`, "")},
+			"Error: Node 'n1': Invalid params for op 'core::follow': missing required field 'fanout'\n"},
+		{"BadParam", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":"ten"}}`, "")},
+			"Error: Node 'n1': Invalid params for op 'core::follow': field 'fanout' must be an integer\n"},
+		{"BadPredTable", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::filter","inputs":["v"],"params":{"pred_id":"p"}}`, `"pred_table":{"p":{"op":"wat"}},`)},
+			"Error: pred_table.p: unknown predicate op \"wat\"\n"},
+		{"BadExprTable", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::vm","inputs":["v"],"params":{"expr_id":"e","out_key":2001}}`, `"expr_table":{"e":{"op":"div","a":{"op":"const_null"},"b":{"op":"const_null"}}},`)},
+			"Error: expr_table.e: unknown expression op \"div\"\n"},
+		{"UnsupportedCapability", []string{"--plan", planOf(`{"node_id":"n1","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}}`, `"capabilities_required":["cap.does.not.exist.v1"],`)},
+			"Error: unsupported capability: cap.does.not.exist.v1\n"},
+		{"NodeFails", []string{"--plan", planOf(`{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"n1","op":"test::sleep","inputs":["s"],"params":{"duration_ms":1,"fail_after_sleep":true}}`, "")},
+			"Error: Node 'n1' (test::sleep) failed: sleep: failed after sleeping (fail_after_sleep)\n"},
 		{"Deadline", []string{"--plan", slow, "--deadline_ms", "30"}, "Error: Request deadline exceeded\n"},
 		{"NodeTimeout", []string{"--plan", slow, "--node_timeout_ms", "30"}, "Error: Node execution timeout\n"},
 		{"MissingFile", []string{"--plan", "/nonexistent.plan.json"}, "Error: read plan: open /nonexistent.plan.json: no such file or directory\n"},

@@ -126,6 +126,11 @@ func TestCPUPolicies(t *testing.T) {
 		// Option B off: the first CPU node of a chain goes to the pool, the
 		// rest of the chain is fused onto its slot; take is always inline.
 		{plan.PolicyAuto, -1, map[string]plan.Place{"vm_f": plan.PlacePool, "vm_r": plan.PlacePool, "sort": plan.PlaceFused, "take": plan.PlaceInline}},
+		// Option B's threshold: vm_f reads media_f's 6 rows, vm_r media_r's 0
+		// (recommendation:1's users have no media). Up to the threshold
+		// inline, above it the pool.
+		{plan.PolicyAuto, 6, map[string]plan.Place{"vm_f": plan.PlaceInline, "vm_r": plan.PlaceInline, "take": plan.PlaceInline}},
+		{plan.PolicyAuto, 5, map[string]plan.Place{"vm_f": plan.PlacePool, "vm_r": plan.PlaceInline, "take": plan.PlaceInline}},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s_%d", tc.policy, tc.rows), func(t *testing.T) {
