@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,27 @@ func mustRun(t *testing.T, b *bundle, name string) *plan.Result {
 	res, err := b.eng.Run(t.Context(), b.load(t, name), user(1), plan.RunOptions{})
 	require.NoError(t, err)
 	return res
+}
+
+// TestDSLPlansMatchExamples: the DSL's compiled plans/*.plan.json (what
+// rankd --plan_name and the API serve) give the same answers as the
+// hand-written examples above, for users with and without data and with
+// P.weight set.
+func TestDSLPlansMatchExamples(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, name := range []string{"simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsl, err := b.eng.Load(filepath.Join("..", "..", "plans", name+".plan.json"))
+			require.NoError(t, err)
+			require.Equal(t, name, dsl.Name)
+			ours := b.load(t, name)
+			for _, req := range []*plan.Request{user(1), user(123), user(99999),
+				{UserID: 1, Params: ir.Params{4: {Kind: ir.Number, Num: 0.07}}}} {
+				want := b.run(t, ours, req, plan.RunOptions{})
+				require.Equal(t, want, b.run(t, dsl, req, plan.RunOptions{}), "user %d", req.UserID)
+			}
+		})
+	}
 }
