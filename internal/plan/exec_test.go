@@ -317,3 +317,27 @@ func TestIOGroups(t *testing.T) {
 		require.Contains(t, err.Error(), "WRONGTYPE")
 	})
 }
+
+// TestExpensiveNeverInline: under policy auto, busy_cpu (marked expensive)
+// goes to the pool even on one row, where option B would inline any other
+// CPU op; take after it stays inline (option A).
+func TestExpensiveNeverInline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := b.compile(t, `{"schema_version":1,"plan_name":"busy","nodes":[
+	 {"node_id":"src","op":"test::fixed_source","inputs":[],"params":{}},
+	 {"node_id":"spin","op":"test::busy_cpu","inputs":["src"],"params":{"busy_wait_ms":1}},
+	 {"node_id":"s","op":"core::sort","inputs":["src"],"params":{"by":1}},
+	 {"node_id":"take","op":"core::take","inputs":["spin"],"params":{"count":1}},
+	 {"node_id":"out","op":"core::concat","inputs":["take"],"params":{"rhs":"s"}}],"outputs":["out"]}`)
+	res, err := b.eng.Run(context.Background(), c, user(1), plan.RunOptions{Trace: true})
+	require.NoError(t, err)
+	got := map[string]plan.Place{}
+	for _, tr := range res.Trace {
+		got[tr.NodeID] = tr.Place
+	}
+	require.Equal(t, plan.PlacePool, got["spin"])
+	require.Equal(t, plan.PlaceInline, got["s"], "a one-row sort is under the threshold")
+	require.Equal(t, plan.PlaceInline, got["take"])
+	require.Equal(t, []int64{1, 1}, ids(decode(t, b.reg, res)))
+}
