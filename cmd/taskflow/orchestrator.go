@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,6 +117,10 @@ func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authe
 // by `taskflow dev`). databaseURL "" runs without the archive; mt counts
 // the outcomes it applies (nil: none are counted).
 func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, namespace, consumer, databaseURL string, mt *orchestrator.Metrics) error {
+	bo, err := backoffFromEnv(m.Getenv)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
 	st, err := store.New(rdb, store.Config{Namespace: namespace})
 	if err != nil {
 		return err
@@ -133,7 +138,7 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	} else {
 		m.Logger.Warn("DATABASE_URL is not set: finished tasks are not archived (results live 24 h in Redis)")
 	}
-	cfg := orchestrator.Config{Namespace: namespace, Consumer: consumer, Logger: m.Logger}
+	cfg := orchestrator.Config{Namespace: namespace, Consumer: consumer, Logger: m.Logger, Backoff: bo}
 	if mt != nil {
 		cfg.Observe = mt.Observe
 	}
@@ -163,6 +168,47 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	<-depsDone
 	<-archDone
 	return err
+}
+
+// The environment variables of spec 003 §7's retry delay of external
+// tasks' transient failures (the number of retries is the task's
+// max_retries: MAX_RETRIES by default).
+const (
+	EnvBackoffInitial = "TASKFLOW_EXTERNAL_BACKOFF_INITIAL" // duration, default 1s
+	EnvBackoffMax     = "TASKFLOW_EXTERNAL_BACKOFF_MAX"     // duration, default 60s
+	EnvBackoffJitter  = "TASKFLOW_EXTERNAL_BACKOFF_JITTER"  // fraction in [0, 1), default 0.2
+)
+
+// backoffFromEnv reads the external retry delay; unset variables keep
+// spec 003's defaults.
+func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
+	var b orchestrator.Backoff
+	for _, d := range []struct {
+		name string
+		into *time.Duration
+	}{{EnvBackoffInitial, &b.Initial}, {EnvBackoffMax, &b.Max}} {
+		v := strings.TrimSpace(getenv(d.name))
+		if v == "" {
+			continue
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil || x <= 0 {
+			return b, fmt.Errorf("%s: %q is not a positive duration like 1s or 500ms", d.name, v)
+		}
+		*d.into = x
+	}
+	if v := strings.TrimSpace(getenv(EnvBackoffJitter)); v != "" {
+		j, err := strconv.ParseFloat(v, 64)
+		if err != nil || j < 0 || j >= 1 {
+			return b, fmt.Errorf("%s: %q is not a fraction in [0, 1) like 0.2", EnvBackoffJitter, v)
+		}
+		b.Jitter, b.NoJitter = j, j == 0
+	}
+	b = b.WithDefaults()
+	if err := b.Validate(); err != nil {
+		return b, fmt.Errorf("%s / %s: %w", EnvBackoffInitial, EnvBackoffMax, err)
+	}
+	return b, nil
 }
 
 func newOrchestratorCommand(m *Main) *cobra.Command {

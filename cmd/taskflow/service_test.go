@@ -5,8 +5,12 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/testredis"
 )
 
 func TestServiceCommandErrors(t *testing.T) {
@@ -20,6 +24,7 @@ func TestServiceCommandErrors(t *testing.T) {
 		"NoRedis":        {[]string{"service", "report"}, nil, "REDIS_URL"},
 		"BadRedisURL":    {[]string{"service", "report"}, map[string]string{"REDIS_URL": "http://x"}, "REDIS_URL"},
 		"OrchNoRedis":    {[]string{"orchestrator"}, nil, "REDIS_URL"},
+		"OrchBadBackoff": {[]string{"orchestrator"}, map[string]string{"REDIS_URL": testredis.URL(), EnvBackoffJitter: "1.5"}, EnvBackoffJitter},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -45,4 +50,29 @@ func TestExternalTypes(t *testing.T) {
 	// A type both in-process and external is refused.
 	_, err := newTaskMux(testMain(map[string]string{EnvExternalTypes: "summarize"}, nil))
 	require.ErrorContains(t, err, "already an in-process task type")
+}
+
+// TestBackoffFromEnv: spec 003 §7's defaults when unset; each variable
+// overrides its field; a bad value is refused naming the variable.
+func TestBackoffFromEnv(t *testing.T) {
+	t.Parallel()
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	b, err := backoffFromEnv(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, orchestrator.Backoff{Initial: time.Second, Max: time.Minute, Jitter: 0.2}, b)
+	b, err = backoffFromEnv(env(map[string]string{EnvBackoffInitial: "250ms", EnvBackoffMax: "5s", EnvBackoffJitter: "0"}))
+	require.NoError(t, err)
+	require.Equal(t, orchestrator.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, NoJitter: true}, b)
+	for name, kv := range map[string]map[string]string{
+		EnvBackoffInitial: {EnvBackoffInitial: "soon"},
+		EnvBackoffMax:     {EnvBackoffMax: "-1s"},
+		EnvBackoffJitter:  {EnvBackoffJitter: "x"},
+		"MaxBelowInitial": {EnvBackoffInitial: "10s", EnvBackoffMax: "1s"},
+	} {
+		_, err := backoffFromEnv(env(kv))
+		require.Error(t, err, name)
+		for k := range kv {
+			require.ErrorContains(t, err, k, name)
+		}
+	}
 }
