@@ -139,6 +139,7 @@ type summarizeRequest struct {
 	Timeout    *float64 `json:"timeout,omitempty"`
 	MaxRetries *int     `json:"max_retries,omitempty"`
 	RunAt      *string  `json:"run_at,omitempty"`
+	Delay      *float64 `json:"delay,omitempty"`
 }
 
 func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -152,7 +153,7 @@ func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p auth.
 		return
 	}
 	s.doSubmit(w, r, p, service.SubmitInput{TaskType: service.TaskTypeSummarize, Content: in.Content,
-		Priority: in.Priority, Timeout: in.Timeout, MaxRetries: in.MaxRetries, RunAt: in.RunAt})
+		Priority: in.Priority, Timeout: in.Timeout, MaxRetries: in.MaxRetries, RunAt: in.RunAt, Delay: in.Delay})
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p auth.Principal) {
@@ -291,11 +292,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p auth.Principal) 
 	q := newQuery(r, "status", "limit", "page", "page_size", "task_type", "sort_by", "sort_order", "summary")
 	in := service.ListInput{Status: q.str("status"), TaskType: q.str("task_type"), SortBy: q.str("sort_by"),
 		SortOrder: q.str("sort_order"), Page: q.int("page"), PageSize: q.int("page_size"), Summary: q.bool("summary")}
-	if l := q.int("limit"); l > 0 && in.PageSize == 0 {
-		in.PageSize = l
+	limit, hasLimit, hasSize := q.int("limit"), q.str("limit") != "", q.str("page_size") != ""
+	switch {
+	case q.err != nil:
+	case hasLimit && hasSize && limit != in.PageSize:
+		q.err = service.Invalid("invalid_parameter", "limit", "limit (%d) and page_size (%d) are the same thing: give one", limit, in.PageSize)
+	case hasLimit && limit == 0:
+		q.err = service.Invalid("invalid_parameter", "limit", "limit must be between 1 and %d", service.MaxPageSize)
+	case hasLimit:
+		in.PageSize = limit
 	}
+	// an explicit 0 is invalid, not "default"
 	if q.str("page") == "0" {
-		in.Page = -1 // explicit 0 is invalid, not "default"
+		in.Page = -1
+	}
+	if hasSize && in.PageSize == 0 {
+		in.PageSize = -1
 	}
 	if q.err != nil {
 		s.writeError(w, r, q.err)

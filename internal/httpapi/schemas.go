@@ -50,6 +50,7 @@ var apiSchemas = map[string]any{
 		"timeout":     num("seconds one attempt may run"),
 		"max_retries": integer("0..100; default 3"),
 		"run_at":      ts("delay the first run until this time"),
+		"delay":       num("seconds from now to the first run (instead of run_at)"),
 		"depends_on":  map[string]any{"type": "array", "items": str("task id"), "maxItems": 100, "description": "the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled"},
 	}),
 	"SubmitRequest": obj([]string{"task_type"}, map[string]any{
@@ -60,6 +61,7 @@ var apiSchemas = map[string]any{
 		"timeout":     num("seconds one attempt may run"),
 		"max_retries": integer("0..100; default 3"),
 		"run_at":      ts("delay the first run until this time"),
+		"delay":       num("seconds from now to the first run (instead of run_at)"),
 		"depends_on":  map[string]any{"type": "array", "items": str("task id"), "maxItems": 100, "description": "the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled"},
 	}),
 	"Submitted": obj([]string{"task_id", "state"}, map[string]any{"task_id": str(""), "state": stateEnum}),

@@ -25,6 +25,9 @@ type SubmitInput struct {
 	Timeout    *float64        `json:"timeout,omitempty"` // seconds
 	MaxRetries *int            `json:"max_retries,omitempty"`
 	RunAt      *string         `json:"run_at,omitempty"` // RFC 3339
+	// Delay runs the task this many seconds from now (spec 003's delayed
+	// execution); an alternative to RunAt, not both.
+	Delay *float64 `json:"delay,omitempty"`
 	// DependsOn lists tasks (the caller's own) that must complete first;
 	// until then the task is PENDING with waiting_on.
 	DependsOn []string `json:"depends_on,omitempty"`
@@ -125,6 +128,17 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 			return r, Unprocessable("run_at", "run_at is more than %d days ahead", int(MaxRunAhead.Hours()/24))
 		}
 		r.RunAt = at
+	}
+	if in.Delay != nil {
+		d := time.Duration(*in.Delay * float64(time.Second))
+		switch {
+		case in.RunAt != nil && *in.RunAt != "":
+			return r, Unprocessable("delay", "give run_at or delay, not both")
+		case *in.Delay < 0 || d > MaxRunAhead:
+			return r, Unprocessable("delay", "delay must be between 0 and %d seconds (got %v)", int(MaxRunAhead.Seconds()), *in.Delay)
+		case d > 0:
+			r.RunAt = s.cfg.Now().Add(d)
+		}
 	}
 	return r, nil
 }
