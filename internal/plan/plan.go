@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // ErrPlan is wrapped by every error about a plan file's content.
@@ -98,19 +99,19 @@ func Parse(data []byte, source string) (*Plan, error) {
 		}
 		n := &NodeSpec{}
 		if err := field(m, "node_id", &n.ID, true); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return nil, within(where, err)
 		}
 		if err := field(m, "op", &n.Op, true); err != nil {
-			return nil, fmt.Errorf("node '%s': %w", n.ID, err)
+			return nil, within("Node '"+n.ID+"'", err)
 		}
 		if err := field(m, "inputs", &n.Inputs, false); err != nil {
-			return nil, fmt.Errorf("node '%s': %w", n.ID, err)
+			return nil, within("Node '"+n.ID+"'", err)
 		}
 		if err := field(m, "params", &n.Params, false); err != nil {
-			return nil, fmt.Errorf("node '%s': %w", n.ID, err)
+			return nil, within("Node '"+n.ID+"'", err)
 		}
 		if err := field(m, "extensions", &n.Extensions, false); err != nil {
-			return nil, fmt.Errorf("node '%s': %w", n.ID, err)
+			return nil, within("Node '"+n.ID+"'", err)
 		}
 		if n.Params == nil {
 			n.Params = map[string]json.RawMessage{}
@@ -118,6 +119,12 @@ func Parse(data []byte, source string) (*Plan, error) {
 		p.Nodes = append(p.Nodes, n)
 	}
 	return p, nil
+}
+
+// within puts where before a field error's message, keeping one ErrPlan
+// prefix: "invalid plan: Node 'v': field 'params' has the wrong type …".
+func within(where string, err error) error {
+	return fmt.Errorf("%w: %s: %s", ErrPlan, where, strings.TrimPrefix(err.Error(), ErrPlan.Error()+": "))
 }
 
 func unknownField(m map[string]json.RawMessage, allowed map[string]bool, where string) error {
