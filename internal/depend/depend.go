@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/event"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -42,6 +43,9 @@ type Config struct {
 	TTL time.Duration
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
+	// Clock stamps when a task was parked (its created_at until it is
+	// released). Default the real clock.
+	Clock clock.Clock
 }
 
 // Graph parks and releases dependent tasks.
@@ -65,6 +69,9 @@ func New(st *store.Store, cfg Config) *Graph {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	return &Graph{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(cfg.Namespace)}
 }
@@ -120,7 +127,7 @@ func (g *Graph) Submit(ctx context.Context, r store.EnqueueRequest, after []stri
 	}
 	_, err = g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, g.k.waiting(r.ID), b, g.cfg.TTL)
-		p.ZAdd(ctx, g.k.pending(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: r.ID})
+		p.ZAdd(ctx, g.k.pending(), redis.Z{Score: float64(g.cfg.Clock.Now().UnixMilli()), Member: r.ID})
 		for _, d := range after {
 			p.SAdd(ctx, g.k.waiters(d), r.ID)
 			p.Expire(ctx, g.k.waiters(d), g.cfg.TTL)

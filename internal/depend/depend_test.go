@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -117,4 +118,37 @@ func TestAlreadyCompletedAndInvalid(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalid)
 	_, err = b.g.Submit(ctx, store.EnqueueRequest{Type: "y"}, []string{a.ID, a.ID})
 	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// TestParkedIDsAndClock: ParkedIDs pages the parked tasks by when they
+// were parked (the injected clock's time), newest first or oldest first,
+// with the count of all; Parked reports that time as Since.
+func TestParkedIDsAndClock(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	clk := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	g := New(st, Config{Namespace: ns, Clock: clk})
+	ctx := context.Background()
+	dep, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "noop"})
+	require.NoError(t, err)
+	var ids []string
+	for i := 0; i < 3; i++ {
+		id, err := g.Submit(ctx, store.EnqueueRequest{Type: "noop"}, []string{dep.ID})
+		require.NoError(t, err)
+		ids = append(ids, id)
+		clk.Advance(time.Minute)
+	}
+	got, total, err := g.ParkedIDs(ctx, 0, 2, false)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, total)
+	require.Equal(t, []string{ids[2], ids[1]}, got)
+	got, _, err = g.ParkedIDs(ctx, 1, 5, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{ids[1], ids[2]}, got)
+	pks, err := g.Parked(ctx, ids[:1])
+	require.NoError(t, err)
+	require.True(t, pks[ids[0]].Since.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), "%s", pks[ids[0]].Since)
+	require.Equal(t, []string{dep.ID}, pks[ids[0]].After)
 }
