@@ -95,6 +95,43 @@ const planName = validation?.patterns?.plan_name ?? "^[A-Za-z0-9_]+$";
 const maxFanout = validation?.limits?.max_fanout ?? 10000000;
 const schemaVersion = validation?.limits?.plan_schema_version ?? 1;
 
+// The op catalog (generated from the Go engine's catalog by
+// `rankd --print-task-manifest`): each op's params with their bounds and
+// defaults, so the DSL checks exactly what the engine will.
+const LIMITS = { max_fanout: maxFanout };
+const ops = {};
+for (const t of load("tasks.toml").task ?? []) {
+  if (typeof t.op !== "string" || !/^[a-z_]+::[a-z_]+$/.test(t.op)) fail(`tasks.toml: bad op ${JSON.stringify(t.op)}`);
+  if (ops[t.op]) fail(`tasks.toml: duplicate op ${t.op}`);
+  const ps = {};
+  for (const p of t.param ?? []) {
+    if (typeof p.name !== "string" || !NAME.test(p.name)) fail(`tasks.toml: ${t.op} has a param with a bad name`);
+    if (ps[p.name]) fail(`tasks.toml: ${t.op} lists param ${p.name} twice`);
+    const info = { type: String(p.type), required: p.required === true, nullable: p.nullable === true };
+    if (p.min !== undefined) {
+      if (!Number.isInteger(p.min)) fail(`tasks.toml: ${t.op}.${p.name}: min must be an integer`);
+      info.min = p.min;
+    }
+    if (p.max_limit !== undefined) {
+      if (!(p.max_limit in LIMITS)) fail(`tasks.toml: ${t.op}.${p.name}: unknown max_limit ${JSON.stringify(p.max_limit)}`);
+      info.max = LIMITS[p.max_limit];
+    } else if (p.max !== undefined) {
+      if (!Number.isInteger(p.max)) fail(`tasks.toml: ${t.op}.${p.name}: max must be an integer`);
+      info.max = p.max;
+    }
+    if ((info.min === undefined) !== (info.max === undefined)) fail(`tasks.toml: ${t.op}.${p.name}: give both min and max, or neither`);
+    if (p.default !== undefined) info.default = p.default;
+    if (p.bare_default !== undefined) info.bareDefault = p.bare_default;
+    if (p.enum !== undefined) {
+      if (!Array.isArray(p.enum) || !p.enum.every((e) => typeof e === "string")) fail(`tasks.toml: ${t.op}.${p.name}: enum must list strings`);
+      info.enum = p.enum;
+    }
+    ps[p.name] = info;
+  }
+  ops[t.op] = ps;
+}
+if (Object.keys(ops).length === 0) fail("tasks.toml lists no ops");
+
 keys.sort((a, b) => a.id - b.id);
 params.sort((a, b) => a.id - b.id);
 
@@ -121,6 +158,23 @@ out += "];\n\n";
 out += "export const ENDPOINTS: readonly EndpointInfo[] = [\n";
 for (const e of endpoints) out += `  { id: ${lit(e.id)}, name: ${lit(e.name)}, kind: ${lit(e.kind)} },\n`;
 out += "];\n\n";
+out += "/** One param of an op, as the engine's catalog declares it (registry/tasks.toml). */\n";
+out += "export interface OpParamInfo {\n  readonly type: string;\n  readonly required: boolean;\n  readonly nullable: boolean;\n";
+out += "  /** Inclusive bounds of an int param. */\n  readonly min?: number;\n  readonly max?: number;\n";
+out += "  /** Applied by the engine when the param is absent. */\n  readonly default?: number | string | boolean;\n";
+out += "  /** Applied by the engine when the plan names the op bare (spec 002's form). */\n  readonly bareDefault?: number | string | boolean;\n";
+out += "  readonly enum?: readonly string[];\n}\n\n";
+out += "/** The engine's ops and their params, from registry/tasks.toml. */\n";
+out += "export const OPS: { readonly [op: string]: { readonly [param: string]: OpParamInfo } } = {\n";
+for (const op of Object.keys(ops).sort()) {
+  out += `  ${lit(op)}: {\n`;
+  for (const [name, info] of Object.entries(ops[op])) {
+    const fields = Object.entries(info).map(([k, v]) => `${k}: ${lit(v)}`).join(", ");
+    out += `    ${name}: { ${fields} },\n`;
+  }
+  out += "  },\n";
+}
+out += "};\n\n";
 out += "/** The key names of the registry, for the Key table's type. */\n";
 out += "export interface KeyTypes {\n";
 for (const k of keys) out += `  /** ${doc(k.doc)} (key_id ${k.id}, ${k.type}${k.nullable ? ", nullable" : ""}${k.writable ? "" : ", read-only"}) */\n  ${k.name}: ${lit(k.type)};\n`;

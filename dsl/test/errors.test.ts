@@ -24,6 +24,8 @@ describe("run-time errors", () => {
     ["TraceType", `${viewer}.take({ count: 1, trace: 5 as any })`, "take: trace must be a string"],
     ["ConcatNotANode", `${viewer}.concat({ rhs: 5 as any })`, "concat: rhs must be a node of this plan"],
     ["SleepNegative", `${viewer}.sleep({ durationMs: -1 })`, "sleep: durationMs must be an integer in 0..2147483647, got -1"],
+    // The engine's bound (registry/tasks.toml), not a wider one of the DSL's own.
+    ["RowCountTooLarge", `ctx.fixedSource({ rowCount: 10000001 })`, "fixedSource: rowCount must be an integer in 0..10000000, got 10000001", "fixedSource"],
     ["RegexInvalid", `${viewer}.filter({ pred: Pred.regex(Key.title, "(") })`, 'Pred.regex: "(" is not a valid regular expression', "regex"],
     ["RegexNumberKey", `${viewer}.filter({ pred: Pred.regex(Key.id, "1") })`, "Pred.regex: Key.id is a int key; regex reads string keys", "regex"],
     ["InStringsOnNumberKey", `${viewer}.filter({ pred: Pred.in(Key.id, ["1"]) })`, "Pred.in: a list of strings needs a string key (e.g. Key.country)", "(Key"],

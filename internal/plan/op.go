@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -191,9 +192,42 @@ func (c Catalog) Manifest() string {
 				fmt.Fprintf(&sb, "  endpoint_kind = %q\n", p.EndpointKind)
 			}
 			fmt.Fprintf(&sb, "  required = %t\n  nullable = %t\n", p.Required, p.Nullable)
+			// Bounds and defaults: the DSL generates its checks from these
+			// (dsl/scripts/gen-registry.mjs), so both sides agree.
+			if p.Min != 0 || p.Max != 0 {
+				fmt.Fprintf(&sb, "  min = %d\n", p.Min)
+				if p.Max < 0 {
+					sb.WriteString("  max_limit = \"max_fanout\" # validation.toml [limits]\n")
+				} else {
+					fmt.Fprintf(&sb, "  max = %d\n", p.Max)
+				}
+			}
+			if p.Default != nil {
+				fmt.Fprintf(&sb, "  default = %s\n", tomlValue(p.Default))
+			}
+			if d, ok := op.BareDefaults[p.Name]; ok {
+				fmt.Fprintf(&sb, "  bare_default = %s # when the plan names the op bare (spec 002's form)\n", tomlValue(d))
+			}
+			if p.Enum != nil {
+				q := make([]string, len(p.Enum))
+				for i, e := range p.Enum {
+					q[i] = strconv.Quote(e)
+				}
+				fmt.Fprintf(&sb, "  enum = [%s]\n", strings.Join(q, ", "))
+			}
 		}
 	}
 	return sb.String()
+}
+
+// tomlValue renders a param default (int64, string or bool) as TOML.
+func tomlValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	default:
+		return fmt.Sprint(x)
+	}
 }
 
 // parsedParams are a node's params after validation: int64, string, bool,

@@ -54,6 +54,79 @@ export const ENDPOINTS: readonly EndpointInfo[] = [
   { id: "ep_0002", name: "http_api", kind: "http" },
 ];
 
+/** One param of an op, as the engine's catalog declares it (registry/tasks.toml). */
+export interface OpParamInfo {
+  readonly type: string;
+  readonly required: boolean;
+  readonly nullable: boolean;
+  /** Inclusive bounds of an int param. */
+  readonly min?: number;
+  readonly max?: number;
+  /** Applied by the engine when the param is absent. */
+  readonly default?: number | string | boolean;
+  /** Applied by the engine when the plan names the op bare (spec 002's form). */
+  readonly bareDefault?: number | string | boolean;
+  readonly enum?: readonly string[];
+}
+
+/** The engine's ops and their params, from registry/tasks.toml. */
+export const OPS: { readonly [op: string]: { readonly [param: string]: OpParamInfo } } = {
+  "core::concat": {
+    rhs: { type: "node_ref", required: true, nullable: false },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::filter": {
+    pred_id: { type: "pred_id", required: true, nullable: false },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::follow": {
+    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    fanout: { type: "int", required: true, nullable: false, min: 1, max: 10000000, bareDefault: 100 },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::media": {
+    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    fanout: { type: "int", required: true, nullable: false, min: 1, max: 10000, bareDefault: 100 },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::recommendation": {
+    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    fanout: { type: "int", required: true, nullable: false, min: 1, max: 10000000, bareDefault: 100 },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::sort": {
+    by: { type: "int", required: true, nullable: false },
+    order: { type: "string", required: false, nullable: false, default: "asc", enum: ["asc","desc"] },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::take": {
+    count: { type: "int", required: true, nullable: false, min: 1, max: 2147483647 },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::viewer": {
+    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "core::vm": {
+    expr_id: { type: "expr_id", required: true, nullable: false },
+    out_key: { type: "int", required: true, nullable: false },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "test::busy_cpu": {
+    busy_wait_ms: { type: "int", required: true, nullable: false, min: 0, max: 2147483647 },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "test::fixed_source": {
+    row_count: { type: "int", required: false, nullable: false, min: 0, max: 10000000, default: 1 },
+    trace: { type: "string", required: false, nullable: true },
+  },
+  "test::sleep": {
+    duration_ms: { type: "int", required: true, nullable: false, min: 0, max: 2147483647 },
+    fail_after_sleep: { type: "bool", required: false, nullable: false, default: false },
+    trace: { type: "string", required: false, nullable: true },
+  },
+};
+
 /** The key names of the registry, for the Key table's type. */
 export interface KeyTypes {
   /** Row identity: the candidate's external id. Present on every row; read-only. (key_id 1, int, read-only) */

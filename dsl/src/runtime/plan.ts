@@ -1,15 +1,20 @@
 // definePlan, the build context and the chainable node handles. A plan's
 // build function makes nodes; compilePlan walks back from the returned nodes
 // and emits the JSON plan (schema_version 1) with stable ids n0.., e0.., p0...
-import { MAX_FANOUT, PLAN_NAME_PATTERN, SCHEMA_VERSION } from "../generated/registry.js";
+import { OPS, PLAN_NAME_PATTERN, SCHEMA_VERSION, type OpParamInfo } from "../generated/registry.js";
 import { exprIR, predIR, type ExprArg, type PredArg } from "./builders.js";
 import { DslError, type ExprIR, type PredIR } from "./ir.js";
 import { asEndpoint, asKey, type Endpoint, type KeyToken } from "./tokens.js";
 
-/** fanout written when a source op leaves it out (spec 002's examples do). */
-export const DEFAULT_FANOUT = 100;
-/** core::media accepts a smaller fanout than follow/recommendation. */
-export const MAX_MEDIA_FANOUT = 10000;
+/** A param of an engine op, from the catalog the Go engine generates (registry/tasks.toml). */
+function opParam(op: string, name: string): OpParamInfo {
+  const p = OPS[op]?.[name];
+  if (!p) throw new Error(`registry/tasks.toml declares no param ${name} of ${op}`);
+  return p;
+}
+
+/** fanout written when a source op leaves it out (spec 002's examples do): the engine's default for the bare form. */
+export const DEFAULT_FANOUT = opParam("core::follow", "fanout").bareDefault as number;
 
 type Trace = { /** A label the engine carries through logs and traces. */ trace?: string | null };
 
@@ -72,6 +77,12 @@ function trace(op: string, o: Record<string, unknown>): string | null {
   return t;
 }
 
+/** v as the int param `param` of engine op `engineOp`, within the engine's bounds; `name` is the DSL's spelling. */
+function intParam(op: string, name: string, engineOp: string, param: string, v: unknown): number {
+  const p = opParam(engineOp, param);
+  return intIn(op, name, v, p.min ?? Number.MIN_SAFE_INTEGER, p.max ?? Number.MAX_SAFE_INTEGER);
+}
+
 function intIn(op: string, name: string, v: unknown, min: number, max: number): number {
   if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max) {
     throw new DslError(`${op}: ${name} must be an integer in ${min}..${max}, got ${JSON.stringify(v) ?? String(v)}`);
@@ -103,23 +114,25 @@ export class PlanNode {
     return ctx._node(op, [rec], params, extra);
   }
 
-  private source(op: string, o: SourceOptions, maxFanout: number): PlanNode {
+  private source(op: string, o: SourceOptions): PlanNode {
     const opts = optionsOf(op, o, ["endpoint", "fanout"]);
-    const fanout = opts.fanout === undefined ? Math.min(DEFAULT_FANOUT, maxFanout) : intIn(op, "fanout", opts.fanout, 1, maxFanout);
-    return this.add(`core::${op}`, { endpoint: redisEndpoint(op, opts.endpoint), fanout, trace: trace(op, opts) });
+    const engineOp = `core::${op}`;
+    const p = opParam(engineOp, "fanout");
+    const fanout = opts.fanout === undefined ? p.bareDefault : intParam(op, "fanout", engineOp, "fanout", opts.fanout);
+    return this.add(engineOp, { endpoint: redisEndpoint(op, opts.endpoint), fanout, trace: trace(op, opts) });
   }
 
   /** For each row, the users it follows (LRANGE follow:{id}), hydrated with country. */
   follow(o: SourceOptions): PlanNode {
-    return this.source("follow", o, MAX_FANOUT);
+    return this.source("follow", o);
   }
   /** For each row, its recommendations (LRANGE recommendation:{id}), hydrated with country. */
   recommendation(o: SourceOptions): PlanNode {
-    return this.source("recommendation", o, MAX_FANOUT);
+    return this.source("recommendation", o);
   }
   /** For each row, its media ids (LRANGE media:{id}). */
   media(o: SourceOptions): PlanNode {
-    return this.source("media", o, MAX_MEDIA_FANOUT);
+    return this.source("media", o);
   }
   /** Write `expr` into the float key `outKey` on every active row. */
   vm(o: VmOptions): PlanNode {
@@ -154,7 +167,7 @@ export class PlanNode {
   /** The first `count` active rows. */
   take(o: TakeOptions): PlanNode {
     const opts = optionsOf("take", o, ["count"]);
-    return this.add("core::take", { count: intIn("take", "count", opts.count, 1, 2 ** 31 - 1), trace: trace("take", opts) });
+    return this.add("core::take", { count: intParam("take", "count", "core::take", "count", opts.count), trace: trace("take", opts) });
   }
   /** This node's rows, then rhs's rows (waits for both). */
   concat(o: ConcatOptions): PlanNode {
@@ -170,7 +183,7 @@ export class PlanNode {
     const fail = opts.failAfterSleep ?? false;
     if (typeof fail !== "boolean") throw new DslError("sleep: failAfterSleep must be a boolean");
     return this.add("test::sleep", {
-      duration_ms: intIn("sleep", "durationMs", opts.durationMs, 0, 2 ** 31 - 1),
+      duration_ms: intParam("sleep", "durationMs", "test::sleep", "duration_ms", opts.durationMs),
       fail_after_sleep: fail,
       trace: trace("sleep", opts),
     });
@@ -179,7 +192,7 @@ export class PlanNode {
   busyCpu(o: BusyCpuOptions): PlanNode {
     const opts = optionsOf("busyCpu", o, ["busyWaitMs"]);
     return this.add("test::busy_cpu", {
-      busy_wait_ms: intIn("busyCpu", "busyWaitMs", opts.busyWaitMs, 0, 2 ** 31 - 1),
+      busy_wait_ms: intParam("busyCpu", "busyWaitMs", "test::busy_cpu", "busy_wait_ms", opts.busyWaitMs),
       trace: trace("busyCpu", opts),
     });
   }
@@ -204,7 +217,10 @@ export class PlanCtx {
   /** test::fixed_source: rows with ids 1..rowCount. */
   fixedSource(o: FixedSourceOptions = {}): PlanNode {
     const opts = optionsOf("fixedSource", o, ["rowCount"]);
-    const rowCount = opts.rowCount === undefined ? 1 : intIn("fixedSource", "rowCount", opts.rowCount, 0, 2 ** 31 - 1);
+    const rowCount =
+      opts.rowCount === undefined
+        ? opParam("test::fixed_source", "row_count").default
+        : intParam("fixedSource", "rowCount", "test::fixed_source", "row_count", opts.rowCount);
     return this._node("test::fixed_source", [], { row_count: rowCount, trace: trace("fixedSource", opts) });
   }
 
