@@ -18,6 +18,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -98,6 +99,8 @@ type Config struct {
 	Lister Lister
 	// QueueScan bounds the queue-position search. Default 10000.
 	QueueScan int
+	// Clock is the time ETAs count down from. Default the real clock.
+	Clock clock.Clock
 }
 
 // Results answers the retrieval tools.
@@ -115,6 +118,9 @@ func New(st *store.Store, cfg Config) *Results {
 	}
 	if cfg.QueueScan == 0 {
 		cfg.QueueScan = 10000
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(cfg.Namespace)}
 }
@@ -190,13 +196,13 @@ func (r *Results) Get(ctx context.Context, p auth.Principal, id string) (View, e
 		v.Progress = r.progress(ctx, t.ID)
 		v.Message = "The task is being processed."
 		if v.Progress != nil && v.Progress.ETASeconds > 0 {
-			eta := v.Progress.ETASeconds - time.Since(v.Progress.At).Seconds()
+			eta := v.Progress.ETASeconds - r.cfg.Clock.Now().Sub(v.Progress.At).Seconds()
 			if eta < 0 {
 				eta = 0
 			}
 			v.ETASeconds = &eta
 		} else if t.StartedAt != nil && t.Timeout > 0 {
-			eta := t.Timeout.Seconds() - time.Since(*t.StartedAt).Seconds()
+			eta := t.Timeout.Seconds() - r.cfg.Clock.Now().Sub(*t.StartedAt).Seconds()
 			if eta > 0 {
 				v.ETASeconds = &eta
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
@@ -219,4 +220,47 @@ func TestWaitingTask(t *testing.T) {
 	require.Equal(t, "waiting in the queue", byID[first].Summary)
 	require.Equal(t, http.StatusOK, b.get(t, "/api/v1/results", sb.Token, &list))
 	require.Empty(t, list.Tasks)
+}
+
+// TestETACountsDown: a processing task's ETA is the service's last
+// estimate minus the time since that report (the injected clock's), never
+// negative; without a report, the timeout left since it started.
+func TestETACountsDown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sa, err := b.auth.CreateSession(ctx)
+	require.NoError(t, err)
+	timeout := 300.0
+	out, err := b.svc.Submit(ctx, auth.Principal{SessionID: sa.ID}, service.SubmitInput{TaskType: "report.generate", Timeout: &timeout})
+	require.NoError(t, err)
+	reported := out.TaskID
+	got, err := b.st.Fetch(ctx, store.FetchRequest{N: 1, WorkerID: "w", TokenPrefix: "w:1", Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	require.NoError(t, b.st.Client().HSet(ctx, NewKeys(b.res.cfg.Namespace).Progress(reported),
+		"percent", "40", "eta_seconds", "10", "at_ms", at.UnixMilli()).Err())
+	clk := clock.NewFake(at.Add(4 * time.Second))
+	res := New(b.st, Config{Namespace: b.res.cfg.Namespace, Lister: b.svc, Clock: clk})
+	p := auth.Principal{SessionID: sa.ID}
+	v, err := res.Get(ctx, p, reported)
+	require.NoError(t, err)
+	require.Equal(t, "processing", v.Status)
+	require.InDelta(t, 40, v.Progress.Percent, 0)
+	require.InDelta(t, 6, *v.ETASeconds, 0.001)
+	clk.Advance(time.Minute)
+	v, err = res.Get(ctx, p, reported)
+	require.NoError(t, err)
+	require.Zero(t, *v.ETASeconds, "an estimate past due is 0, not negative")
+
+	// No progress report: the timeout left since the attempt started.
+	started := got[0].StartedAt
+	require.NotNil(t, started)
+	clk.Set(started.Add(time.Minute))
+	require.NoError(t, b.st.Client().Del(ctx, NewKeys(b.res.cfg.Namespace).Progress(reported)).Err())
+	v, err = res.Get(ctx, p, reported)
+	require.NoError(t, err)
+	require.NotNil(t, v.ETASeconds)
+	require.InDelta(t, 240, *v.ETASeconds, 0.001)
 }
