@@ -35,6 +35,12 @@ func (e *APIError) Error() string {
 	if e.Field != "" {
 		s += " [field " + e.Field + "]"
 	}
+	switch e.Status {
+	case http.StatusUnauthorized:
+		s += "; set TASKFLOW_TOKEN (or --token) to a session token or the admin key"
+	case http.StatusForbidden:
+		s += "; the token in use (TASKFLOW_TOKEN, --token) does not allow this"
+	}
 	return s
 }
 

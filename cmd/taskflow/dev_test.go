@@ -162,6 +162,7 @@ func TestDevWithRedisURLAndAdminKey(t *testing.T) {
 	require.NotContains(t, printed.String(), "running OPEN")
 	_, _, err := client(t, base, "", "status")
 	require.ErrorContains(t, err, "HTTP 401")
+	require.ErrorContains(t, err, "set TASKFLOW_TOKEN", "says how to authenticate")
 	var out, errb bytes.Buffer
 	m := testMain(map[string]string{"TASKFLOW_URL": base, "TASKFLOW_TOKEN": key}, &out)
 	m.Stdin, m.Stderr = strings.NewReader("One thing. Another thing."), &errb
