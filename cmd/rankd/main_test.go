@@ -78,7 +78,11 @@ func TestRequestErrorsOnStdout(t *testing.T) {
 	cases := map[string]string{
 		`{`:       `{"error":"Invalid JSON input","detail":`,
 		`{"x":1}`: `{"error":"Invalid request","detail":"missing required field: user_id"}`,
-		`{"user_id":1,"param_overrides":{"zzz":1}}`: `{"error":"Invalid param_overrides","detail":"unknown param 'zzz'"}`,
+		`{"user_id":1,"param_overrides":{"zzz":1}}`:                         `{"error":"Invalid param_overrides","detail":"unknown param 'zzz'"}`,
+		`{"user_id":1,"param_overrides":{"weight":"x"}}`:                    `{"error":"Invalid param_overrides","detail":"param 'weight' must be of type float"}`,
+		`{"user_id":1,"param_overrides":{"media_age_penalty_weight":null}}`: `{"error":"Invalid param_overrides","detail":"param 'media_age_penalty_weight' is not nullable"}`,
+		`{"user_id":0}`: `{"error":"Invalid request","detail":"user_id must be a positive integer or a decimal string, got 0"}`,
+		`[]`:            `{"error":"Invalid request","detail":"request must be a JSON object"}`,
 	}
 	for in, want := range cases {
 		r := rankd(t, in, "--plan", filepath.Join(plans, "simple_viewer.plan.json"))
