@@ -54,10 +54,10 @@ var transitions = map[State][]State{
 	StatePending:   {StateActive, StateDLQ, StateCancelled},
 	StateActive:    {StateCompleted, StateFailed, StateTimeout, StateCancelled, StatePending}, // PENDING: lease expired or graceful hand-back
 	StateFailed:    {StatePending, StateDLQ},
-	StateTimeout:   {StateCompleted, StateFailed, StateCancelled, StatePending},
-	StateDLQ:       {StatePending}, // manual retry
-	StateCompleted: {},             // final
-	StateCancelled: {},             // final
+	StateTimeout:   {StateCompleted, StateFailed, StateCancelled}, // a late outcome, or a cancel
+	StateDLQ:       {StatePending},                                // manual retry
+	StateCompleted: {},                                            // final
+	StateCancelled: {},                                            // final
 }
 
 // CanTransition reports whether from → to is allowed.
