@@ -370,3 +370,53 @@ func TestPrioritiesOnTheExternalPath(t *testing.T) {
 	// Some low task ran while high ones waited (P(none in 60 picks) ≈ 1e-4).
 	require.Less(t, firstLow, lastHigh, "a low task ran while high ones waited: %v", order)
 }
+
+// TestStaleOutcomeIgnored: an outcome carrying another attempt's token (an
+// older attempt's, or a forged one) is acknowledged without effect: the
+// running attempt is untouched and its own outcome completes the task.
+func TestStaleOutcomeIgnored(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	running := make(chan struct{}, 1)
+	slow := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		running <- struct{}{}
+		<-release
+		return json.RawMessage(`{"by":"current attempt"}`), nil
+	}
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"slow.run": slow}, skipArchive: true})
+	ctx := context.Background()
+	tk := b.enqueue(t, "slow.run", "s1", `{}`, time.Minute)
+	<-running
+	pub := stream.NewPublisher(b.rdb, 0, nil)
+	for _, typ := range []stream.Type{stream.TypeCompleted, stream.TypeFailed} {
+		var data any = stream.CompletedData{TaskID: tk.ID, Status: "success", Result: json.RawMessage(`{"by":"stale"}`),
+			CompletedBy: "old", Token: "w:stale-attempt:1"}
+		if typ == stream.TypeFailed {
+			data = stream.FailedData{TaskID: tk.ID, Status: "failed", Error: stream.ErrorInfo{Code: "BAD", Message: "stale"},
+				FailedBy: "old", Token: "w:stale-attempt:1"}
+		}
+		e, err := stream.New(typ, time.Now(), data)
+		require.NoError(t, err)
+		key := b.sk.Completed()
+		if typ == stream.TypeFailed {
+			key = b.sk.Failed()
+		}
+		_, err = pub.Publish(ctx, key, e)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			lag, pending, err := stream.Lag(ctx, b.rdb, key, stream.AgentGroup)
+			return err == nil && pending == 0 && lag == 0
+		}, 10*time.Second, 10*time.Millisecond, "the stale %s is acknowledged", typ)
+	}
+	got, err := b.st.Get(ctx, tk.ID)
+	require.NoError(t, err)
+	require.Equal(t, task.StateActive, got.State, "the stale outcomes changed nothing")
+	require.Zero(t, got.RetryCount)
+	ns, err := b.note.List(ctx, "s1", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, ns)
+
+	close(release)
+	done := b.waitState(t, tk.ID, task.StateCompleted)
+	require.JSONEq(t, `{"by":"current attempt"}`, string(done.Result))
+}
