@@ -13,8 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
@@ -151,8 +153,10 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
 		Schedules:    cron.New(st, cron.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
-		// spec 003 §10: params checked before task.create is published
-		ParamSchemas: tools.ParamSchema,
+		// spec 003 §10: params checked before task.create is published;
+		// the built-in types' too (a bad sleep is a 422, not a task that
+		// can only fail)
+		ParamSchemas: paramSchema,
 		SessionLimit: sessionLimit,
 	})
 	if err != nil {
@@ -228,4 +232,13 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 		return err
 	}
 	return nil
+}
+
+// paramSchema is the declared params of a task type: the built-in types'
+// (internal/builtin), then the example external services' (extsvc/tools).
+func paramSchema(taskType string) (param.Schema, bool) {
+	if s, ok := builtin.ParamSchema(taskType); ok {
+		return s, true
+	}
+	return tools.ParamSchema(taskType)
 }

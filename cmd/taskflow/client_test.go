@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,4 +54,35 @@ func TestClientCommandsDLQAndFile(t *testing.T) {
 	out, _, err = client(t, base, "", "status", id, "--json")
 	require.NoError(t, err)
 	require.Contains(t, out, `"cause":"manual_retry"`)
+}
+
+// TestDevRefusesBadBuiltinParams: the built-in types' params are checked
+// at submit, on the real server: 422 naming params.<field>, no task made.
+func TestDevRefusesBadBuiltinParams(t *testing.T) {
+	t.Parallel()
+	base, _ := startDev(t, nil)
+	for body, field := range map[string]string{
+		`{"task_type":"sleep","params":{"duration_ms":-5}}`:       "params.duration_ms",
+		`{"task_type":"sleep","params":{"fail":"explode"}}`:       "params.fail",
+		`{"task_type":"sleep","params":{"duration":10}}`:          "params.duration",
+		`{"task_type":"sleep","params":{"duration_ms":"10"}}`:     "params.duration_ms",
+		`{"task_type":"sleep","params":{"duration_ms":86400001}}`: "params.duration_ms",
+	} {
+		res, err := http.Post(base+"/api/v1/tasks", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		var e struct {
+			Error struct{ Code, Field, Message string } `json:"error"`
+		}
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&e))
+		res.Body.Close()
+		require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode, body)
+		require.Equal(t, field, e.Error.Field, "%s: %s", body, e.Error.Message)
+	}
+	res, err := http.Post(base+"/api/v1/tasks", "application/json", strings.NewReader(`{"task_type":"noop","params":{"payload":"anything"}}`))
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusCreated, res.StatusCode, "noop ignores its params")
+	out, _, err := client(t, base, "", "tasks")
+	require.NoError(t, err)
+	require.Contains(t, out, "(1 of 1)", "only the noop was created")
 }

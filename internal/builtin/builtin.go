@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/taskflow/taskflow/internal/retry"
@@ -32,6 +34,9 @@ func Register(mux *worker.Mux) {
 func Noop(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 	return json.RawMessage(`{}`), nil
 }
+
+// maxSleepMS is the longest sleep (a day).
+const maxSleepMS = 86_400_000
 
 // SleepParams are the params of a sleep task.
 type SleepParams struct {
@@ -58,13 +63,11 @@ func ParseSleepParams(raw json.RawMessage) (SleepParams, error) {
 	if dec.More() {
 		return p, errors.New("sleep params: trailing data after the JSON object")
 	}
-	if p.DurationMS < 0 || p.DurationMS > 86_400_000 {
-		return p, fmt.Errorf("sleep params: duration_ms %d must be within [0, 86400000]", p.DurationMS)
+	if p.DurationMS < 0 || p.DurationMS > maxSleepMS {
+		return p, fmt.Errorf("sleep params: duration_ms %d must be within [0, %d]", p.DurationMS, maxSleepMS)
 	}
-	switch p.Fail {
-	case "", "transient", "permanent", "timeout", "panic", "cancel":
-	default:
-		return p, fmt.Errorf("sleep params: fail %q must be one of transient, permanent, timeout, panic, cancel", p.Fail)
+	if p.Fail != "" && !slices.Contains(sleepFailKinds, p.Fail) {
+		return p, fmt.Errorf("sleep params: fail %q must be one of %s", p.Fail, strings.Join(sleepFailKinds, ", "))
 	}
 	return p, nil
 }
