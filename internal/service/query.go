@@ -305,11 +305,49 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, ma
 			}
 		}
 	}
+	// The state indexes are read one after the other, so a task that moved
+	// meanwhile (PENDING → ACTIVE → COMPLETED) was met in several of them:
+	// keep it once, as last read, and count it once.
+	if dups := dedupeByID(all); dups > 0 {
+		all = all[:len(all)-dups]
+		if q.taskType == "" {
+			total = max(total-int64(dups), int64(len(all)))
+		} else {
+			total -= int64(dups)
+		}
+	}
 	sortTasks(all, q)
 	if q.offset >= len(all) {
 		return nil, waiting, total, partial, nil
 	}
 	return all[q.offset:min(len(all), q.offset+q.size)], waiting, total, partial, nil
+}
+
+// dedupeByID moves every task met more than once to the end of ts,
+// keeping in front the copy read last (the latest updated_at; on a tie the
+// later one), in the original order, and returns how many were moved.
+func dedupeByID(ts []*task.Task) int {
+	last := make(map[string]int, len(ts))
+	for i, t := range ts {
+		if j, ok := last[t.ID]; !ok || !t.UpdatedAt.Before(ts[j].UpdatedAt) {
+			last[t.ID] = i
+		}
+	}
+	if len(last) == len(ts) {
+		return 0
+	}
+	kept := ts[:0:0]
+	var dropped []*task.Task
+	for i, t := range ts {
+		if last[t.ID] == i {
+			kept = append(kept, t)
+		} else {
+			dropped = append(dropped, t)
+		}
+	}
+	copy(ts, kept)
+	copy(ts[len(kept):], dropped)
+	return len(dropped)
 }
 
 // listSession pages a session's own tasks from its task index.
