@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -32,6 +34,17 @@ func TestEngineFromEnv(t *testing.T) {
 	require.Equal(t, 0.25, e.Store.RetryRatio)
 	require.Equal(t, 10*time.Second, e.Worker.Lease)
 	require.Equal(t, 0.001, e.Worker.Retry.Scale)
+	require.Nil(t, e.Worker.Retry.Schedules, "unset: spec 001's schedules")
+
+	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "RateLimitError=30,90s; Default=1"}
+	e, err = engineFromEnv(get, "ns1")
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second}, e.Worker.Retry.Schedules[task.ErrTypeRateLimit])
+	require.Equal(t, []time.Duration{time.Second}, e.Worker.Retry.Schedules[task.ErrTypeDefault])
+	require.Equal(t, retry.DefaultSchedules()[task.ErrTypeNetworkTimeout], e.Worker.Retry.Schedules[task.ErrTypeNetworkTimeout])
+	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "Default=soon"}
+	_, err = engineFromEnv(get, "ns1")
+	require.ErrorContains(t, err, `TASKFLOW_RETRY_SCHEDULES: retry schedules: Default: delay "soon"`)
 
 	for name, val := range map[string]string{
 		"MAX_RETRIES":          "three",

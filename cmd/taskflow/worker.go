@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -86,6 +87,13 @@ func engineFromEnv(getenv func(string) string, namespace string) (engineEnv, err
 	durVar("TASKFLOW_TASK_TIMEOUT", &e.Worker.DefaultTimeout)
 	intVar("TASKFLOW_FETCH_BATCH", &e.Worker.FetchBatch)
 	floatVar("TASKFLOW_RETRY_SCALE", &e.Worker.Retry.Scale)
+	if v := strings.TrimSpace(getenv("TASKFLOW_RETRY_SCHEDULES")); v != "" {
+		sch, err := retry.ParseSchedules(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("TASKFLOW_RETRY_SCHEDULES: %w", err))
+		}
+		e.Worker.Retry.Schedules = sch
+	}
 	durVar("TASKFLOW_SCHEDULER_INTERVAL", &e.Scheduler.Interval)
 	// retention: unset keeps the scheduler's defaults (24 h, DLQ 7 days);
 	// 0 keeps finished tasks forever
