@@ -10,8 +10,18 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/plan/batch"
+	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
 )
+
+// evalError is a failure of the plan's own computation on this request's
+// data (not of Redis or the engine): it matches ir.ErrEval, so the HTTP
+// endpoint answers 422 and a plan task fails for good instead of retrying,
+// and its message is the reference's, without a prefix.
+type evalError string
+
+func (e evalError) Error() string        { return string(e) }
+func (e evalError) Is(target error) bool { return target == ir.ErrEval }
 
 func buildVM(cc *compileCtx, n *Node) (execFn, error) {
 	exprID := n.Params.str("expr_id")
@@ -48,13 +58,13 @@ func buildVM(cc *compileCtx, n *Node) (execFn, error) {
 			v, ok := prog.Eval(f, r)
 			if !ok {
 				if !nullable {
-					return batch.RowSet{}, fmt.Errorf("vm: null written to non-nullable key '%s' (row id %d)", key.Name, src.Batch.IDs[r])
+					return batch.RowSet{}, evalError(fmt.Sprintf("vm: null written to non-nullable key '%s' (row id %d)", key.Name, src.Batch.IDs[r]))
 				}
 				col.Vals[r], col.Valid[r] = 0, false
 				continue
 			}
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return batch.RowSet{}, fmt.Errorf("vm: non-finite result %v for key '%s' (row id %d)", v, key.Name, src.Batch.IDs[r])
+				return batch.RowSet{}, evalError(fmt.Sprintf("vm: non-finite result %v for key '%s' (row id %d)", v, key.Name, src.Batch.IDs[r]))
 			}
 			col.Vals[r], col.Valid[r] = v, true
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
 )
 
@@ -152,6 +153,7 @@ func TestCPUOps(t *testing.T) {
 	t.Run("VMNullIntoNonNullableFails", func(t *testing.T) {
 		_, err := run(t, `{"node_id":"out","op":"core::vm","inputs":["nulls"],"params":{"expr_id":"maybe","out_key":2001}}`, user(1))
 		mustContain(t, err, "null written to non-nullable key 'final_score'")
+		require.ErrorIs(t, err, ir.ErrEval, "the plan's computation failed, not Redis: 422 over HTTP, no task retry")
 	})
 	t.Run("VMNullIntoNullableKey", func(t *testing.T) {
 		got, err := run(t, `{"node_id":"out","op":"core::vm","inputs":["nulls"],"params":{"expr_id":"null","out_key":5001}}`, user(1))
@@ -163,6 +165,7 @@ func TestCPUOps(t *testing.T) {
 	t.Run("VMNonFiniteFails", func(t *testing.T) {
 		_, err := run(t, `{"node_id":"out","op":"core::vm","inputs":["nulls"],"params":{"expr_id":"huge","out_key":2001}}`, user(1))
 		mustContain(t, err, "non-finite")
+		require.ErrorIs(t, err, ir.ErrEval)
 	})
 	t.Run("VMDoesNotChangeItsInput", func(t *testing.T) {
 		// Diamond: one branch overwrites maybe, the other still sees the old values.
