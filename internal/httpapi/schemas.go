@@ -23,7 +23,12 @@ func boolean(desc string) map[string]any {
 func ts(desc string) map[string]any {
 	return map[string]any{"type": "string", "format": "date-time", "description": desc}
 }
-func arr(items any) map[string]any { return map[string]any{"type": "array", "items": items} }
+
+// nullable marks a schema's value as possibly null (spec 001's task
+// metadata sends last_error, error_type, retry_after, completed_at and
+// result as null until known).
+func nullable(m map[string]any) map[string]any { m["nullable"] = true; return m }
+func arr(items any) map[string]any             { return map[string]any{"type": "array", "items": items} }
 func mapOf(v any) map[string]any {
 	return map[string]any{"type": "object", "additionalProperties": v}
 }
@@ -69,9 +74,10 @@ var apiSchemas = map[string]any{
 		"task_id": str(""), "task_type": str(""), "state": stateEnum, "content": str(""),
 		"params": map[string]any{"type": "object"}, "session_id": str(""),
 		"priority": str(""), "timeout": num("seconds"), "retry_count": integer(""), "max_retries": integer(""),
-		"last_error": str(""), "error_type": str(""), "retry_after": ts(""), "created_at": ts(""), "updated_at": ts(""),
-		"started_at": ts(""), "completed_at": ts(""),
-		"result":        map[string]any{"type": "object", "description": "the handler's result; summarize: {summary, summarizer, model}"},
+		"last_error": nullable(str("null until a failure")), "error_type": nullable(str("null until a failure")),
+		"retry_after": nullable(ts("null unless a retry is scheduled")), "created_at": ts(""), "updated_at": ts(""),
+		"started_at": ts(""), "completed_at": nullable(ts("null until the task is COMPLETED")),
+		"result":        nullable(map[string]any{"type": "object", "description": "the handler's result (null until COMPLETED); summarize: {summary, summarizer, model}"}),
 		"worker":        str(""),
 		"error_history": arr(obj(nil, map[string]any{"at": ts(""), "attempt": integer(""), "error_type": str(""), "message": str(""), "worker": str("")})),
 		"state_history": arr(obj(nil, map[string]any{"at": ts(""), "from": str(""), "to": str(""), "cause": str("")})),

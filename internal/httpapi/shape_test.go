@@ -24,6 +24,11 @@ func TestSpec001TaskShape(t *testing.T) {
 		require.Nil(t, r.body[k], "%s of a PENDING task", k)
 	}
 	require.Equal(t, []any{}, r.body["error_history"])
+	doc := b.do("GET", "/openapi.json", "", nil)
+	props := doc.body["components"].(map[string]any)["schemas"].(map[string]any)["Task"].(map[string]any)["properties"].(map[string]any)
+	for _, k := range []string{"last_error", "error_type", "retry_after", "completed_at", "result"} {
+		require.Equal(t, true, props[k].(map[string]any)["nullable"], "OpenAPI says %s may be null", k)
+	}
 
 	b.deadLetter(id)
 	r = b.do("GET", "/api/v1/tasks/"+id, adminKey, nil)
