@@ -111,6 +111,19 @@ func TestCompleteWrongKey(t *testing.T) {
 	require.NotContains(t, err.Error(), "sk-wrong-key-777")
 }
 
+// TestShortKeyDoesNotGarbleMessages: a one-letter demo key is not
+// "redacted" out of every word of an error message.
+func TestShortKeyDoesNotGarbleMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, llm.Config{APIKey: "k"})
+	_, err := b.client.Complete(context.Background(), ask("Hello."))
+	var ae *llm.APIError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, 401, ae.StatusCode)
+	require.NotContains(t, err.Error(), "[redacted]")
+	require.Contains(t, err.Error(), "key", "the message keeps its words")
+}
+
 func TestCompleteTimeout(t *testing.T) {
 	t.Parallel()
 	b := setup(t, llm.Config{Timeout: 150 * time.Millisecond})
