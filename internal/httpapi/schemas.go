@@ -118,7 +118,11 @@ var apiSchemas = map[string]any{
 		"at": ts(""), "task_type": str(""), "session_id": str(""),
 	}),
 	"DLQPage": obj([]string{"tasks", "total"}, map[string]any{
-		"tasks": arr(map[string]any{"allOf": []any{ref("Task"), obj(nil, map[string]any{"dlq": mapOf(str("failure snapshot"))})}}),
+		"tasks": arr(map[string]any{"allOf": []any{ref("Task"), obj(nil, map[string]any{"dlq": obj(nil, map[string]any{
+			"task_id": str(""), "task_type": str(""), "error_type": str(""), "last_error": str(""),
+			"retry_count": integer("retries spent when it was dead-lettered"), "from_state": str("the state it left for the DLQ"),
+			"dlq_at": ts("when it was dead-lettered"),
+		})})}}),
 		"total": integer(""), "offset": integer(""), "limit": integer(""),
 	}),
 	"TaskSummary": obj([]string{"task_id", "task_type", "state"}, map[string]any{

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -48,4 +49,9 @@ func TestSpec001TaskShape(t *testing.T) {
 	snap, ok := it["dlq"].(map[string]any)
 	require.True(t, ok, "dlq snapshot kept: %s", d.raw)
 	require.Equal(t, id, snap["task_id"])
+	require.Equal(t, "FAILED", snap["from_state"])
+	require.EqualValues(t, 0, snap["retry_count"], "a number, not a string")
+	at, err := time.Parse(time.RFC3339Nano, snap["dlq_at"].(string))
+	require.NoError(t, err, "dlq_at is a time, not unix ms: %v", snap["dlq_at"])
+	require.WithinDuration(t, b.clock.Now(), at, time.Second)
 }

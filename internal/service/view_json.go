@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/taskflow/taskflow/internal/task"
@@ -49,10 +50,22 @@ func (v TaskView) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes the task as TaskView does, plus its DLQ snapshot
-// (the promoted TaskView.MarshalJSON would drop it).
+// (the promoted TaskView.MarshalJSON would drop it). The snapshot's
+// dlq_at (unix ms in Redis) is written as an RFC 3339 time and
+// retry_count as a number, like the task's own fields.
 func (d DLQItem) MarshalJSON() ([]byte, error) {
+	snap := make(map[string]any, len(d.DLQ))
+	for k, v := range d.DLQ {
+		snap[k] = v
+	}
+	if ms, err := strconv.ParseInt(d.DLQ["dlq_at"], 10, 64); err == nil {
+		snap["dlq_at"] = time.UnixMilli(ms).UTC()
+	}
+	if n, err := strconv.Atoi(d.DLQ["retry_count"]); err == nil {
+		snap["retry_count"] = n
+	}
 	return json.Marshal(struct {
 		taskViewJSON
-		DLQ map[string]string `json:"dlq"`
-	}{d.TaskView.wire(), d.DLQ})
+		DLQ map[string]any `json:"dlq"`
+	}{d.TaskView.wire(), snap})
 }
