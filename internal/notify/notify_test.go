@@ -111,6 +111,15 @@ func TestNotifyListUnreadMarkRead(t *testing.T) {
 		require.Contains(t, m, k)
 	}
 	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, m["timestamp"])
+
+	// Spec 003's retention: the session's stream and its read cursor live
+	// 24 h (TTL) after the newest notification / read.
+	for _, k := range []string{b.n.keys.stream("s1"), b.n.keys.cursor("s1")} {
+		ttl, err := b.rdb.TTL(ctx, k).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, 23*time.Hour, k)
+		require.LessOrEqual(t, ttl, 24*time.Hour, k)
+	}
 }
 
 func get(t *testing.T, url, token string) (int, map[string]any) {
