@@ -201,3 +201,56 @@ func TestDevMetricsExternalOutcomes(t *testing.T) {
 		require.Contains(t, m, want)
 	}
 }
+
+// TestNextInteractionOnMountedRoutes: unread notifications ride on a
+// session's next response from the mounted packages too — get_task_result,
+// list_user_tasks and the plan API — not only from the core's routes; once
+// delivered they are read. The admin's responses never carry them.
+func TestNextInteractionOnMountedRoutes(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	const admin = "next-interaction-admin-key-0123456789"
+	base, _ := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin})
+	do := func(method, path, token, body string) (int, map[string]any) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&out))
+		return res.StatusCode, out
+	}
+	code, s := do("POST", "/api/v1/sessions", "", "")
+	require.Equal(t, http.StatusCreated, code)
+	sid, tok := s["session_id"].(string), s["token"].(string)
+	code, sub := do("POST", "/api/v1/tasks", tok, `{"task_type":"noop"}`)
+	require.Equal(t, http.StatusCreated, code)
+	id := sub["task_id"].(string)
+	n, err := notify.New(rdb, notify.Config{Namespace: ns})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		method, path, body string
+		code               int
+	}{
+		{"GET", "/api/v1/results/" + id, "", http.StatusOK},
+		{"GET", "/api/v1/results", "", http.StatusOK},
+		{"POST", "/api/v1/plans/no_such_plan/execute", `{}`, http.StatusBadRequest},
+	} {
+		note := notify.Notification{Type: notify.KindCompleted, TaskID: "note-for-" + c.path, TaskType: "noop",
+			Message: "done", Action: "retrieve_result", Priority: "normal"}
+		_, err := n.Notify(context.Background(), sid, note)
+		require.NoError(t, err)
+		code, _ := do(c.method, c.path, admin, c.body)
+		require.NotContains(t, []int{401, 403}, code)
+		code, out := do(c.method, c.path, tok, c.body)
+		require.Equal(t, c.code, code, "%s %s: %v", c.method, c.path, out)
+		got, _ := out["notifications"].([]any)
+		require.Len(t, got, 1, "%s %s carries the unread notification: %v", c.method, c.path, out)
+		require.Equal(t, note.TaskID, got[0].(map[string]any)["task_id"])
+		_, out = do(c.method, c.path, tok, c.body)
+		require.NotContains(t, out, "notifications", "%s %s: delivered once", c.method, c.path)
+	}
+}

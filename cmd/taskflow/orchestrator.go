@@ -88,9 +88,10 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 }
 
 // resultMounts are the result-retrieval endpoints (spec 003's
-// get_task_result and list_user_tasks) for the API server to mount with
-// Access "public": the handler authenticates by itself and a session only
-// sees its own tasks. With a DATABASE_URL, results that have left Redis are
+// get_task_result and list_user_tasks) for the API server to mount behind
+// its authentication (a session or the admin; a session only sees its own
+// tasks), so the session's unread notifications ride on their answers as
+// on any other. With a DATABASE_URL, results that have left Redis are
 // read back from the archive; the returned func closes it.
 func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authenticator, databaseURL, namespace string) ([]httpapi.Mount, func(), error) {
 	var arc *archive.Archive
@@ -106,9 +107,9 @@ func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authe
 	}
 	h := result.New(st, result.Config{Namespace: namespace, Archive: arc, Lister: lister}).Handler(au)
 	return []httpapi.Mount{
-		{Method: "GET", Path: result.PathGet, Access: "public", Handler: h, Tag: "results",
+		{Method: "GET", Path: result.PathGet, Access: "session", Handler: h, Tag: "results",
 			Summary: "get_task_result: per status the result, error, progress/ETA, queue position or timeout message"},
-		{Method: "GET", Path: result.PathList, Access: "public", Handler: h, Tag: "results",
+		{Method: "GET", Path: result.PathList, Access: "session", Handler: h, Tag: "results",
 			Summary: "list_user_tasks: the session's tasks, ?status_filter=all|pending|processing|completed|failed|timeout"},
 	}, closeFn, nil
 }

@@ -94,8 +94,12 @@ func (rt *router) add(r route) {
 }
 
 // mount serves an outside handler (plan API, notifications) at pattern,
-// behind the given access check.
+// behind the given access check. A mount behind authentication gets the
+// RouteMiddleware as routes do (a public one has no principal for it).
 func (rt *router) mount(pattern string, acc access, h http.Handler) {
+	if mw := rt.s.cfg.RouteMiddleware; mw != nil && acc != public {
+		h = mw(h)
+	}
 	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		setRoute(w, pattern)
 		if acc != public {

@@ -54,9 +54,10 @@ type Config struct {
 	// Mounts are outside handlers served by this server (the plan API,
 	// session notifications).
 	Mounts []Mount
-	// RouteMiddleware, when set, wraps every route's handler inside the
-	// authentication step, so it can read auth.FromContext (e.g. the
-	// notifications that ride on a session's next response). Default none.
+	// RouteMiddleware, when set, wraps every route's handler, and every
+	// mount's that is not public, inside the authentication step, so it
+	// can read auth.FromContext (e.g. the notifications that ride on a
+	// session's next response). Default none.
 	RouteMiddleware func(http.Handler) http.Handler
 }
 
