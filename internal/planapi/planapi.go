@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,9 +117,18 @@ type Input struct {
 	RequestIDSent bool
 }
 
+// inputFields are the fields of an execution request; any other is refused
+// (a misspelt deadline_ms would otherwise be ignored).
+var inputFields = []string{"user_id", "request_id", "param_overrides", "deadline_ms", "node_timeout_ms"}
+
 // ParseInput decodes rankd's request ({"user_id", "request_id"?,
 // "param_overrides"?}) plus the optional "deadline_ms" and "node_timeout_ms".
-func (s *Service) ParseInput(body []byte) (*Input, error) {
+// Other fields are refused, naming the field.
+func (s *Service) ParseInput(body []byte) (*Input, error) { return s.parseInput(body, "") }
+
+// parseInput is ParseInput also accepting the field extra ("" none): a
+// plan task's params carry plan_name beside the request.
+func (s *Service) parseInput(body []byte, extra string) (*Input, error) {
 	req, err := plan.ParseRequest(body, s.eng.Registry())
 	if err != nil {
 		var re *plan.RequestError
@@ -130,28 +141,42 @@ func (s *Service) ParseInput(body []byte) (*Input, error) {
 		}
 		return nil, err
 	}
-	var limits struct {
-		DeadlineMS    *float64 `json:"deadline_ms"`
-		NodeTimeoutMS *float64 `json:"node_timeout_ms"`
+	// ParseRequest accepted body: it is a JSON object.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return nil, &Error{Status: 400, Code: "invalid_json", Message: "the body must be a JSON object", Field: "body", Err: err}
 	}
-	if err := json.Unmarshal(body, &limits); err != nil {
-		return nil, &Error{Status: 400, Code: "invalid_request", Message: "deadline_ms and node_timeout_ms must be numbers of milliseconds", Field: "deadline_ms", Err: err}
+	unknown := make([]string, 0, 1)
+	for k := range top {
+		if k != extra && !slices.Contains(inputFields, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		allowed := strings.Join(inputFields, ", ")
+		if extra != "" {
+			allowed += ", " + extra
+		}
+		return nil, &Error{Status: 400, Code: "invalid_request", Field: unknown[0],
+			Message: fmt.Sprintf("unknown field '%s' (allowed: %s)", unknown[0], allowed)}
 	}
 	in := &Input{Request: req, Deadline: s.cfg.DefaultDeadline, NodeTimeout: s.cfg.NodeTimeout}
-	if ms := limits.DeadlineMS; ms != nil {
+	for _, f := range []struct {
+		name string
+		into *time.Duration
+	}{{"deadline_ms", &in.Deadline}, {"node_timeout_ms", &in.NodeTimeout}} {
+		raw, ok := top[f.name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var ms float64
 		// Compare in milliseconds: a huge value overflows a Duration.
-		if !(*ms > 0 && *ms <= float64(s.cfg.MaxDeadline.Milliseconds())) {
-			return nil, &Error{Status: 400, Code: "invalid_request", Field: "deadline_ms",
-				Message: fmt.Sprintf("deadline_ms must be above 0 and at most %d", s.cfg.MaxDeadline.Milliseconds())}
+		if json.Unmarshal(raw, &ms) != nil || !(ms > 0 && ms <= float64(s.cfg.MaxDeadline.Milliseconds())) {
+			return nil, &Error{Status: 400, Code: "invalid_request", Field: f.name,
+				Message: fmt.Sprintf("%s must be a number of milliseconds above 0 and at most %d", f.name, s.cfg.MaxDeadline.Milliseconds())}
 		}
-		in.Deadline = time.Duration(*ms * float64(time.Millisecond))
-	}
-	if ms := limits.NodeTimeoutMS; ms != nil {
-		if !(*ms > 0 && *ms <= float64(s.cfg.MaxDeadline.Milliseconds())) {
-			return nil, &Error{Status: 400, Code: "invalid_request", Field: "node_timeout_ms",
-				Message: fmt.Sprintf("node_timeout_ms must be above 0 and at most %d", s.cfg.MaxDeadline.Milliseconds())}
-		}
-		in.NodeTimeout = time.Duration(*ms * float64(time.Millisecond))
+		*f.into = time.Duration(ms * float64(time.Millisecond))
 	}
 	in.RequestIDSent = req.RequestID != ""
 	if req.RequestID == "" {

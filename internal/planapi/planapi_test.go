@@ -110,6 +110,9 @@ func TestExecuteErrors(t *testing.T) {
 		{"DeadlineTooLong", "follows", `{"user_id":1,"deadline_ms":99999999}`, 400, "invalid_request", "deadline_ms"},
 		{"DeadlineNotNumber", "follows", `{"user_id":1,"deadline_ms":"5"}`, 400, "invalid_request", "deadline_ms"},
 		{"BadNodeTimeout", "follows", `{"user_id":1,"node_timeout_ms":0}`, 400, "invalid_request", "node_timeout_ms"},
+		{"NodeTimeoutNotNumber", "follows", `{"user_id":1,"node_timeout_ms":"5"}`, 400, "invalid_request", "node_timeout_ms"},
+		{"UnknownField", "follows", `{"user_id":1,"deadline_msx":50}`, 400, "invalid_request", "deadline_msx"},
+		{"PlanNameInBody", "follows", `{"user_id":1,"plan_name":"slow"}`, 400, "invalid_request", "plan_name"},
 		{"UnknownPlan", "nothere", `{"user_id":1}`, 404, "plan_not_found", "name"},
 		{"BadPlanName", "a.b", `{"user_id":1}`, 400, "invalid_plan_name", "name"},
 		{"InvalidPlan", "broken", `{"user_id":1}`, 500, "plan_invalid", ""},
@@ -165,7 +168,8 @@ func TestTaskHandler(t *testing.T) {
 	require.Len(t, res.Candidates, 3)
 
 	var perm *task.PermanentError
-	for _, params := range []string{``, `[]`, `{"user_id":1}`, `{"plan_name":"follows"}`, `{"plan_name":"nothere","user_id":1}`, `{"plan_name":"broken","user_id":1}`} {
+	for _, params := range []string{``, `[]`, `{"user_id":1}`, `{"plan_name":"follows"}`, `{"plan_name":"nothere","user_id":1}`, `{"plan_name":"broken","user_id":1}`,
+		`{"plan_name":"follows","user_id":1,"deadline":5}`} {
 		_, err := run(params)
 		require.True(t, errors.As(err, &perm), "%s: %v", params, err)
 	}

@@ -29,7 +29,7 @@ func (s *Service) TaskHandler() worker.Handler {
 		if head.PlanName == "" {
 			return nil, task.Permanent(errors.New("plan task: params.plan_name is required"))
 		}
-		in, err := s.ParseInput(t.Params)
+		in, err := s.parseInput(t.Params, "plan_name")
 		if err != nil {
 			return nil, task.Permanent(fmt.Errorf("plan task: %w", err))
 		}
