@@ -1,12 +1,14 @@
 package auth
 
-// Every Redis key of the auth package is built here. All are single-key
-// operations, so none needs a hash tag.
+// Every Redis key of the auth package is built here. They carry the
+// namespace's hash tag {ns}, like every other key of the deployment:
+// creating a session writes both keys in one MULTI and ending it deletes
+// both in one DEL, which a Redis Cluster allows only within one slot.
 
 // tokenKey is a STRING: the session id that the token with this SHA-256
 // (hex) belongs to; it expires with the session. Tokens are never stored.
-func tokenKey(ns, tokenHash string) string { return ns + ":auth:token:" + tokenHash }
+func tokenKey(ns, tokenHash string) string { return "{" + ns + "}:auth:token:" + tokenHash }
 
 // sessionKey is a HASH: created_at and expires_at (RFC 3339) of a session;
 // it expires with the session.
-func sessionKey(ns, sessionID string) string { return ns + ":auth:session:" + sessionID }
+func sessionKey(ns, sessionID string) string { return "{" + ns + "}:auth:session:" + sessionID }
