@@ -153,7 +153,7 @@ func ClassifyStatus(code int) Decision {
 		return Decision{Class: task.ClassTransient, ErrorType: task.ErrTypeRateLimit}
 	case 503:
 		return Decision{Class: task.ClassTransient, ErrorType: task.ErrTypeServiceUnavailable}
-	case 504:
+	case 504, 408: // 408: the server timed out waiting for the request
 		return Decision{Class: task.ClassTransient, ErrorType: task.ErrTypeNetworkTimeout}
 	case 500, 502:
 		return Decision{Class: task.ClassTransient, ErrorType: task.ErrTypeServiceUnavailable}
