@@ -95,7 +95,13 @@ func TestSplitDeploymentMetrics(t *testing.T) {
 		return c == http.StatusOK && strings.Contains(b, `"state":"COMPLETED"`)
 	}, 30*time.Second, 20*time.Millisecond)
 
-	_, orch := get("http://"+metricsAddr+"/metrics", "")
+	// The orchestrator counts an outcome once it has applied all of it
+	// (the state first, then the cache, archive and count).
+	var orch string
+	require.Eventually(t, func() bool {
+		_, orch = get("http://"+metricsAddr+"/metrics", "")
+		return strings.Contains(orch, `taskflow_external_task_outcomes_total{outcome="completed"`)
+	}, 10*time.Second, 20*time.Millisecond)
 	for _, want := range []string{
 		`taskflow_external_task_outcomes_total{outcome="completed",task_type="data.analyze"} 1`,
 		`taskflow_external_task_duration_seconds_count{outcome="completed",task_type="data.analyze"} 1`,
