@@ -93,7 +93,13 @@ func TestOutcomeMapping(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, 200*time.Millisecond, nil)
+			// a short timeout only where the fake hangs: under load (the
+			// whole suite on two cores) an answer can take longer than that
+			timeout := 10 * time.Second
+			if tc.outcome.Kind == llmfake.Hang {
+				timeout = 200 * time.Millisecond
+			}
+			b := setup(t, timeout, nil)
 			b.fake.Push(tc.outcome)
 			_, err := b.handler.ProcessTask(context.Background(), newTask("Some text to summarize."))
 			require.Error(t, err)
