@@ -111,9 +111,10 @@ func TestDevUnderACLUsers(t *testing.T) {
 		}
 		return json.Unmarshal([]byte(body), &l) == nil && l.Total >= 5
 	}, 30*time.Second, 50*time.Millisecond, "the schedule fired")
-	code, body = do("GET", notify.PathPoll+"?after=0", sess.Token, "")
-	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, body, ext, "the session was notified")
+	require.Eventually(t, func() bool {
+		code, body := do("GET", notify.PathPoll+"?after=0", sess.Token, "")
+		return code == http.StatusOK && strings.Contains(body, ext)
+	}, 10*time.Second, 20*time.Millisecond, "the session was notified")
 	code, body = do("GET", "/api/v1/results/"+ext, sess.Token, "")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `"status":"completed"`)

@@ -106,8 +106,9 @@ func TestDevWithNodeService(t *testing.T) {
 	require.Equal(t, 7, v.Result.Metadata.Words)
 	require.Equal(t, 2, v.Result.Metadata.Lines)
 
-	code, body = do("GET", notify.PathPoll+"?after=0", sess.Token, "")
-	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, body, sub.ID)
-	require.Contains(t, body, "task_completed")
+	// notified once the outcome is applied (the state is written first)
+	require.Eventually(t, func() bool {
+		code, body := do("GET", notify.PathPoll+"?after=0", sess.Token, "")
+		return code == http.StatusOK && strings.Contains(body, sub.ID) && strings.Contains(body, "task_completed")
+	}, 10*time.Second, 20*time.Millisecond)
 }
