@@ -55,6 +55,10 @@ describe("natural expressions", () => {
       ["Key.id == 5", 'Pred.cmp("==", Key.id, 5)', cmp("==", key(1), num(5))],
       ["Key.id !== 5", 'Pred.cmp("!=", Key.id, 5)', cmp("!=", key(1), num(5))],
       ["Key.score == null", 'Pred.cmp("==", Key.score, E.null())', cmp("==", key(2002), { op: "const_null" })],
+      // A string key against null is its is-null test (any other comparison of it is an error).
+      ["Key.country == null", "Pred.isNull(Key.country)", { op: "is_null", x: key(3001) }],
+      ["null !== (Key.country)", "Pred.notNull(Key.country)", { op: "not_null", x: key(3001) }],
+      ["Key.country != E.null()", 'Pred.cmp("!=", Key.country, null)', { op: "not_null", x: key(3001) }],
       ["Key.id > 1 && Key.id < 9", 'Pred.and(Pred.cmp(">", Key.id, 1), Pred.cmp("<", Key.id, 9))', {
         op: "and",
         a: cmp(">", key(1), num(1)),
@@ -207,6 +211,10 @@ describe("expression errors", () => {
   it("StringsAndStringKeys", () => {
     let src = filterSrc('Key.country == "US"');
     expect(error(src)).toMatch(new RegExp(`^${at(src, '"US"')} strings are not values of expressions`));
+    src = filterSrc("Key.country < null");
+    expect(error(src)).toMatch(new RegExp(`^${at(src, "Key.country")} Key.country is a string key; expressions read only int and float keys`));
+    src = filterSrc("Key.country == 1");
+    expect(error(src)).toMatch(new RegExp(`^${at(src, "Key.country")} Key.country is a string key; expressions read only int and float keys`));
     src = vmSrc("Key.country * 2");
     expect(error(src)).toMatch(new RegExp(`^${at(src, "Key.country")} Key.country is a string key; expressions read only int and float keys`));
     src = vmSrc("P.blocklist_regex + 1");

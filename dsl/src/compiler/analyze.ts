@@ -166,6 +166,19 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
     natural(n, "expr");
   };
 
+  // `Key.country == null` (or `!=`, or E.null()): a string key may be
+  // compared with a literal null — the is-null test — and only that way.
+  function stringKeyNullTest(a: ts.Expression, b: ts.Expression): boolean {
+    const [l, r] = [unparen(a), unparen(b)];
+    const isNull = (x: ts.Expression) =>
+      x.kind === ts.SyntaxKind.NullKeyword ||
+      (ts.isCallExpression(x) && x.arguments.length === 0 && ts.isPropertyAccessExpression(x.expression) && isTable(x.expression.expression, "E") && x.expression.name.text === "null");
+    const keySide = isNull(l) ? r : isNull(r) ? l : undefined;
+    if (!keySide || !isRef(keySide, "Key") || keyByName.get(keySide.name.text)?.type !== "string") return false;
+    checkTableAccess(keySide);
+    return true;
+  }
+
   function naturalKind(node: ts.Expression): Kind | undefined {
     const n = node;
     if (isWrapper(n)) return naturalKind(n.expression);
@@ -218,6 +231,9 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
             report(str, "strings are not values of expressions; test a string key with Pred.in(Key.country, [...]) or Pred.regex(Key.title, ...)");
             return "pred";
           }
+          const equality = op !== ts.SyntaxKind.LessThanToken && op !== ts.SyntaxKind.LessThanEqualsToken &&
+            op !== ts.SyntaxKind.GreaterThanToken && op !== ts.SyntaxKind.GreaterThanEqualsToken;
+          if (equality && stringKeyNullTest(n.left, n.right)) return "pred";
           natural(n.left, "expr");
           natural(n.right, "expr");
           return "pred";
@@ -303,6 +319,7 @@ export function analyze(file: string, source: ts.SourceFile): Analysis {
           if (argCount(call, "Pred.cmp", 3, 3)) {
             const op = args[0]!;
             if (!stringLit(op) || !CMP.has(op.text)) report(op, `Pred.cmp's first argument is one of ${[...CMP].map((c) => JSON.stringify(c)).join(" ")}`);
+            if (stringLit(op) && (op.text === "==" || op.text === "!=") && stringKeyNullTest(args[1]!, args[2]!)) break;
             natural(args[1]!, "expr");
             natural(args[2]!, "expr");
           }

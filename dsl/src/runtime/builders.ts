@@ -141,6 +141,15 @@ export const Pred = Object.freeze({
   /** Compare two expressions. A runtime null compares false (even with !=); a literal null makes ==/!= an is-null test. */
   cmp(op: CmpOp, a: ExprArg, b: ExprArg): PredValue {
     if (!CMP_OPS.includes(op)) throw new DslError(`Pred.cmp: unknown comparison ${JSON.stringify(op)} (use one of ${CMP_OPS.join(" ")})`);
+    // A string key against a literal null: the is-null test ==/!= means there.
+    const ka = asKey(a), kb = asKey(b);
+    const str = ka?.type === "string" ? ka : kb?.type === "string" ? kb : undefined;
+    if (str && (op === "==" || op === "!=")) {
+      const other = str === ka ? b : a;
+      if (exprIR(other, "Pred.cmp").op === "const_null") {
+        return pred({ op: op === "==" ? "is_null" : "not_null", x: { op: "key_ref", key_id: str.id } });
+      }
+    }
     return pred({ op: "cmp", cmp: op, a: exprIR(a, "Pred.cmp a"), b: exprIR(b, "Pred.cmp b") });
   },
   and: (...ps: PredArg[]): PredValue => fold("and", ps),

@@ -1,5 +1,5 @@
 // A regex from a request param, and rows without a country (media) sorted
-// after the others: nulls last.
+// after the others: nulls last; the viewer alone when it has no country.
 import { definePlan, Pred } from "@ranking-dsl/runtime";
 
 export default definePlan({
@@ -12,6 +12,6 @@ export default definePlan({
       .filter({ pred: Pred.regex(Key.country, P.blocklist_regex, "i") });
     const media = v.follow({ endpoint: EP.redis.redis_default, fanout: 2 }).media({ endpoint: EP.redis.redis_default });
     const all = matching.concat({ rhs: media }).concat({ rhs: people });
-    return [all.sort({ key: Key.country }).take({ count: 12 }), v.filter({ pred: Pred.isNull(Key.country) })];
+    return [all.sort({ key: Key.country }).take({ count: 12 }), v.filter({ pred: Key.country == null })];
   },
 });
