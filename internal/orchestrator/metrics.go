@@ -53,10 +53,15 @@ func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace 
 	return m, nil
 }
 
+// NoDuration is Config.Observe's duration for an outcome that carries none
+// (stale, cancelled). A reported 0 ms is a duration: a task done within a
+// millisecond counts in the histogram.
+const NoDuration time.Duration = -1
+
 // Observe is Config.Observe.
 func (m *Metrics) Observe(kind string, t *task.Task, d time.Duration) {
 	m.outcomes.WithLabelValues(t.Type, kind).Inc()
-	if d > 0 {
+	if d >= 0 {
 		m.duration.WithLabelValues(t.Type, kind).Observe(d.Seconds())
 	}
 }

@@ -73,7 +73,8 @@ type Config struct {
 	Now func() time.Time
 	// Observe, when set, is told of each applied outcome (for metrics):
 	// kind is completed, failed, retried, dead_lettered, cancelled,
-	// timeout or stale.
+	// timeout or stale; duration is the service's duration_ms (elapsed_ms
+	// for timeout), NoDuration when the event carries none.
 	Observe func(kind string, t *task.Task, duration time.Duration)
 }
 
@@ -375,7 +376,7 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 	if err != nil && !(t.State == task.StateCompleted && errors.Is(err, task.ErrWrongState)) {
 		// Stale: a previous attempt's report, or the task ended otherwise.
 		o.cfg.Logger.Info("stale completion ignored", "task_id", d.TaskID, "state", t.State, "reason", err)
-		o.observe("stale", t, 0)
+		o.observe("stale", t, NoDuration)
 		return nil
 	}
 	// Applied now, or applied by an earlier delivery whose side effects
@@ -408,7 +409,7 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 			if t, err = o.st.Get(ctx, d.TaskID); err != nil {
 				return err
 			}
-			o.observe("cancelled", t, 0)
+			o.observe("cancelled", t, NoDuration)
 			if err := o.archive(ctx, t); err != nil {
 				return err
 			}
@@ -433,7 +434,7 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 				return o.deadLettered(ctx, d, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
 			}
 			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
-			o.observe("stale", t, 0)
+			o.observe("stale", t, NoDuration)
 			return nil
 		}
 		return err
