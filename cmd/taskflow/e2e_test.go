@@ -312,3 +312,42 @@ func TestExampleServicesEndToEnd(t *testing.T) {
 	require.Equal(t, "a,b\nx,1\nz,\n", output(back))
 	require.Equal(t, http.StatusNotFound, do("GET", "/api/v1/results/"+gone, other.Token, nil, nil))
 }
+
+// TestDevEmbeddedRedisExternalTask: `taskflow dev` with nothing configured
+// (its embedded in-memory Redis) runs the external path too: a service
+// pointed at the embedded server's address takes a data.analyze task,
+// the orchestrator applies its outcome and get_task_result answers.
+func TestDevEmbeddedRedisExternalTask(t *testing.T) {
+	t.Parallel()
+	base, printed := startDev(t, nil)
+	addr := regexp.MustCompile(`embedded in-memory Redis \(([^)]+)\)`).FindStringSubmatch(printed.String())
+	require.NotNil(t, addr, printed.String())
+	procs := newProcesses(t)
+	svc := procs.start(map[string]string{"REDIS_URL": "redis://" + addr[1] + "/0"}, "service", "analysis", "--output-dir", t.TempDir())
+	svc.expect(t, "consuming")
+
+	post, err := http.Post(base+"/api/v1/tasks", "application/json",
+		strings.NewReader(`{"task_type":"data.analyze","params":{"csv":"a,b\n1,2\n3,4\n"}}`))
+	require.NoError(t, err)
+	var s struct {
+		ID string `json:"task_id"`
+	}
+	require.NoError(t, json.NewDecoder(post.Body).Decode(&s))
+	post.Body.Close()
+	require.Equal(t, http.StatusCreated, post.StatusCode)
+	var v struct {
+		Status string `json:"status"`
+		Result struct {
+			Summary string `json:"summary"`
+		} `json:"result"`
+	}
+	require.Eventually(t, func() bool {
+		res, err := http.Get(base + "/api/v1/results/" + s.ID)
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		return res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&v) == nil && v.Status == "completed"
+	}, 30*time.Second, 50*time.Millisecond, "last %+v\n%s\n%s", v, printed.String(), svc.out.String())
+	require.Equal(t, "2 rows, 2 columns (2 numeric)", v.Result.Summary)
+}
