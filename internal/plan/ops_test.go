@@ -207,6 +207,22 @@ func TestCPUOps(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []int64{2, 4, 1, 3}, ids(got), "CA before US, stable within")
 	})
+	t.Run("SortByStringKeyNullsLast", func(t *testing.T) {
+		// follow:123 = 1..5 (countries US/CA), recommendation:123 = 1021..1025
+		// (no hash: null country). Both orders put the nulls last, in input order.
+		for order, want := range map[string][]int64{
+			"asc":  {2, 4, 1, 3, 5, 1021, 1022, 1023, 1024, 1025},
+			"desc": {1, 3, 5, 2, 4, 1021, 1022, 1023, 1024, 1025},
+		} {
+			got, err := b.runErr(t, planOf(`{"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
+			 {"node_id":"r","op":"core::recommendation","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":10}},
+			 {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":10}},
+			 {"node_id":"c","op":"core::concat","inputs":["r"],"params":{"rhs":"f"}},
+			 {"node_id":"out","op":"core::sort","inputs":["c"],"params":{"by":3001,"order":"`+order+`"}}`, ""), user(123))
+			require.NoError(t, err)
+			require.Equal(t, want, ids(got), order)
+		}
+	})
 	t.Run("SortByMissingColumnKeepsOrder", func(t *testing.T) {
 		got, err := run(t, `{"node_id":"out","op":"core::sort","inputs":["b"],"params":{"by":2001,"order":"desc"}}`, user(1))
 		require.NoError(t, err)
