@@ -86,9 +86,11 @@ func TestFanIn(t *testing.T) {
 
 	b.finish(t, a2.ID, true)
 	b.waitState(t, cid, task.StatePending)
-	_, parked, err = b.g.Waiting(ctx, cid)
-	require.NoError(t, err)
-	require.False(t, parked)
+	// A released task is created first, then unparked.
+	require.Eventually(t, func() bool {
+		_, parked, err := b.g.Waiting(ctx, cid)
+		return err == nil && !parked
+	}, 10*time.Second, 5*time.Millisecond, "unparked once released")
 }
 
 func TestFailedDependencyCancels(t *testing.T) {
