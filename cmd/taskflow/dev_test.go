@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +115,14 @@ func TestDevZeroSetup(t *testing.T) {
 	require.NotEmpty(t, summary)
 	require.Less(t, len(summary), len(article), "a summary is shorter than its text")
 	require.Contains(t, article, strings.Split(summary, "\n")[0][:40], "extractive: sentences of the text")
+
+	// nothing to submit: said before anything is sent
+	_, _, err = client(t, base, " \n", "submit")
+	require.EqualError(t, err, "stdin: no content to submit (pipe a text in, or name a FILE)")
+	empty := t.TempDir() + "/empty.txt"
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	_, _, err = client(t, base, "", "submit", empty)
+	require.EqualError(t, err, empty+": no content to submit (the file is empty)")
 
 	out, _, err = client(t, base, "", "status")
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -101,6 +102,9 @@ func readContent(m *Main, args []string, required bool) (string, string, error) 
 		return "", "", nil
 	}
 	if strings.TrimSpace(string(b)) == "" {
+		if src == "stdin" {
+			return "", src, errors.New("stdin: no content to submit (pipe a text in, or name a FILE)")
+		}
 		return "", src, fmt.Errorf("%s: no content to submit (the file is empty)", src)
 	}
 	return string(b), src, nil
