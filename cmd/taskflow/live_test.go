@@ -117,4 +117,17 @@ func TestDevLiveNotifications(t *testing.T) {
 	defer stop()
 	_, raw, err = wsB.Read(short)
 	require.Error(t, err, "another session's WebSocket got %s", raw)
+
+	// Spec 003 §9's delivery latency, observed for both live paths.
+	require.Eventually(t, func() bool {
+		req, err := http.NewRequest("GET", base+"/metrics", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		m, _ := io.ReadAll(res.Body)
+		return strings.Contains(string(m), `taskflow_notification_delivery_seconds_count{via="websocket"} 1`) &&
+			strings.Contains(string(m), `taskflow_notification_delivery_seconds_count{via="sse"} 1`)
+	}, 10*time.Second, 20*time.Millisecond)
 }
