@@ -82,6 +82,10 @@ func TestTwoSchedulersRacing(t *testing.T) {
 	}
 	require.Equal(t, failed, total.Promoted, "each due retry promoted once")
 	require.Equal(t, leased, total.Reaped, "each expired lease reaped once")
+	// the sweep dead-letters only the old PENDING tasks: the reaped ones
+	// entered PENDING now (their wait starts again); the promoted retries
+	// were dead-lettered by promote (max age), counted as promoted
+	require.Equal(t, old, total.DeadLettered, "each old task swept once")
 
 	qs, err := st.QueueStatus(ctx)
 	require.NoError(t, err)
@@ -93,15 +97,27 @@ func TestTwoSchedulersRacing(t *testing.T) {
 		sum += n
 	}
 	require.Equal(t, int64(failed+leased+old), sum)
-	inQueues := qs.Primary + qs.Retry
-	require.Equal(t, qs.States[task.StatePending], inQueues, "no id queued twice")
-	require.Equal(t, qs.States[task.StateDLQ], qs.DLQ)
-	ids, _, err := st.QueueContents(ctx, store.QueueDLQ, store.ListOptions{Limit: 1000})
-	require.NoError(t, err)
+	require.Equal(t, int64(failed+old), qs.States[task.StateDLQ], "the promoted retries and the old tasks")
+	require.Equal(t, int64(leased), qs.States[task.StatePending], "the reaped tasks")
+	require.Equal(t, int64(leased), qs.Primary, "each reaped task queued once")
+	require.Zero(t, qs.Retry+qs.Scheduled)
+	require.Equal(t, int64(failed+old), qs.DLQ)
 	seen := map[string]bool{}
-	for _, id := range ids {
-		require.False(t, seen[id], "DLQ holds %s twice", id)
-		seen[id] = true
+	for off := 0; off < failed+old; off += 1000 {
+		ids, _, err := st.QueueContents(ctx, store.QueueDLQ, store.ListOptions{Limit: 1000, Offset: off})
+		require.NoError(t, err)
+		for _, id := range ids {
+			require.False(t, seen[id], "DLQ holds %s twice", id)
+			seen[id] = true
+		}
+	}
+	require.Len(t, seen, failed+old)
+	for i := 0; i < failed+leased; i++ {
+		id := fmt.Sprintf("t%05d", i)
+		require.Equal(t, i < failed, seen[id], "%s: a promoted retry is dead-lettered, a reaped task is not", id)
+	}
+	for i := 0; i < old; i++ {
+		require.True(t, seen[fmt.Sprintf("o%05d", i)])
 	}
 }
 
