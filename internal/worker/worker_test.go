@@ -306,6 +306,10 @@ func TestConfigValidate(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(b.st, NewMux(), Config{Concurrency: -1})
 	require.Error(t, err)
+	fc := clock.NewFake(time.Unix(0, 0))
+	require.Equal(t, clock.Clock(fc), Config{Clock: fc}.WithDefaults().Breaker.Clock, "the breakers use the worker's clock")
+	other := clock.NewFake(time.Unix(1, 0))
+	require.Equal(t, clock.Clock(other), Config{Clock: fc, Breaker: breaker.Config{Clock: other}}.WithDefaults().Breaker.Clock)
 }
 
 func TestShutdownHandsBackPrefetched(t *testing.T) {
@@ -398,4 +402,79 @@ func TestDependencyUnavailableWaitsWithoutRetry(t *testing.T) {
 	require.Zero(t, done.RetryCount)
 	require.Equal(t, int32(2), calls.Load())
 	require.Equal(t, int64(1), w.Stats().Released)
+}
+
+// TestHalfOpenProbeOutcomes: after the breaker's timeout (by the worker's
+// injected clock, which the breakers use unless told otherwise) one task
+// probes the dependency. A probe the dependency answered with a 400 closes
+// the breaker (the dependency is up); a probe that was cancelled or had to
+// wait for the dependency tells nothing, so it frees the probe slot and the
+// next task probes at once instead of being held for another timeout.
+func TestHalfOpenProbeOutcomes(t *testing.T) {
+	t.Parallel()
+	for _, probe := range []string{"perm400", "cancel", "unavailable"} {
+		t.Run(probe, func(t *testing.T) {
+			t.Parallel()
+			rdb, ns := testredis.Client(t)
+			fc := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			st, err := store.New(rdb, store.Config{Namespace: ns, Clock: fc})
+			require.NoError(t, err)
+			b := &bundle{st: st, rdb: rdb, ctx: context.Background()}
+			mux := NewMux()
+			mux.HandleFunc("api", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+				switch tk.Content {
+				case "fail":
+					return nil, &retry.StatusError{Code: 503}
+				case "perm400":
+					return nil, &retry.StatusError{Code: 400, Err: errors.New("bad request")}
+				case "cancel":
+					return nil, task.Cancel(errors.New("not wanted any more"))
+				case "unavailable":
+					return nil, &task.DependencyUnavailableError{Dependency: "openrouter", Wait: time.Hour, Reason: "quota"}
+				}
+				return json.RawMessage(`"ok"`), nil
+			})
+			w, _ := b.start(t, mux, Config{Concurrency: 1, Clock: fc, Dependencies: map[string]string{"api": "openrouter"},
+				Breaker: breaker.Config{VolumeThreshold: 1, Timeout: time.Minute}})
+			enq := func(content string) string {
+				zero := 0
+				tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "api", Content: content, MaxRetries: &zero})
+				require.NoError(t, err)
+				return tk.ID
+			}
+			lastCause := func(id string) string {
+				got, err := b.st.Get(b.ctx, id)
+				require.NoError(t, err)
+				return got.StateHistory[len(got.StateHistory)-1].Cause
+			}
+
+			b.waitState(t, enq("fail"), task.StateDLQ)
+			require.Equal(t, breaker.Open, w.Breakers().State("openrouter"), "one transient failure opens it")
+			// the probe's task waits for the breaker (rescheduled by the fake clock)
+			p := enq(probe)
+			require.Eventually(t, func() bool { return strings.HasPrefix(lastCause(p), "breaker_open") }, 10*time.Second, 5*time.Millisecond)
+			fc.Advance(time.Minute)
+			n, err := b.st.PromoteDue(b.ctx, 10)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			switch probe {
+			case "perm400":
+				b.waitState(t, p, task.StateDLQ)
+				require.Equal(t, breaker.Closed, w.Breakers().State("openrouter"), "the dependency answered")
+			case "cancel":
+				b.waitState(t, p, task.StateCancelled)
+			case "unavailable":
+				require.Eventually(t, func() bool { return strings.HasPrefix(lastCause(p), "dependency_unavailable") }, 10*time.Second, 5*time.Millisecond)
+			}
+			if probe != "perm400" {
+				require.Equal(t, breaker.HalfOpen, w.Breakers().State("openrouter"), "the probe decided nothing")
+			}
+			// the next task runs now, without the clock moving: no second timeout
+			next := b.waitState(t, enq("ok"), task.StateCompleted)
+			for _, c := range next.StateHistory {
+				require.NotContains(t, c.Cause, "breaker_open")
+			}
+			require.Equal(t, breaker.Closed, w.Breakers().State("openrouter"))
+		})
+	}
 }
