@@ -140,11 +140,13 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	keys := []string{s.keys.active(), s.keys.stateIndex(task.StateCompleted), s.keys.stateIndex(task.StateTimeout),
-		s.keys.events(), s.keys.taskPrefix()}
+	keys := make([]string, 0, 4+len(cs))
+	keys = append(keys, s.keys.active(), s.keys.stateIndex(task.StateCompleted), s.keys.stateIndex(task.StateTimeout),
+		s.keys.events())
 	args := make([]any, 0, 2+3*len(cs))
 	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen)
 	for _, c := range cs {
+		keys = append(keys, s.keys.task(c.ID))
 		args = append(args, c.ID, c.Token, string(c.Result))
 	}
 	res, err := scriptComplete.Run(ctx, s.rdb, keys, args...).StringSlice()
@@ -278,12 +280,15 @@ func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Durati
 	if len(leases) == 0 {
 		return HeartbeatResult{}, nil
 	}
+	keys := make([]string, 0, 1+len(leases))
+	keys = append(keys, s.keys.active())
 	args := make([]any, 0, 1+2*len(leases))
 	args = append(args, s.nowMS()+lease.Milliseconds())
 	for _, l := range leases {
+		keys = append(keys, s.keys.task(l.ID))
 		args = append(args, l.ID, l.Token)
 	}
-	res, err := scriptHeartbeat.Run(ctx, s.rdb, []string{s.keys.active(), s.keys.taskPrefix()}, args...).StringSlice()
+	res, err := scriptHeartbeat.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return HeartbeatResult{}, scriptErr("", err)
 	}
