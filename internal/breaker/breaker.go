@@ -2,8 +2,15 @@
 // dependency: CLOSED counts calls; when at least VolumeThreshold calls were
 // seen and the failure rate reaches FailureThreshold it turns OPEN and no
 // task needing the dependency starts; after Timeout it turns HALF_OPEN and
-// lets one probe through: success closes it, failure opens it again.
+// lets one probe through: success closes it, failure opens it again, and a
+// probe that says nothing about the dependency (it was cancelled, or never
+// called it) is released, so the next task is the probe at once.
 // Time comes from an injected clock.
+//
+// What counts (the caller decides, see internal/worker): a success, or an
+// answer of the dependency that the task cannot use (an HTTP 4xx: the
+// dependency is up), is a success; a transient failure (timeout, refused
+// connection, 429, 5xx) is a failure; anything else is no call (Release).
 package breaker
 
 import (
@@ -149,8 +156,8 @@ func (s *Set) Allow(dep string) (ok bool, wait time.Duration) {
 		b.forced, b.until = false, time.Time{}
 		return true, 0
 	case HalfOpen:
-		// one probe at a time; a probe that never reports (its task was
-		// cancelled) is replaced after Timeout
+		// one probe at a time; a probe that never reports (its process
+		// died) is replaced after Timeout
 		if !b.probeSince.IsZero() && now.Sub(b.probeSince) < s.cfg.Timeout {
 			return false, s.cfg.Timeout - now.Sub(b.probeSince)
 		}
@@ -189,6 +196,20 @@ func (s *Set) Record(dep string, success bool) {
 	total := b.failures + b.successes
 	if total >= s.cfg.VolumeThreshold && float64(b.failures)/float64(total) >= s.cfg.FailureThreshold {
 		*b = breaker{state: Open, since: now}
+	}
+}
+
+// Release ends a call to dep that tells nothing about the dependency (the
+// task was cancelled, handed back, or ended before it called the
+// dependency). In HALF_OPEN it frees the probe slot, so the next task
+// becomes the probe at once instead of after another Timeout; in CLOSED and
+// OPEN it does nothing. (Like Record, it does not tell the probe from a
+// call started before the breaker opened: at worst a second probe runs.)
+func (s *Set) Release(dep string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.m[dep]; ok && b.state == HalfOpen {
+		b.probeSince = time.Time{}
 	}
 }
 

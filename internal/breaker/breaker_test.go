@@ -112,6 +112,40 @@ func TestLostProbeIsReplaced(t *testing.T) {
 	require.True(t, ok, "a probe that never reported is replaced after Timeout")
 }
 
+// TestReleasedProbeIsReplacedAtOnce: a probe that ends without saying
+// anything about the dependency frees the slot, so the next task probes
+// without waiting another Timeout; Release outside HALF_OPEN changes
+// nothing.
+func TestReleasedProbeIsReplacedAtOnce(t *testing.T) {
+	t.Parallel()
+	s, clk := newSet(t)
+	s.Release("api") // unknown: nothing to do
+	require.Equal(t, Closed, s.State("api"))
+	for i := 0; i < 10; i++ {
+		s.Record("api", false)
+	}
+	s.Release("api")
+	ok, wait := s.Allow("api")
+	require.False(t, ok, "Release does not shorten OPEN")
+	require.Equal(t, 60*time.Second, wait)
+	clk.Advance(60 * time.Second)
+	ok, _ = s.Allow("api")
+	require.True(t, ok, "the probe")
+	ok, _ = s.Allow("api")
+	require.False(t, ok, "one probe at a time")
+	s.Release("api")
+	require.Equal(t, HalfOpen, s.State("api"), "a released probe decides nothing")
+	ok, _ = s.Allow("api")
+	require.True(t, ok, "the next task is the probe, without another Timeout")
+	ok, _ = s.Allow("api")
+	require.False(t, ok)
+	s.Record("api", true)
+	require.Equal(t, Closed, s.State("api"))
+	s.Release("api")
+	require.Equal(t, Closed, s.State("api"))
+	require.Equal(t, 0, s.Snapshots()[0].Successes+s.Snapshots()[0].Failures, "Release counts nothing")
+}
+
 func TestWindowForgetsOldCalls(t *testing.T) {
 	t.Parallel()
 	s, clk := newSet(t)

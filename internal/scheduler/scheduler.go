@@ -146,7 +146,7 @@ func (s *Scheduler) Tick(ctx context.Context) (TickResult, error) {
 		}
 	}
 	for i := 0; i < s.cfg.MaxBatchesPerTick; i++ {
-		ids, err := s.st.ReapExpired(ctx, s.cfg.Batch)
+		ids, handled, err := s.st.ReapExpired(ctx, s.cfg.Batch)
 		r.Reaped += len(ids)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reap: %w", err))
@@ -155,7 +155,7 @@ func (s *Scheduler) Tick(ctx context.Context) (TickResult, error) {
 		if len(ids) > 0 {
 			s.cfg.Logger.Info("requeued tasks whose lease expired", "n", len(ids))
 		}
-		if len(ids) < s.cfg.Batch {
+		if handled < s.cfg.Batch {
 			break
 		}
 	}

@@ -82,6 +82,10 @@ func TestTwoSchedulersRacing(t *testing.T) {
 	}
 	require.Equal(t, failed, total.Promoted, "each due retry promoted once")
 	require.Equal(t, leased, total.Reaped, "each expired lease reaped once")
+	// the sweep dead-letters only the old PENDING tasks: the reaped ones
+	// entered PENDING now (their wait starts again); the promoted retries
+	// were dead-lettered by promote (max age), counted as promoted
+	require.Equal(t, old, total.DeadLettered, "each old task swept once")
 
 	qs, err := st.QueueStatus(ctx)
 	require.NoError(t, err)
@@ -93,15 +97,27 @@ func TestTwoSchedulersRacing(t *testing.T) {
 		sum += n
 	}
 	require.Equal(t, int64(failed+leased+old), sum)
-	inQueues := qs.Primary + qs.Retry
-	require.Equal(t, qs.States[task.StatePending], inQueues, "no id queued twice")
-	require.Equal(t, qs.States[task.StateDLQ], qs.DLQ)
-	ids, _, err := st.QueueContents(ctx, store.QueueDLQ, store.ListOptions{Limit: 1000})
-	require.NoError(t, err)
+	require.Equal(t, int64(failed+old), qs.States[task.StateDLQ], "the promoted retries and the old tasks")
+	require.Equal(t, int64(leased), qs.States[task.StatePending], "the reaped tasks")
+	require.Equal(t, int64(leased), qs.Primary, "each reaped task queued once")
+	require.Zero(t, qs.Retry+qs.Scheduled)
+	require.Equal(t, int64(failed+old), qs.DLQ)
 	seen := map[string]bool{}
-	for _, id := range ids {
-		require.False(t, seen[id], "DLQ holds %s twice", id)
-		seen[id] = true
+	for off := 0; off < failed+old; off += 1000 {
+		ids, _, err := st.QueueContents(ctx, store.QueueDLQ, store.ListOptions{Limit: 1000, Offset: off})
+		require.NoError(t, err)
+		for _, id := range ids {
+			require.False(t, seen[id], "DLQ holds %s twice", id)
+			seen[id] = true
+		}
+	}
+	require.Len(t, seen, failed+old)
+	for i := 0; i < failed+leased; i++ {
+		id := fmt.Sprintf("t%05d", i)
+		require.Equal(t, i < failed, seen[id], "%s: a promoted retry is dead-lettered, a reaped task is not", id)
+	}
+	for i := 0; i < old; i++ {
+		require.True(t, seen[fmt.Sprintf("o%05d", i)])
 	}
 }
 
@@ -111,17 +127,24 @@ func TestRunPromotesWithinASecond(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
 	ctx := context.Background()
-	_, err = st.Enqueue(ctx, store.EnqueueRequest{ID: "soon", Type: "noop", RunAt: time.Now().Add(50 * time.Millisecond)})
-	require.NoError(t, err)
 	s, err := New(st, Config{})
 	require.NoError(t, err)
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(rctx) }()
+	// due while the scheduler runs: promoted by its next tick, at most one
+	// Interval (500 ms) later; the bound allows a second for the promise
+	// ("at least once a second") and 250 ms to observe it on a busy machine
+	due := time.Now().Add(300 * time.Millisecond)
+	_, err = st.Enqueue(ctx, store.EnqueueRequest{ID: "soon", Type: "noop", RunAt: due})
+	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		qs, err := st.QueueStatus(ctx)
 		return err == nil && qs.Primary == 1 && qs.Scheduled == 0
-	}, 5*time.Second, 10*time.Millisecond)
+	}, 5*time.Second, 5*time.Millisecond)
+	late := time.Since(due)
+	t.Logf("promoted %s after it was due", late)
+	require.Less(t, late, 1250*time.Millisecond)
 	cancel()
 	require.NoError(t, <-done)
 }

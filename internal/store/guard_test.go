@@ -63,32 +63,39 @@ func guardOps() []guardOp {
 
 // into puts a new task "g" into state s and returns the token of its last
 // attempt ("" when it never ran).
-func (b *testBundle) into(t *testing.T, s task.State) string {
+func (b *testBundle) into(t *testing.T, s task.State) string { return b.put(t, "g", s) }
+
+// put creates task id and moves it into state s (FAILED waits for a retry
+// due in a minute), returning the token of its last attempt ("" when it
+// never ran). No other task may be waiting in a queue (it fetches one).
+func (b *testBundle) put(t *testing.T, id string, s task.State) string {
 	t.Helper()
-	b.enqueue(t, EnqueueRequest{ID: "g"})
+	b.enqueue(t, EnqueueRequest{ID: id})
 	if s == task.StatePending {
 		return ""
 	}
 	if s == task.StateCancelled {
-		_, err := b.s.Cancel(b.ctx, "g")
+		_, err := b.s.Cancel(b.ctx, id)
 		require.NoError(t, err)
 		return ""
 	}
-	tok := b.fetchOne(t).Lease
+	tk := b.fetchOne(t)
+	require.Equal(t, id, tk.ID)
+	tok := tk.Lease
 	var err error
 	switch s {
 	case task.StateCompleted:
-		err = b.s.Complete(b.ctx, "g", tok, nil)
+		err = b.s.Complete(b.ctx, id, tok, nil)
 	case task.StateFailed:
-		_, err = b.s.Fail(b.ctx, "g", tok, Failure{ErrorType: task.ErrTypeNetworkTimeout, Message: "slow",
+		_, err = b.s.Fail(b.ctx, id, tok, Failure{ErrorType: task.ErrTypeNetworkTimeout, Message: "slow",
 			RetryAt: b.clk.Now().Add(time.Minute), Attempt: 1, Worker: "w1"})
 	case task.StateDLQ:
-		_, err = b.s.Fail(b.ctx, "g", tok, Failure{ErrorType: task.ErrTypeInvalidInput, Message: "bad", Permanent: true, Attempt: 1, Worker: "w1"})
+		_, err = b.s.Fail(b.ctx, id, tok, Failure{ErrorType: task.ErrTypeInvalidInput, Message: "bad", Permanent: true, Attempt: 1, Worker: "w1"})
 	case task.StateTimeout:
-		err = b.s.MarkTimeout(b.ctx, "g", tok)
+		err = b.s.MarkTimeout(b.ctx, id, tok)
 	}
 	require.NoError(t, err)
-	require.Equal(t, s, b.state(t, "g"))
+	require.Equal(t, s, b.state(t, id))
 	return tok
 }
 

@@ -6,10 +6,13 @@ import "github.com/taskflow/taskflow/internal/task"
 // namespace share the hash tag {namespace}, so every script touches a single
 // Redis Cluster slot. Names follow spec 001 under that prefix.
 //
-// Per-task keys (task:<id>, dlq:task:<id>) are passed to the scripts that
-// pop ids from a queue (fetch, promote, reap, sweep) as a key *prefix* in
-// KEYS: those scripts learn the ids only when they pop them. The prefix
-// carries the hash tag, so the derived keys live in the same slot.
+// Every script gets its keys in KEYS, whole. The one exception is the
+// per-task keys (task:<id>, dlq:task:<id>) of the scripts that learn their
+// ids inside the script, from a queue, the scheduled set, the lease set or
+// a state index (fetch, promote, reap, sweep, purge): the caller cannot
+// name them, so KEYS carries the key *prefix* and the script appends the
+// id. The prefix carries the hash tag, so the derived keys live in the same
+// slot (Redis Cluster routes the call by KEYS; all are in {namespace}).
 type keys struct {
 	ns string // "{namespace}:"
 }
@@ -27,7 +30,8 @@ func (k keys) sessionTasks(sessionID string) string {
 	return k.ns + "api:session:" + sessionID + ":tasks"
 }
 
-// taskPrefix is task(id) without the id (for scripts that pop ids).
+// taskPrefix is task(id) without the id (for scripts that find their ids
+// in Redis).
 func (k keys) taskPrefix() string { return k.ns + "task:" }
 
 // primary is a primary pending queue (LIST, RPUSH + LPOP = FIFO), one per

@@ -140,11 +140,13 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	keys := []string{s.keys.active(), s.keys.stateIndex(task.StateCompleted), s.keys.stateIndex(task.StateTimeout),
-		s.keys.events(), s.keys.taskPrefix()}
+	keys := make([]string, 0, 4+len(cs))
+	keys = append(keys, s.keys.active(), s.keys.stateIndex(task.StateCompleted), s.keys.stateIndex(task.StateTimeout),
+		s.keys.events())
 	args := make([]any, 0, 2+3*len(cs))
 	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen)
 	for _, c := range cs {
+		keys = append(keys, s.keys.task(c.ID))
 		args = append(args, c.ID, c.Token, string(c.Result))
 	}
 	res, err := scriptComplete.Run(ctx, s.rdb, keys, args...).StringSlice()
@@ -278,12 +280,15 @@ func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Durati
 	if len(leases) == 0 {
 		return HeartbeatResult{}, nil
 	}
+	keys := make([]string, 0, 1+len(leases))
+	keys = append(keys, s.keys.active())
 	args := make([]any, 0, 1+2*len(leases))
 	args = append(args, s.nowMS()+lease.Milliseconds())
 	for _, l := range leases {
+		keys = append(keys, s.keys.task(l.ID))
 		args = append(args, l.ID, l.Token)
 	}
-	res, err := scriptHeartbeat.Run(ctx, s.rdb, []string{s.keys.active(), s.keys.taskPrefix()}, args...).StringSlice()
+	res, err := scriptHeartbeat.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
 		return HeartbeatResult{}, scriptErr("", err)
 	}
@@ -371,17 +376,29 @@ func (s *Store) PromoteDue(ctx context.Context, limit int) (int, error) {
 }
 
 // ReapExpired returns up to limit ACTIVE tasks whose lease has expired to
-// the front of their queue (or to CANCELLED if a cancel was requested) and
-// returns their ids.
-func (s *Store) ReapExpired(ctx context.Context, limit int) ([]string, error) {
+// the front of their queue (or to CANCELLED if a cancel was requested). It
+// returns their ids and how many lease entries it handled: entries whose
+// task is no longer ACTIVE (stale) are dropped and not in ids, so callers
+// loop while handled == limit.
+func (s *Store) ReapExpired(ctx context.Context, limit int) (ids []string, handled int, err error) {
 	keys := []string{s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateCancelled),
 		s.keys.events(), s.keys.wake(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal),
 		s.keys.primary(task.PriorityLow), s.keys.retry(), s.keys.taskPrefix()}
-	ids, err := scriptReap.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.cfg.EventStreamMaxLen).StringSlice()
+	res, err := scriptReap.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.cfg.EventStreamMaxLen).Slice()
 	if err != nil {
-		return nil, scriptErr("", err)
+		return nil, 0, scriptErr("", err)
 	}
-	return ids, nil
+	if len(res) == 0 {
+		return nil, 0, fmt.Errorf("store: reap: empty reply")
+	}
+	n, ok := res[0].(int64)
+	if !ok {
+		return nil, 0, fmt.Errorf("store: reap: unexpected reply %v", res)
+	}
+	for _, v := range res[1:] {
+		ids = append(ids, str(v))
+	}
+	return ids, int(n), nil
 }
 
 // RequeueOrphaned is spec 001's operator action: every ACTIVE task whose
@@ -390,9 +407,9 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) ([]string, error) {
 func (s *Store) RequeueOrphaned(ctx context.Context) ([]string, error) {
 	var all []string
 	for {
-		ids, err := s.ReapExpired(ctx, 500)
+		ids, handled, err := s.ReapExpired(ctx, 500)
 		all = append(all, ids...)
-		if err != nil || len(ids) < 500 {
+		if err != nil || handled < 500 {
 			return all, err
 		}
 	}

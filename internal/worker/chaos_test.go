@@ -85,7 +85,7 @@ func TestChaos(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "chaos did not settle: %+v", qs)
 		time.Sleep(50 * time.Millisecond) // pace the restarts
 		i := rand.IntN(len(workers))
-		if rand.IntN(2) == 0 {
+		if crashes == 0 || rand.IntN(2) == 0 { // the first restart is a crash
 			workers[i].w.crash()
 			crashes++
 		}
@@ -123,13 +123,16 @@ func TestChaos(t *testing.T) {
 	tasks, err := b.st.GetMany(ctx, ids)
 	require.NoError(t, err)
 	require.Len(t, tasks, n, "no task lost")
-	var seenCompleted, seenDLQ int64
+	var seenCompleted, seenDLQ, reaped int64
 	for _, tk := range tasks {
 		done := 0
 		prev := task.State("")
 		for _, c := range tk.StateHistory {
 			if c.To == task.StateCompleted {
 				done++
+			}
+			if c.From == task.StateActive && c.To == task.StatePending && c.Cause == "lease_expired" {
+				reaped++
 			}
 			// the history is a path through task.CanTransition's graph
 			require.Equal(t, prev, c.From, "task %s history is not continuous", tk.ID)
@@ -153,5 +156,10 @@ func TestChaos(t *testing.T) {
 	require.Equal(t, completed, seenCompleted)
 	require.Equal(t, dlq, seenDLQ)
 	require.Greater(t, dlq, int64(0), "the chaos produced dead letters")
-	t.Logf("chaos: %d completed, %d DLQ, %d restarts (%d crashes)", completed, dlq, restarts, crashes)
+	// the recovery path ran: workers crashed holding tasks, and the
+	// scheduler's reaper handed those tasks back when their leases expired
+	require.Positive(t, restarts)
+	require.Positive(t, crashes)
+	require.Positive(t, reaped, "no task was reaped after a crash")
+	t.Logf("chaos: %d completed, %d DLQ, %d restarts (%d crashes), %d attempts reaped", completed, dlq, restarts, crashes, reaped)
 }

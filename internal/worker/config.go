@@ -57,13 +57,15 @@ type Config struct {
 	// while that dependency's circuit breaker is open, such tasks wait
 	// (rescheduled) without spending a retry. Default none.
 	Dependencies map[string]string
-	// Breaker configures the per-dependency circuit breakers.
+	// Breaker configures the per-dependency circuit breakers; its Clock
+	// defaults to Clock.
 	Breaker breaker.Config
 	// Retry is the retry schedule policy.
 	Retry retry.Policy
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
-	// Clock gives the time written to tasks; default clock.Real{}. Handler
+	// Clock gives the time written to tasks and, unless Breaker.Clock is
+	// set, the circuit breakers' time; default clock.Real{}. Handler
 	// deadlines and tickers use the real time.
 	Clock clock.Clock
 }
@@ -106,6 +108,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
+	}
+	if c.Breaker.Clock == nil {
+		c.Breaker.Clock = c.Clock
 	}
 	c.Breaker = c.Breaker.WithDefaults()
 	c.Retry = c.Retry.WithDefaults()

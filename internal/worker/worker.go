@@ -332,10 +332,13 @@ func (w *Worker) runTask(j job) {
 	cause := context.Cause(hctx)
 	w.forget(t.ID)
 
-	dep := w.cfg.Dependencies[t.Type]
-	switch {
-	case errors.Is(cause, errCrash) || w.crashed.Load():
+	if errors.Is(cause, errCrash) || w.crashed.Load() {
 		return // a crashed process writes nothing
+	}
+	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
+		w.settleBreaker(dep, err, cause)
+	}
+	switch {
 	case errors.Is(err, ErrHandedOff):
 		w.stats.handedOff.Add(1)
 		return // another holder owns the task now; the slot is free
@@ -343,9 +346,6 @@ func (w *Worker) runTask(j job) {
 		w.stats.lost.Add(1)
 		return // another worker owns the task now
 	case err == nil:
-		if dep != "" {
-			w.breakers.Record(dep, true)
-		}
 		if result == nil {
 			result = json.RawMessage("null")
 		}
@@ -371,7 +371,36 @@ func (w *Worker) runTask(j job) {
 		w.waitForDependency(bg, t, du)
 		return
 	}
-	w.fail(bg, t, err, dep)
+	w.fail(bg, t, err)
+}
+
+// settleBreaker tells dep's circuit breaker what an attempt showed about
+// the dependency. A success, or an HTTP answer below 500 (400, 404, ...:
+// the dependency is up, the task is what is wrong), is a success; a 5xx,
+// 408 or 429, or a transient failure without a status (timeout, refused
+// connection), is a failure. An attempt that says nothing about it
+// (cancelled, handed back at shutdown, handed off, its lease lost, waiting
+// for the dependency, or a permanent error of the task's own such as bad
+// input) releases the call: a HALF_OPEN breaker then lets the next task
+// probe at once rather than refusing tasks for another Timeout.
+func (w *Worker) settleBreaker(dep string, err, cause error) {
+	var ce *task.CancelError
+	var du *task.DependencyUnavailableError
+	var hs retry.HTTPStatuser
+	switch {
+	case err == nil:
+		w.breakers.Record(dep, true)
+	case errors.Is(err, ErrHandedOff), errors.Is(cause, task.ErrLeaseLost), errors.Is(cause, ErrShutdown),
+		errors.Is(cause, ErrCancelRequested), errors.As(err, &ce), errors.As(err, &du):
+		w.breakers.Release(dep)
+	case errors.As(err, &hs):
+		code := hs.HTTPStatus()
+		w.breakers.Record(dep, code < 500 && code != 408 && code != 429)
+	case retry.Classify(err).Class == task.ClassTransient:
+		w.breakers.Record(dep, false)
+	default:
+		w.breakers.Release(dep)
+	}
 }
 
 // minDependencyWait is the shortest wait a DependencyUnavailableError
@@ -412,11 +441,8 @@ func (w *Worker) call(ctx context.Context, t *task.Task) (res json.RawMessage, e
 	return w.h.ProcessTask(ctx, t)
 }
 
-func (w *Worker) fail(ctx context.Context, t *task.Task, err error, dep string) {
+func (w *Worker) fail(ctx context.Context, t *task.Task, err error) {
 	d := retry.Classify(err)
-	if dep != "" && d.Class == task.ClassTransient {
-		w.breakers.Record(dep, false)
-	}
 	now := w.cfg.Clock.Now()
 	due := now.Add(d.After)
 	if d.After <= 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,28 +106,96 @@ func TestProcessesTasks(t *testing.T) {
 	require.Equal(t, "8", ws[0].Fields["concurrency"])
 }
 
+// TestIdleWorkerWakesOnEnqueue: an idle worker blocks on the wake-up list
+// (no polling: its IdleWait is a minute) and starts a task enqueued while
+// it waits within about a round trip. Each sample lets the worker go idle,
+// then measures enqueue → handler start.
 func TestIdleWorkerWakesOnEnqueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	started := make(chan struct{}, 1)
+	started := make(chan time.Time, 1)
 	mux := NewMux()
 	mux.HandleFunc("x", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
-		started <- struct{}{}
+		started <- time.Now()
 		return nil, nil
 	})
-	// IdleWait is long: a worker that polled would not start the task in time
 	w, _ := b.start(t, mux, Config{Concurrency: 2, IdleWait: time.Minute})
-	// let the worker go idle: its fetch found nothing and it waits for a
-	// wake-up; with a one-minute IdleWait only the wake-up can start the
-	// task within the deadline below
-	require.Eventually(t, w.idle.Load, 5*time.Second, time.Millisecond)
-	_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "x"})
-	require.NoError(t, err)
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle worker did not wake for a new task")
+	const samples = 5
+	lat := make([]time.Duration, 0, samples)
+	for range samples {
+		// idle: its fetch found nothing and it waits for a wake-up
+		require.Eventually(t, w.idle.Load, 5*time.Second, time.Millisecond)
+		at := time.Now()
+		_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "x"})
+		require.NoError(t, err)
+		select {
+		case s := <-started:
+			lat = append(lat, s.Sub(at))
+		case <-time.After(10 * time.Second):
+			t.Fatal("the idle worker did not wake for a new task")
+		}
 	}
+	slices.Sort(lat)
+	t.Logf("enqueue → start on an idle worker: min %s, median %s, max %s", lat[0], lat[samples/2], lat[samples-1])
+	// a poll would take up to IdleWait (a minute); a wake-up a round trip
+	require.Less(t, lat[samples-1], time.Second, "slowest wake-up")
+	require.Less(t, lat[samples/2], 100*time.Millisecond, "median wake-up")
+}
+
+// TestDeepQueueFetchedInBatches: on a deep queue one fetch script call
+// starts up to FetchBatch tasks (each call writes one event stream entry,
+// so the entries holding PENDING → ACTIVE events count the calls).
+func TestDeepQueueFetchedInBatches(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n, batch = 500, 64
+	gate := make(chan struct{})
+	mux := NewMux()
+	mux.HandleFunc("x", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		<-gate
+		return nil, nil
+	})
+	reqs := make([]store.EnqueueRequest, n)
+	for i := range reqs {
+		reqs[i] = store.EnqueueRequest{Type: "x"}
+	}
+	_, err := b.st.EnqueueBatch(b.ctx, reqs)
+	require.NoError(t, err)
+	fetches := func() []int { // PENDING → ACTIVE events per stream entry, in order
+		evs, _, err := b.st.Events().Read(b.ctx, "0", 100000, 0)
+		require.NoError(t, err)
+		var out []int
+		last := ""
+		for _, e := range evs {
+			if e.From != task.StatePending || e.To != task.StateActive {
+				continue
+			}
+			entry := e.ID[:strings.LastIndexByte(e.ID, '.')]
+			if entry != last {
+				out = append(out, 0)
+				last = entry
+			}
+			out[len(out)-1]++
+		}
+		return out
+	}
+	w, _ := b.start(t, mux, Config{Concurrency: batch, FetchBatch: batch})
+	require.Eventually(t, func() bool {
+		qs, err := b.st.QueueStatus(b.ctx)
+		return err == nil && qs.States[task.StateActive] == batch
+	}, 10*time.Second, time.Millisecond)
+	require.Equal(t, []int{batch}, fetches(), "one call started the first %d tasks", batch)
+	close(gate)
+	require.Eventually(t, func() bool { return w.Stats().Completed == n }, 30*time.Second, 5*time.Millisecond)
+	got := fetches()
+	total := 0
+	for _, k := range got {
+		require.LessOrEqual(t, k, batch)
+		total += k
+	}
+	require.Equal(t, n, total)
+	require.Less(t, len(got), n/2, "fetched in batches: %v", got)
+	t.Logf("%d tasks in %d fetch calls: %v", n, len(got), got)
 }
 
 func TestCancelActiveTask(t *testing.T) {
@@ -306,6 +375,10 @@ func TestConfigValidate(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(b.st, NewMux(), Config{Concurrency: -1})
 	require.Error(t, err)
+	fc := clock.NewFake(time.Unix(0, 0))
+	require.Equal(t, clock.Clock(fc), Config{Clock: fc}.WithDefaults().Breaker.Clock, "the breakers use the worker's clock")
+	other := clock.NewFake(time.Unix(1, 0))
+	require.Equal(t, clock.Clock(other), Config{Clock: fc, Breaker: breaker.Config{Clock: other}}.WithDefaults().Breaker.Clock)
 }
 
 func TestShutdownHandsBackPrefetched(t *testing.T) {
@@ -398,4 +471,79 @@ func TestDependencyUnavailableWaitsWithoutRetry(t *testing.T) {
 	require.Zero(t, done.RetryCount)
 	require.Equal(t, int32(2), calls.Load())
 	require.Equal(t, int64(1), w.Stats().Released)
+}
+
+// TestHalfOpenProbeOutcomes: after the breaker's timeout (by the worker's
+// injected clock, which the breakers use unless told otherwise) one task
+// probes the dependency. A probe the dependency answered with a 400 closes
+// the breaker (the dependency is up); a probe that was cancelled or had to
+// wait for the dependency tells nothing, so it frees the probe slot and the
+// next task probes at once instead of being held for another timeout.
+func TestHalfOpenProbeOutcomes(t *testing.T) {
+	t.Parallel()
+	for _, probe := range []string{"perm400", "cancel", "unavailable"} {
+		t.Run(probe, func(t *testing.T) {
+			t.Parallel()
+			rdb, ns := testredis.Client(t)
+			fc := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			st, err := store.New(rdb, store.Config{Namespace: ns, Clock: fc})
+			require.NoError(t, err)
+			b := &bundle{st: st, rdb: rdb, ctx: context.Background()}
+			mux := NewMux()
+			mux.HandleFunc("api", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+				switch tk.Content {
+				case "fail":
+					return nil, &retry.StatusError{Code: 503}
+				case "perm400":
+					return nil, &retry.StatusError{Code: 400, Err: errors.New("bad request")}
+				case "cancel":
+					return nil, task.Cancel(errors.New("not wanted any more"))
+				case "unavailable":
+					return nil, &task.DependencyUnavailableError{Dependency: "openrouter", Wait: time.Hour, Reason: "quota"}
+				}
+				return json.RawMessage(`"ok"`), nil
+			})
+			w, _ := b.start(t, mux, Config{Concurrency: 1, Clock: fc, Dependencies: map[string]string{"api": "openrouter"},
+				Breaker: breaker.Config{VolumeThreshold: 1, Timeout: time.Minute}})
+			enq := func(content string) string {
+				zero := 0
+				tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "api", Content: content, MaxRetries: &zero})
+				require.NoError(t, err)
+				return tk.ID
+			}
+			lastCause := func(id string) string {
+				got, err := b.st.Get(b.ctx, id)
+				require.NoError(t, err)
+				return got.StateHistory[len(got.StateHistory)-1].Cause
+			}
+
+			b.waitState(t, enq("fail"), task.StateDLQ)
+			require.Equal(t, breaker.Open, w.Breakers().State("openrouter"), "one transient failure opens it")
+			// the probe's task waits for the breaker (rescheduled by the fake clock)
+			p := enq(probe)
+			require.Eventually(t, func() bool { return strings.HasPrefix(lastCause(p), "breaker_open") }, 10*time.Second, 5*time.Millisecond)
+			fc.Advance(time.Minute)
+			n, err := b.st.PromoteDue(b.ctx, 10)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			switch probe {
+			case "perm400":
+				b.waitState(t, p, task.StateDLQ)
+				require.Equal(t, breaker.Closed, w.Breakers().State("openrouter"), "the dependency answered")
+			case "cancel":
+				b.waitState(t, p, task.StateCancelled)
+			case "unavailable":
+				require.Eventually(t, func() bool { return strings.HasPrefix(lastCause(p), "dependency_unavailable") }, 10*time.Second, 5*time.Millisecond)
+			}
+			if probe != "perm400" {
+				require.Equal(t, breaker.HalfOpen, w.Breakers().State("openrouter"), "the probe decided nothing")
+			}
+			// the next task runs now, without the clock moving: no second timeout
+			next := b.waitState(t, enq("ok"), task.StateCompleted)
+			for _, c := range next.StateHistory {
+				require.NotContains(t, c.Cause, "breaker_open")
+			}
+			require.Equal(t, breaker.Closed, w.Breakers().State("openrouter"))
+		})
+	}
 }

@@ -1,7 +1,7 @@
 -- complete: ACTIVE|TIMEOUT -> COMPLETED for a batch of tasks, each guarded
 -- by its lease token (fencing). Repeating a completion answers STATE.
 -- KEYS[1] active (leases) KEYS[2] COMPLETED index KEYS[3] TIMEOUT index
--- KEYS[4] events KEYS[5] task prefix
+-- KEYS[4] events KEYS[5..] the task hashes, one per task in ARGV order
 -- ARGV[1] now ARGV[2] event stream maxlen, then per task: id, token, result
 -- Returns one code per task: OK | NOTFOUND | LEASE | STATE:<state>
 local now = ARGV[1]
@@ -9,10 +9,10 @@ local out = {}
 local done = {}
 local unact = {}
 local untmo = {}
-local i = 3
+local i, k = 3, 5
 while i <= #ARGV do
   local id, token, result = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local tk = KEYS[5] .. id
+  local tk = KEYS[k]
   local f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id', 'state_history')
   if not f[1] then
     out[#out + 1] = 'NOTFOUND'
@@ -29,6 +29,7 @@ while i <= #ARGV do
     out[#out + 1] = 'OK'
   end
   i = i + 3
+  k = k + 1
 end
 if #unact > 0 then redis.call('ZREM', KEYS[1], unpack(unact)) end
 if #untmo > 0 then redis.call('ZREM', KEYS[3], unpack(untmo)) end

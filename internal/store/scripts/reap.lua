@@ -6,16 +6,19 @@
 -- KEYS[5] wake KEYS[6] primary:high KEYS[7] primary KEYS[8] primary:low
 -- KEYS[9] retry KEYS[10] task prefix
 -- ARGV[1] now ARGV[2] limit ARGV[3] event stream maxlen
--- Returns the ids requeued or cancelled.
+-- A lease entry whose task is no longer ACTIVE (stale) is only removed.
+-- Returns {entries handled, the ids requeued or cancelled...}.
 local now = tonumber(ARGV[1])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-if #ids == 0 then return {} end
+if #ids == 0 then return {0} end
 local pushed = false
+local moved = {#ids}
 for _, id in ipairs(ids) do
   local tk = KEYS[10] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'session_id', 'state_history', 'queue', 'priority',
     'cancel_requested')
   if f[1] == 'ACTIVE' then
+    moved[#moved + 1] = id
     if f[7] == '1' then
       redis.call('HSET', tk, 'state', 'CANCELLED', 'lease', '', 'updated_at', now, 'completed_at', now,
         'state_history', hist(f[4], now, 'ACTIVE', 'CANCELLED', 'lease_expired'))
@@ -34,4 +37,4 @@ end
 redis.call('ZREM', KEYS[1], unpack(ids))
 if pushed then wake(KEYS[5]) end
 flush_events(KEYS[4], ARGV[3])
-return ids
+return moved
