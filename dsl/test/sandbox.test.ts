@@ -1,7 +1,14 @@
 // A plan runs with no IO: every way out is refused, statically when the
 // source shows it, and by the sandbox when the source hides it.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { sandboxReply } from "../src/compiler/sandbox.js";
 import { at, error, errors, plan, planWith } from "./helpers.js";
+
+const pkg = resolve(import.meta.dirname, "..");
 
 const viewer = "ctx.viewer({ endpoint: EP.redis.redis_default })";
 
@@ -146,5 +153,57 @@ export default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: rt
     // runtime captured it at start-up, and the host checks what comes out.
     const src = planWith(`{ (JSON as any).stringify = () => '{"ok":true,"plan":{"schema_version":1,"plan_name":"x","nodes":[],"outputs":[]}}'; return ${viewer}; }`);
     expect(plan(src).plan_name).toBe("t");
+  });
+});
+
+describe("sandbox: what a plan throws is read inside the time limit", () => {
+  it("LoopingGetterOfAThrownValueTimesOut", () => {
+    // The getter runs where the plan runs, under its time limit; the host
+    // never reads a property of what the plan threw.
+    for (const thrown of [
+      `{ get message() { for (;;) {} } }`,
+      `{ message: { toString() { for (;;) {} } } }`,
+      `new Proxy({}, { get() { for (;;) {} }, getPrototypeOf() { for (;;) {} }, getOwnPropertyDescriptor() { for (;;) {} } })`,
+    ]) {
+      const src = planWith(`{ throw ${thrown}; }`);
+      expect(errors(src, 1000)[0]!.message, thrown).toBe("the plan ran longer than 1000 ms (a plan builds a DAG; it may not loop)");
+    }
+  });
+
+  it("ValuesThatAreNotErrors", () => {
+    expect(error(planWith(`{ throw "plain words"; }`))).toMatch(/ plain words$/);
+    expect(error(planWith(`{ throw { get code() { for (;;) {} } }; }`))).toMatch(/ the plan threw a value that is not an Error: \[object Object\]$/);
+    expect(error(planWith(`{ throw { message: 42 }; }`))).toMatch(/ 42$/);
+  });
+
+  it("ThrowingToJSONCannotHangDslc", () => {
+    // The audit's probe: Object.prototype.toJSON throws an object whose `code`
+    // getter loops. dslc used to read that getter in the host, outside the
+    // time limit, and never finished.
+    const dir = mkdtempSync(join(tmpdir(), "dslc-hang-"));
+    writeFileSync(
+      join(dir, "h1.plan.ts"),
+      `import { definePlan } from "@ranking-dsl/runtime";
+(Object.prototype as any).toJSON = function () { throw { get code() { for (;;) {} } }; };
+export default definePlan({ name: "h1", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });
+`,
+    );
+    const r = spawnSync(process.execPath, [join(pkg, "bin", "dslc"), "build", "h1.plan.ts", "--out", "o", "--timeout-ms", "2000"], {
+      cwd: dir,
+      encoding: "utf8",
+      timeout: 60_000, // far beyond 2 s: only a hang reaches it (status is then null)
+    });
+    // The reply is encoded without calling any toJSON: the plan compiles to
+    // what it built.
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    expect(JSON.parse(readFileSync(join(dir, "o", "h1.plan.json"), "utf8")).nodes.map((n: any) => n.op)).toEqual(["core::viewer"]);
+  });
+
+  it("SandboxReplyIsCheckedFieldByField", () => {
+    expect(sandboxReply(null)).toEqual({ ok: false, message: "the sandbox's reply is not an object" });
+    expect(sandboxReply({ ok: "yes" })).toEqual({ ok: false, message: "the sandbox's reply is malformed" });
+    expect(sandboxReply({ ok: false, message: 5 })).toEqual({ ok: false, message: "the sandbox's reply is malformed" });
+    expect(sandboxReply({ ok: false, message: "m", stack: 5 })).toEqual({ ok: false, message: "m", stack: "" });
   });
 });

@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { types } from "node:util";
 import vm from "node:vm";
 import ts from "typescript";
 
@@ -89,11 +90,75 @@ ${modules.join(",\n")}
   constant("coalesce", rt.coalesce);
   constant("__dsl_E", rt.E);
   constant("__dsl_Pred", rt.Pred);
+  // Captured before plan code runs: the reply is made with these only.
   const stringify = JSON.stringify;
   const Str = String;
-  let factory;
-  constant("__dsl_register", (fn) => { factory = fn; });
+  const isArray = Array.isArray;
+  const ownKeys = Reflect.ownKeys;
+  const ownDesc = Reflect.getOwnPropertyDescriptor;
+  const protoOf = Reflect.getPrototypeOf;
+  const ObjectProto = Object.prototype;
+  // JSON text of a value the runtime made (primitives, arrays and plain
+  // objects): own data properties only, never a getter or a toJSON, so code of
+  // the plan cannot change the reply on its way out.
+  function encode(v, depth) {
+    if (depth > 64) throw new Error("the plan's output is nested too deeply");
+    if (v === null || typeof v === "boolean") return v === null ? "null" : v ? "true" : "false";
+    if (typeof v === "number") {
+      if (v !== v || v === Infinity || v === -Infinity) throw new Error("the plan's output holds a number that is not finite");
+      return stringify(v);
+    }
+    if (typeof v === "string") return stringify(v);
+    if (typeof v !== "object") throw new Error("the plan's output holds a " + typeof v);
+    let text = "", sep = "";
+    if (isArray(v)) {
+      const d = ownDesc(v, "length");
+      for (let i = 0; i < d.value; i++) {
+        const e = ownDesc(v, Str(i));
+        if (!e || !("value" in e)) throw new Error("the plan's output holds an array with a hole or a getter");
+        text += sep + encode(e.value, depth + 1);
+        sep = ",";
+      }
+      return "[" + text + "]";
+    }
+    const proto = protoOf(v);
+    if (proto !== ObjectProto && proto !== null) throw new Error("the plan's output holds an object that is not plain");
+    for (const k of ownKeys(v)) {
+      if (typeof k !== "string") throw new Error("the plan's output holds a symbol key");
+      const e = ownDesc(v, k);
+      if (!("value" in e)) throw new Error("the plan's output holds a getter");
+      if (!e.enumerable) continue;
+      text += sep + stringify(k) + ":" + encode(e.value, depth + 1);
+      sep = ",";
+    }
+    return "{" + text + "}";
+  }
+  // What the plan threw, as plain strings. Runs here, inside the context and
+  // its time limit: a getter of the thrown value that loops is stopped like
+  // any other loop, and nothing of the plan reaches the host.
+  function describe(e) {
+    let message = "the plan threw a value that is not an Error", stack = "";
+    try {
+      if (e !== null && (typeof e === "object" || typeof e === "function")) {
+        const m = e.message;
+        if (typeof m === "string") message = m;
+        else if (m !== undefined) message = Str(m);
+        else message = "the plan threw a value that is not an Error: " + Str(e);
+        const s = e.stack;
+        if (typeof s === "string") stack = s;
+      } else {
+        message = Str(e);
+      }
+    } catch (_) {
+      // keep the defaults: a value whose message cannot be read
+    }
+    return "{" + '"ok":false,"message":' + stringify(typeof message === "string" ? message : "the plan failed") + ',"stack":' + stringify(typeof stack === "string" ? stack : "") + "}";
+  }
+  let factory, ran = false;
+  constant("__dsl_register", (fn) => { if (factory === undefined) factory = fn; });
   constant("__dsl_run", () => {
+    if (ran) return describe(new Error("__dsl_run may run once"));
+    ran = true;
     try {
       const module = { exports: {} };
       const require = (spec) => {
@@ -103,13 +168,9 @@ ${modules.join(",\n")}
       factory(module.exports, require, module);
       const def = module.exports && module.exports.default;
       if (def === undefined) throw new rt.DslError("the plan file has no default export: write export default definePlan({...})");
-      return stringify({ ok: true, plan: plan.compilePlan(def) });
+      return '{"ok":true,"plan":' + encode(plan.compilePlan(def), 0) + "}";
     } catch (e) {
-      let message = "a non-Error value was thrown", stack = "", name = "";
-      try { message = Str(e && e.message !== undefined ? e.message : e); } catch (_) {}
-      try { stack = Str(e && e.stack); } catch (_) {}
-      try { name = Str(e && e.name); } catch (_) {}
-      return stringify({ ok: false, message, stack, name });
+      return describe(e);
     }
   });
 })();
@@ -122,7 +183,6 @@ export interface SandboxResult {
   ok: boolean;
   plan?: unknown;
   message?: string;
-  name?: string;
   stack?: string;
 }
 
@@ -141,19 +201,53 @@ export function runInSandbox(filename: string, js: string, opts: SandboxOptions 
   });
   // The wrapper sits on a line of its own so the plan's lines keep their numbers.
   const wrapped = `__dsl_register(function (exports, require, module) {\n${js}\n});`;
+  let script: vm.Script;
+  try {
+    script = new vm.Script(wrapped, { filename, lineOffset: -1 });
+  } catch (e) {
+    // Compiled in the host before any plan code runs.
+    return { ok: false, message: ownString(e, "message") ?? "the plan's JavaScript does not compile" };
+  }
+  let out: unknown;
   try {
     runtimeBootstrap().runInContext(context, { timeout });
-    new vm.Script(wrapped, { filename, lineOffset: -1 }).runInContext(context, { timeout });
-    const out = new vm.Script("__dsl_run()", { filename: "@ranking-dsl/runtime" }).runInContext(context, { timeout });
-    if (typeof out !== "string") return { ok: false, message: "the sandbox returned a non-string" };
-    return JSON.parse(out) as SandboxResult;
+    script.runInContext(context, { timeout });
+    out = new vm.Script("__dsl_run()", { filename: "@ranking-dsl/runtime" }).runInContext(context, { timeout });
   } catch (e) {
-    const err = e as { code?: string; message?: string };
-    if (err && err.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
+    // Nothing of the plan is read here, outside the time limit: __dsl_run
+    // turns whatever the plan throws into strings inside the context, so what
+    // arrives here is the host's timeout error or a value that got past that
+    // (reported without touching it).
+    if (ownString(e, "code") === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
       return { ok: false, message: `the plan ran longer than ${timeout} ms (a plan builds a DAG; it may not loop)` };
     }
-    // Errors from the wrapper's own evaluation (a SyntaxError, say) come from
-    // the sandbox realm; read them as strings only.
-    return { ok: false, message: String(err && err.message), stack: String((err as { stack?: string }).stack ?? "") };
+    return { ok: false, message: "the plan stopped the sandbox with a value it threw (not reported: the sandbox reads nothing of the plan outside its time limit)" };
   }
+  if (typeof out !== "string") return { ok: false, message: "the sandbox returned a non-string" };
+  let reply: unknown;
+  try {
+    reply = JSON.parse(out);
+  } catch {
+    return { ok: false, message: "the sandbox returned text that is not JSON" };
+  }
+  return sandboxReply(reply);
+}
+
+// An own data property of a value that is a string, read without running any
+// code of the value (no getters, no proxy traps, no prototype lookups).
+function ownString(v: unknown, name: string): string | undefined {
+  if (v === null || (typeof v !== "object" && typeof v !== "function") || types.isProxy(v)) return undefined;
+  const d = Object.getOwnPropertyDescriptor(v, name);
+  return d && "value" in d && typeof d.value === "string" ? d.value : undefined;
+}
+
+/** The sandbox's reply (host data parsed from its JSON text), checked field by field. */
+export function sandboxReply(reply: unknown): SandboxResult {
+  if (typeof reply !== "object" || reply === null || Array.isArray(reply)) return { ok: false, message: "the sandbox's reply is not an object" };
+  const r = reply as Record<string, unknown>;
+  if (r.ok === true) return { ok: true, plan: r.plan };
+  if (r.ok === false && typeof r.message === "string") {
+    return { ok: false, message: r.message, stack: typeof r.stack === "string" ? r.stack : "" };
+  }
+  return { ok: false, message: "the sandbox's reply is malformed" };
 }
