@@ -1,7 +1,7 @@
 // A plan runs with no IO: every way out is refused, statically when the
 // source shows it, and by the sandbox when the source hides it.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -111,19 +111,15 @@ export default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: rt
   });
 
   it("HostFramesAreOpaque", () => {
-    // V8's structured stack trace API: frames of the host must not hand out
-    // their functions or receivers.
-    const out = probe(`
-      (Error as any).prepareStackTrace = (_: unknown, frames: any[]) => frames.map((f) => {
-        const fn = f.getFunction && f.getFunction();
-        const self = f.getThis && f.getThis();
-        for (const o of [fn, self]) { if (o) { try { return typeof o.constructor.constructor("return process")(); } catch (e) {} } }
-        return "opaque";
-      }).join(",");
-      const s = new Error("x").stack as any;
-      if (String(s).includes("object")) throw new Error("escaped: " + s);
-      return s;`);
-    expect(out).toBe("reached: string");
+    // V8's structured stack trace API would hand a plan the frames (and so the
+    // functions and receivers) of whatever formats a stack: the hook cannot
+    // even be installed, Error is frozen.
+    expect(probe(`(Error as any).prepareStackTrace = (_: unknown, frames: any[]) => frames; return 1;`)).toBe(
+      "refused: Cannot add property prepareStackTrace, object is not extensible",
+    );
+    expect(probe(`Object.defineProperty(Error, "prepareStackTrace", { value: () => 1 }); return 1;`)).toBe(
+      "refused: Cannot define property prepareStackTrace, object is not extensible",
+    );
   });
 
   it("InfiniteLoopTimesOut", () => {
@@ -144,15 +140,84 @@ export default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: rt
 
   it("EachPlanGetsAFreshContext", () => {
     // One plan cannot leave state behind for the next.
-    plan(planWith(`{ ${g}.leak = 1; (Array.prototype as any).leak = 2; return ${viewer}; }`));
-    expect(probe(`return ${g}.leak ?? ([] as any).leak;`)).toBe("reached: undefined");
+    plan(planWith(`{ ${g}.leak = 1; return ${viewer}; }`));
+    expect(probe(`return ${g}.leak;`)).toBe("reached: undefined");
+  });
+});
+
+describe("sandbox: built-ins are frozen before the plan runs", () => {
+  // The runtime runs in the plan's realm: a plan that could patch a built-in
+  // could change what the runtime checks or writes. Each patch is refused
+  // where the plan makes it.
+  const patches: [string, string][] = [
+    [`(JSON as any).stringify = () => "{}"`, "Cannot assign to read only property 'stringify' of object '[object JSON]'"],
+    [`Number.isInteger = () => true`, "Cannot assign to read only property 'isInteger' of function 'function Number() { [native code] }'"],
+    [`Object.defineProperty(Number, "isInteger", { value: () => true })`, "Cannot redefine property: isInteger"],
+    [`(Object.prototype as any).toJSON = function () { return {}; }`, "Cannot add property toJSON, object is not extensible"],
+    [`(Array.prototype as any).map = () => []`, "Cannot assign to read only property 'map' of object '[object Array]'"],
+    [`delete (Array.prototype as any).includes`, "Cannot delete property 'includes' of [object Array]"],
+    [`(Object.prototype as any).toString = () => "x"`, "Cannot assign to read only property 'toString' of a built-in (built-ins are frozen in a plan)"],
+    [`(Object as any).keys = () => []`, "Cannot assign to read only property 'keys' of function 'function Object() { [native code] }'"],
+    [`(Object.getPrototypeOf([][Symbol.iterator]()) as any).next = () => ({ done: true })`, "Cannot assign to read only property 'next' of object '[object Array Iterator]'"],
+    [`${g}.JSON = { stringify: () => "{}" }`, "Cannot assign to read only property 'JSON' of object '[object global]'"],
+    [`${g}.Number = {}`, "Cannot assign to read only property 'Number' of object '[object global]'"],
+    [`${hidden("__dsl_Pred")} = {}`, "Cannot assign to read only property '__dsl_Pred' of object '[object global]'"],
+    [`${hidden("Key")}.score = 1`, "Cannot assign to read only property 'score' of object '[object Object]'"],
+  ];
+  for (const [patch, message] of patches) {
+    it(`Refuses ${patch}`, () => {
+      const src = planWith(`{ ${patch}; return ${viewer}; }`);
+      const d = errors(src);
+      expect(d.map((x) => x.message)).toEqual([message]);
+      expect(d[0]!.line).toBe(5);
+    });
+  }
+
+  it("NumberIsIntegerCannotLetAFractionThrough", () => {
+    // The audit's example: with Number.isInteger patched, take({count: 1.5})
+    // used to compile. The patch is refused, and so is the count.
+    const src = planWith(`{ try { Number.isInteger = () => true; } catch {} return ${viewer}.take({ count: 1.5 }); }`);
+    expect(error(src)).toBe(`${at(src, "take")} take: count must be an integer in 1..2147483647, got 1.5`);
   });
 
-  it("PatchedBuiltinsCannotForgeTheOutput", () => {
-    // A plan that rewrites JSON.stringify affects only its own realm; the
-    // runtime captured it at start-up, and the host checks what comes out.
-    const src = planWith(`{ (JSON as any).stringify = () => '{"ok":true,"plan":{"schema_version":1,"plan_name":"x","nodes":[],"outputs":[]}}'; return ${viewer}; }`);
-    expect(plan(src).plan_name).toBe("t");
+  it("ToJSONCannotForgeTheOutput", () => {
+    // The audit's probe p2: a toJSON on Object.prototype that swapped the
+    // plan for a core::follow with fanout 0 and no endpoint.
+    const src = `import { definePlan } from "@ranking-dsl/runtime";
+const x = (Object.prototype as any);
+x.toJSON = function () { return this && this.schema_version ? { ...this, nodes: [{node_id: "n0", op: "core::follow", inputs: [], params: { fanout: 0 }}], outputs: ["n0"] } : this; };
+export default definePlan({ name: "p2", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });
+`;
+    expect(error(src)).toBe(`${at(src, " = function")} Cannot add property toJSON, object is not extensible`);
+  });
+
+  it("TokensAndBuiltValuesCannotBeForged", () => {
+    // Tokens and built expressions are known by identity, not by a field a
+    // plan could copy, and a built value's IR cannot be edited afterwards.
+    let src = planWith(`ctx.viewer({ endpoint: { ["__d" + "sl_token"]: "endpoint", id: "ep_9999", kind: "redis", name: "x" } as any })`);
+    expect(error(src)).toBe(`${at(src, "viewer")} viewer: endpoint must be an EP.* endpoint, e.g. EP.redis.redis_default`);
+    src = planWith(`${viewer}.vm({ outKey: { ["__d" + "sl_token"]: "key", info: { id: 1, name: "id", type: "float", writable: true } } as any, expr: 1 })`);
+    expect(error(src)).toBe(`${at(src, "vm")} vm: outKey must be a Key.*`);
+    // (Builders called outside a slot are refused statically; the global the
+    // rewrite calls is the same Pred.)
+    const Pr = hidden("__dsl_Pred");
+    expect(probe(`return ${Pr}.not({ ["__d" + "sl_ir"]: "pred", ir: { op: "evil" } } as any);`)).toBe(
+      "refused: Pred.not: expected a predicate (a comparison, true/false or Pred.*), got an object",
+    );
+    expect(probe(`const p: any = ${Pr}.const(true); p.ir.value = 5; return p;`)).toBe("refused: Cannot assign to read only property 'value' of object '[object Object]'");
+    expect(probe(`const p: any = ${Pr}.in(${hidden("Key")}.id, [1]); p.ir.list.push({}); return p;`)).toBe("refused: Cannot add property 1, object is not extensible");
+  });
+
+  it("OrdinaryAssignmentsStillWork", () => {
+    // Frozen prototypes do not stop a plan from giving its own objects a
+    // toString or an Error subclass its name.
+    const out = probe(`
+      class MyErr extends Error { constructor() { super("m"); this.name = "MyErr"; } }
+      const o: any = {}; o.toString = () => "own";
+      const e = new MyErr();
+      if (String(o) + e.name + String(e instanceof MyErr) !== "ownMyErrtrue") throw new Error("broken");
+      return 1;`);
+    expect(out).toBe("reached: number");
   });
 });
 
@@ -193,11 +258,11 @@ export default definePlan({ name: "h1", build: (ctx) => ctx.viewer({ endpoint: E
       encoding: "utf8",
       timeout: 60_000, // far beyond 2 s: only a hang reaches it (status is then null)
     });
-    // The reply is encoded without calling any toJSON: the plan compiles to
-    // what it built.
-    expect(r.stderr).toBe("");
-    expect(r.status).toBe(0);
-    expect(JSON.parse(readFileSync(join(dir, "o", "h1.plan.json"), "utf8")).nodes.map((n: any) => n.op)).toEqual(["core::viewer"]);
+    // It finishes, well within the limit: the patch is refused where the
+    // plan makes it (and the reply would never call a toJSON anyway).
+    expect(r.stderr).toBe("h1.plan.ts:2:33: error: Cannot add property toJSON, object is not extensible\n");
+    expect(r.status).toBe(1);
+    expect(existsSync(join(dir, "o"))).toBe(false);
   });
 
   it("SandboxReplyIsCheckedFieldByField", () => {

@@ -61,6 +61,73 @@ function runtimeBootstrap(): vm.Script {
   for (const name of ["console", "WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry", "WeakRef"]) delete g[name];
   Object.defineProperty(g, "Date", { value: refuse("Date") });
   Math.random = refuse("Math.random");
+  // Locks the realm before any plan code runs, so a plan cannot change what
+  // the runtime (evaluated in this same realm) computes: every built-in
+  // reachable from the global object (and the ones only syntax reaches, such
+  // as the iterator and generator prototypes) is frozen, the runtime's own
+  // objects too, and the global's properties can no longer be replaced.
+  function lockdown() {
+    const { freeze, getPrototypeOf, defineProperty, getOwnPropertyDescriptor, getOwnPropertyNames } = Object;
+    const keysOf = Reflect.ownKeys;
+    // Assigning a property that a frozen prototype also has fails (the
+    // "override mistake"): for the properties programs commonly assign on
+    // their own objects (this.name in an Error subclass, o.toString = ...),
+    // the prototype's property becomes an accessor whose setter gives the
+    // receiver an own property instead.
+    const enableOverride = (obj, name) => {
+      const d = getOwnPropertyDescriptor(obj, name);
+      if (!d || !("value" in d) || !d.configurable) return;
+      const value = d.value;
+      defineProperty(obj, name, {
+        get() { return value; },
+        set(v) {
+          if (this === obj) throw new TypeError("Cannot assign to read only property '" + String(name) + "' of a built-in (built-ins are frozen in a plan)");
+          defineProperty(this, name, { value: v, writable: true, enumerable: true, configurable: true });
+        },
+        enumerable: d.enumerable,
+        configurable: false,
+      });
+    };
+    for (const k of keysOf(Object.prototype)) enableOverride(Object.prototype, k);
+    for (const name of getOwnPropertyNames(g)) {
+      const d = getOwnPropertyDescriptor(g, name);
+      const proto = d && typeof d.value === "function" ? getOwnPropertyDescriptor(d.value, "prototype") : undefined;
+      if (!proto || typeof proto.value !== "object" || proto.value === null || proto.value === Object.prototype) continue;
+      for (const k of ["constructor", "toString", "valueOf", "toLocaleString", "name", "message"]) enableOverride(proto.value, k);
+    }
+    const gen = function* () {};
+    const agen = async function* () {};
+    const todo = [
+      getPrototypeOf(gen), getPrototypeOf(gen()), getPrototypeOf(agen), getPrototypeOf(agen()), getPrototypeOf(async function () {}),
+      getPrototypeOf([][Symbol.iterator]()), getPrototypeOf(new Map()[Symbol.iterator]()), getPrototypeOf(new Set()[Symbol.iterator]()),
+      getPrototypeOf(""[Symbol.iterator]()), getPrototypeOf(/a/g[Symbol.matchAll]("")),
+    ];
+    for (const k of keysOf(g)) {
+      const d = getOwnPropertyDescriptor(g, k);
+      todo.push(d.value, d.get, d.set);
+    }
+    const seen = new WeakSet();
+    while (todo.length > 0) {
+      const o = todo.pop();
+      if (o === null || (typeof o !== "object" && typeof o !== "function") || o === g || seen.has(o)) continue;
+      seen.add(o);
+      freeze(o);
+      todo.push(getPrototypeOf(o));
+      for (const k of keysOf(o)) {
+        const d = getOwnPropertyDescriptor(o, k);
+        if ("value" in d) todo.push(d.value);
+        else todo.push(d.get, d.set);
+      }
+    }
+    // The global object itself cannot be frozen in a vm context; its
+    // properties can be made read-only and permanent one by one.
+    for (const k of keysOf(g)) {
+      const d = getOwnPropertyDescriptor(g, k);
+      if (!d.configurable) continue;
+      if ("value" in d) defineProperty(g, k, { value: d.value, writable: false, enumerable: d.enumerable, configurable: false });
+      else defineProperty(g, k, { get: d.get, set: d.set, enumerable: d.enumerable, configurable: false });
+    }
+  }
   const defs = {
 ${modules.join(",\n")}
   };
@@ -173,6 +240,7 @@ ${modules.join(",\n")}
       return describe(e);
     }
   });
+  lockdown();
 })();
 `;
   runtimeScript = new vm.Script(code, { filename: "@ranking-dsl/runtime" });
@@ -223,6 +291,11 @@ export function runInSandbox(filename: string, js: string, opts: SandboxOptions 
     }
     return { ok: false, message: "the plan stopped the sandbox with a value it threw (not reported: the sandbox reads nothing of the plan outside its time limit)" };
   }
+  return readReply(out);
+}
+
+/** What __dsl_run returned: JSON text, parsed in the host and checked field by field. */
+export function readReply(out: unknown): SandboxResult {
   if (typeof out !== "string") return { ok: false, message: "the sandbox returned a non-string" };
   let reply: unknown;
   try {
