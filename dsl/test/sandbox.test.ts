@@ -108,6 +108,32 @@ export default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: rt
     expect(probe(`return ${hidden("Date")}.now();`)).toMatch(/^refused: .*not a function|^refused: Date is not available/);
     expect(probe(`return new (${hidden("Date")})();`)).toMatch(/^refused: /);
     expect(probe(`return Math.random();`)).toBe("refused: Math.random is not available in a plan (plans are deterministic and do no IO)");
+    // Intl formats the current time without a Date: the audit's probe wrote
+    // "Tuesday, November 24, 2026 at 2:17:53 AM …" into a trace.
+    expect(probe(`return typeof ${hidden("Intl")} === "undefined" ? (null as any).x : "present";`)).toMatch(/^refused:/);
+    expect(probe(`return new (${hidden("Intl")}.DateTimeFormat)("en", { timeStyle: "full" }).format();`)).toBe(
+      "refused: Cannot read properties of undefined (reading 'DateTimeFormat')",
+    );
+    const src = planWith(`ctx.viewer({ endpoint: EP.redis.redis_default, trace: new Intl.DateTimeFormat("en", { dateStyle: "full" } as any).format() })`);
+    expect(error(src)).toBe(`${at(src, "Intl")} Intl is not defined`);
+    // Nor any other clock a bare V8 context might have.
+    for (const name of ["performance", "process", "Temporal"]) {
+      expect(probe(`return ${hidden(name)}.now();`), name).toMatch(/^refused: Cannot read properties of undefined/);
+    }
+  });
+
+  it("NoLocale", () => {
+    // Locale-sensitive methods answer after the host's LANG: one plan could
+    // compile differently on two machines.
+    const refused = (what: string) => `refused: ${what} is not available in a plan (plans are deterministic and do no IO)`;
+    expect(probe(`return (1234.5).toLocaleString();`)).toBe(refused("Number.prototype.toLocaleString"));
+    expect(probe(`return [1.5].toLocaleString();`)).toBe(refused("Number.prototype.toLocaleString"));
+    expect(probe(`return (10n).toLocaleString();`)).toBe(refused("BigInt.prototype.toLocaleString"));
+    expect(probe(`return "a".localeCompare("b");`)).toBe(refused("String.prototype.localeCompare"));
+    expect(probe(`return "I".toLocaleLowerCase();`)).toBe(refused("String.prototype.toLocaleLowerCase"));
+    expect(probe(`return "i".toLocaleUpperCase();`)).toBe(refused("String.prototype.toLocaleUpperCase"));
+    // The locale-free forms still work.
+    expect(probe(`if ("I".toLowerCase() + String(1234.5) + ["b", "a"].sort().join("") !== "i1234.5ab") throw new Error("changed"); return 1;`)).toBe("reached: number");
   });
 
   it("HostFramesAreOpaque", () => {

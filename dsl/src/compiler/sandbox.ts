@@ -1,7 +1,7 @@
 // Runs a plan's JavaScript in a V8 context of its own: no require, no
 // process, no timers, no network, no eval or new Function (code generation
-// from strings and WebAssembly are refused), no clock or randomness, and a
-// time limit. The runtime is evaluated inside the same context, so nothing of
+// from strings and WebAssembly are refused), no clock, randomness or locale,
+// and a time limit. The runtime is evaluated inside the same context, so nothing of
 // the host realm is ever reachable from the plan; only source text goes in
 // and only a JSON string comes out.
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -58,9 +58,20 @@ function runtimeBootstrap(): vm.Script {
 (function () {
   const g = globalThis;
   const refuse = (what) => function () { throw new Error(what + " is not available in a plan (plans are deterministic and do no IO)"); };
-  for (const name of ["console", "WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry", "WeakRef"]) delete g[name];
+  // Intl formats the current time (new Intl.DateTimeFormat().format()) and
+  // exposes the host's locale and time zone: gone with the other clocks.
+  for (const name of ["console", "WebAssembly", "SharedArrayBuffer", "Atomics", "FinalizationRegistry", "WeakRef", "Intl"]) delete g[name];
   Object.defineProperty(g, "Date", { value: refuse("Date") });
   Math.random = refuse("Math.random");
+  // The locale-sensitive methods answer after the host's locale (LANG), so
+  // one plan could compile differently on two machines.
+  for (const [proto, name, what] of [
+    [String.prototype, "localeCompare", "String.prototype.localeCompare"],
+    [String.prototype, "toLocaleLowerCase", "String.prototype.toLocaleLowerCase"],
+    [String.prototype, "toLocaleUpperCase", "String.prototype.toLocaleUpperCase"],
+    [Number.prototype, "toLocaleString", "Number.prototype.toLocaleString"],
+    [BigInt.prototype, "toLocaleString", "BigInt.prototype.toLocaleString"],
+  ]) Object.defineProperty(proto, name, { value: refuse(what), writable: true, enumerable: false, configurable: true });
   // Locks the realm before any plan code runs, so a plan cannot change what
   // the runtime (evaluated in this same realm) computes: every built-in
   // reachable from the global object (and the ones only syntax reaches, such
