@@ -179,8 +179,7 @@ ${modules.join(",\n")}
   // JSON text of a value the runtime made (primitives, arrays and plain
   // objects): own data properties only, never a getter or a toJSON, so code of
   // the plan cannot change the reply on its way out.
-  function encode(v, depth) {
-    if (depth > 64) throw new Error("the plan's output is nested too deeply");
+  function encode(v) {
     if (v === null || typeof v === "boolean") return v === null ? "null" : v ? "true" : "false";
     if (typeof v === "number") {
       if (v !== v || v === Infinity || v === -Infinity) throw new Error("the plan's output holds a number that is not finite");
@@ -194,7 +193,7 @@ ${modules.join(",\n")}
       for (let i = 0; i < d.value; i++) {
         const e = ownDesc(v, Str(i));
         if (!e || !("value" in e)) throw new Error("the plan's output holds an array with a hole or a getter");
-        text += sep + encode(e.value, depth + 1);
+        text += sep + encode(e.value);
         sep = ",";
       }
       return "[" + text + "]";
@@ -206,7 +205,7 @@ ${modules.join(",\n")}
       const e = ownDesc(v, k);
       if (!("value" in e)) throw new Error("the plan's output holds a getter");
       if (!e.enumerable) continue;
-      text += sep + stringify(k) + ":" + encode(e.value, depth + 1);
+      text += sep + stringify(k) + ":" + encode(e.value);
       sep = ",";
     }
     return "{" + text + "}";
@@ -246,7 +245,7 @@ ${modules.join(",\n")}
       factory(module.exports, require, module);
       const def = module.exports && module.exports.default;
       if (def === undefined) throw new rt.DslError("the plan file has no default export: write export default definePlan({...})");
-      return '{"ok":true,"plan":' + encode(plan.compilePlan(def), 0) + "}";
+      return '{"ok":true,"plan":' + encode(plan.compilePlan(def)) + "}";
     } catch (e) {
       return describe(e);
     }
