@@ -55,6 +55,23 @@ describe("dslc", () => {
     expect(missing.err).toMatch(/^elsewhere\/p.plan.json: missing/);
   });
 
+  it("CheckFailsOnALeftoverJson", () => {
+    // A .plan.json whose source is gone would still be loaded by the engine.
+    writeFileSync(join(dir, "p.plan.ts"), named("p"));
+    expect(dslc(["build", "p.plan.ts", "--out", "plans"], dir).code).toBe(0);
+    writeFileSync(join(dir, "plans", "old.plan.json"), "{}\n");
+    writeFileSync(join(dir, "plans", "tsconfig.json"), "{}\n"); // not a plan: ignored
+    const r = dslc(["build", "p.plan.ts", "--out", "plans", "--check"], dir);
+    expect(r).toEqual({
+      code: 1,
+      out: "",
+      err: "plans/old.plan.json: no given source compiles to it (left from a deleted or renamed plan?); delete it, or name its source too\n",
+    });
+    // A plain build leaves the folder's other files alone.
+    expect(dslc(["build", "p.plan.ts", "--out", "plans"], dir).code).toBe(0);
+    expect(readdirSync(join(dir, "plans")).sort()).toEqual(["old.plan.json", "p.plan.json", "tsconfig.json"]);
+  });
+
   it("ReportsErrorsOfEveryFileAndWritesNothing", () => {
     writeFileSync(join(dir, "good.plan.ts"), named("good"));
     writeFileSync(join(dir, "bad.plan.ts"), named("bad", "ctx.viewer({ endpoint: EP.redis.redis_default }).vm({ outKey: Key.score, expr: Key.id / 2 })"));
