@@ -182,7 +182,7 @@ describe("sandbox: built-ins are frozen before the plan runs", () => {
     [`(Object.prototype as any).toJSON = function () { return {}; }`, "Cannot add property toJSON, object is not extensible"],
     [`(Array.prototype as any).map = () => []`, "Cannot assign to read only property 'map' of object '[object Array]'"],
     [`delete (Array.prototype as any).includes`, "Cannot delete property 'includes' of [object Array]"],
-    [`(Object.prototype as any).toString = () => "x"`, "Cannot assign to read only property 'toString' of a built-in (built-ins are frozen in a plan)"],
+    [`(Object.prototype as any).toString = () => "x"`, "Cannot assign to read only property 'toString' of a built-in"],
     [`(Object as any).keys = () => []`, "Cannot assign to read only property 'keys' of function 'function Object() { [native code] }'"],
     [`(Object.getPrototypeOf([][Symbol.iterator]()) as any).next = () => ({ done: true })`, "Cannot assign to read only property 'next' of object '[object Array Iterator]'"],
     [`${g}.JSON = { stringify: () => "{}" }`, "Cannot assign to read only property 'JSON' of object '[object global]'"],
@@ -194,7 +194,7 @@ describe("sandbox: built-ins are frozen before the plan runs", () => {
     it(`Refuses ${patch}`, () => {
       const src = planWith(`{ ${patch}; return ${viewer}; }`);
       const d = errors(src);
-      expect(d.map((x) => x.message)).toEqual([message]);
+      expect(d.map((x) => x.message)).toEqual([`${message} (in a plan, built-ins and the runtime's objects are frozen)`]);
       expect(d[0]!.line).toBe(5);
     });
   }
@@ -214,7 +214,7 @@ const x = (Object.prototype as any);
 x.toJSON = function () { return this && this.schema_version ? { ...this, nodes: [{node_id: "n0", op: "core::follow", inputs: [], params: { fanout: 0 }}], outputs: ["n0"] } : this; };
 export default definePlan({ name: "p2", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });
 `;
-    expect(error(src)).toBe(`${at(src, " = function")} Cannot add property toJSON, object is not extensible`);
+    expect(error(src)).toBe(`${at(src, " = function")} Cannot add property toJSON, object is not extensible (in a plan, built-ins and the runtime's objects are frozen)`);
   });
 
   it("TokensAndBuiltValuesCannotBeForged", () => {
@@ -232,6 +232,13 @@ export default definePlan({ name: "p2", build: (ctx) => ctx.viewer({ endpoint: E
     );
     expect(probe(`const p: any = ${Pr}.const(true); p.ir.value = 5; return p;`)).toBe("refused: Cannot assign to read only property 'value' of object '[object Object]'");
     expect(probe(`const p: any = ${Pr}.in(${hidden("Key")}.id, [1]); p.ir.list.push({}); return p;`)).toBe("refused: Cannot add property 1, object is not extensible");
+  });
+
+  it("FrozenHintOnlyForWritesToFrozenObjects", () => {
+    expect(error(planWith(`{ throw new Error("Cannot reach"); }`))).toMatch(/ Cannot reach$/);
+    expect(error(planWith(`{ const o = Object.freeze({ a: 1 }) as any; o.a = 2; return ${viewer}; }`))).toMatch(
+      / Cannot assign to read only property 'a' of object '\[object Object\]' \(in a plan, built-ins and the runtime's objects are frozen\)$/,
+    );
   });
 
   it("OrdinaryAssignmentsStillWork", () => {
@@ -286,7 +293,7 @@ export default definePlan({ name: "h1", build: (ctx) => ctx.viewer({ endpoint: E
     });
     // It finishes, well within the limit: the patch is refused where the
     // plan makes it (and the reply would never call a toJSON anyway).
-    expect(r.stderr).toBe("h1.plan.ts:2:33: error: Cannot add property toJSON, object is not extensible\n");
+    expect(r.stderr).toBe("h1.plan.ts:2:33: error: Cannot add property toJSON, object is not extensible (in a plan, built-ins and the runtime's objects are frozen)\n");
     expect(r.status).toBe(1);
     expect(existsSync(join(dir, "o"))).toBe(false);
   });

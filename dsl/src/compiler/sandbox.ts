@@ -92,7 +92,7 @@ function runtimeBootstrap(): vm.Script {
       defineProperty(obj, name, {
         get() { return value; },
         set(v) {
-          if (this === obj) throw new TypeError("Cannot assign to read only property '" + String(name) + "' of a built-in (built-ins are frozen in a plan)");
+          if (this === obj) throw new TypeError("Cannot assign to read only property '" + String(name) + "' of a built-in");
           defineProperty(this, name, { value: v, writable: true, enumerable: true, configurable: true });
         },
         enumerable: d.enumerable,
@@ -210,6 +210,12 @@ ${modules.join(",\n")}
     }
     return "{" + text + "}";
   }
+  // V8's words for a write to a frozen object say nothing of why it is frozen.
+  const FROZEN = ["Cannot add property ", "Cannot assign to read only property ", "Cannot redefine property: ", "Cannot delete property ", "Cannot define property "];
+  function frozenHint(m) {
+    for (const p of FROZEN) if (m.startsWith(p)) return m + " (in a plan, built-ins and the runtime's objects are frozen)";
+    return m;
+  }
   // What the plan threw, as plain strings. Runs here, inside the context and
   // its time limit: a getter of the thrown value that loops is stopped like
   // any other loop, and nothing of the plan reaches the host.
@@ -218,7 +224,7 @@ ${modules.join(",\n")}
     try {
       if (e !== null && (typeof e === "object" || typeof e === "function")) {
         const m = e.message;
-        if (typeof m === "string") message = m;
+        if (typeof m === "string") message = frozenHint(m);
         else if (m !== undefined) message = Str(m);
         else message = "the plan threw a value that is not an Error: " + Str(e);
         const s = e.stack;
