@@ -122,6 +122,10 @@ for (const t of load("tasks.toml").task ?? []) {
     if ((info.min === undefined) !== (info.max === undefined)) fail(`tasks.toml: ${t.op}.${p.name}: give both min and max, or neither`);
     if (p.default !== undefined) info.default = p.default;
     if (p.bare_default !== undefined) info.bareDefault = p.bare_default;
+    if (p.endpoint_kind !== undefined) {
+      if (p.type !== "endpoint_ref" || typeof p.endpoint_kind !== "string") fail(`tasks.toml: ${t.op}.${p.name}: endpoint_kind belongs to an endpoint_ref param`);
+      info.endpointKind = p.endpoint_kind;
+    }
     if (p.enum !== undefined) {
       if (!Array.isArray(p.enum) || !p.enum.every((e) => typeof e === "string")) fail(`tasks.toml: ${t.op}.${p.name}: enum must list strings`);
       info.enum = p.enum;
@@ -163,7 +167,8 @@ out += "export interface OpParamInfo {\n  readonly type: string;\n  readonly req
 out += "  /** Inclusive bounds of an int param. */\n  readonly min?: number;\n  readonly max?: number;\n";
 out += "  /** Applied by the engine when the param is absent. */\n  readonly default?: number | string | boolean;\n";
 out += "  /** Applied by the engine when the plan names the op bare (spec 002's form). */\n  readonly bareDefault?: number | string | boolean;\n";
-out += "  readonly enum?: readonly string[];\n}\n\n";
+out += "  readonly enum?: readonly string[];\n";
+out += "  /** The kind of endpoint an endpoint_ref param takes. */\n  readonly endpointKind?: string;\n}\n\n";
 out += "/** The engine's ops and their params, from registry/tasks.toml. */\n";
 out += "export const OPS: { readonly [op: string]: { readonly [param: string]: OpParamInfo } } = {\n";
 for (const op of Object.keys(ops).sort()) {

@@ -3,7 +3,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { main } from "../src/compiler/cli.js";
 import { planWith } from "./helpers.js";
@@ -53,6 +53,23 @@ describe("dslc", () => {
     const missing = dslc(["build", "p.plan.ts", "--out", "elsewhere", "--check"], dir);
     expect(missing.code).toBe(1);
     expect(missing.err).toMatch(/^elsewhere\/p.plan.json: missing/);
+  });
+
+  it("CheckFailsOnALeftoverJson", () => {
+    // A .plan.json whose source is gone would still be loaded by the engine.
+    writeFileSync(join(dir, "p.plan.ts"), named("p"));
+    expect(dslc(["build", "p.plan.ts", "--out", "plans"], dir).code).toBe(0);
+    writeFileSync(join(dir, "plans", "old.plan.json"), "{}\n");
+    writeFileSync(join(dir, "plans", "tsconfig.json"), "{}\n"); // not a plan: ignored
+    const r = dslc(["build", "p.plan.ts", "--out", "plans", "--check"], dir);
+    expect(r).toEqual({
+      code: 1,
+      out: "",
+      err: "plans/old.plan.json: no given source compiles to it (left from a deleted or renamed plan?); delete it, or name its source too\n",
+    });
+    // A plain build leaves the folder's other files alone.
+    expect(dslc(["build", "p.plan.ts", "--out", "plans"], dir).code).toBe(0);
+    expect(readdirSync(join(dir, "plans")).sort()).toEqual(["old.plan.json", "p.plan.json", "tsconfig.json"]);
   });
 
   it("ReportsErrorsOfEveryFileAndWritesNothing", () => {
@@ -106,6 +123,26 @@ describe("dslc", () => {
     const r = dslc(["build", "slow.plan.ts", "--out", ".", "--timeout-ms", "50"], dir);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/the plan ran longer than 50 ms/);
+  });
+
+  it("NpxDslcRunsInsideThePackage", () => {
+    // The issue's way to run it: `npx dslc` inside dsl/ (npm resolves the
+    // package's own bin), on a plan file in another folder. Offline: npx
+    // must find dslc here, never ask the registry for it.
+    writeFileSync(join(dir, "p.plan.ts"), named("via_npx", "ctx.viewer({ endpoint: EP.redis.redis_default }).take({ count: 3 })"));
+    const env = { ...process.env, npm_config_offline: "true", npm_config_update_notifier: "false", npm_config_yes: "false" };
+    const r = spawnSync("npx", ["--no", "dslc", "build", join(dir, "p.plan.ts"), "--out", join(dir, "json")], {
+      cwd: pkg,
+      env,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(`dslc: wrote ${relative(pkg, join(dir, "json", "via_npx.plan.json"))}\n`);
+    const p = JSON.parse(readFileSync(join(dir, "json", "via_npx.plan.json"), "utf8"));
+    expect(p.nodes.map((n: any) => `${n.op}:${n.params.count ?? ""}`)).toEqual(["core::viewer:", "core::take:3"]);
+    const v = spawnSync("npx", ["--no", "dslc", "version"], { cwd: pkg, env, encoding: "utf8", timeout: 120_000 });
+    expect(v.stdout).toBe("dslc 0.1.0\n");
   });
 
   it("TheInstalledBinRuns", () => {

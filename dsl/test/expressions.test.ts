@@ -162,7 +162,7 @@ describe("expression errors", () => {
 
   it("ShorthandSlot", () => {
     const src = planWith(`{ const expr = 1; return ${viewer}.vm({ outKey: Key.score, expr }); }`);
-    expect(error(src)).toMatch(new RegExp(`^${at(src, "expr })")} 'expr' is an alias`));
+    expect(error(src)).toBe(`${at(src, "expr })")} 'expr' is an alias: write the expression inline (expr: ...)`);
   });
 
   it("AliasOfTheRegistryOrBuilders", () => {
@@ -192,9 +192,9 @@ describe("expression errors", () => {
     let src = `import { definePlan, Pred as Q } from "@ranking-dsl/runtime";\nexport default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
     expect(error(src)).toBe(`${at(src, "Pred as Q")} 'Pred' is imported as 'Q': aliases are not supported`);
     src = `import * as rt from "@ranking-dsl/runtime";\nexport default rt.definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
-    expect(error(src)).toMatch(/a namespace import is an alias/);
+    expect(error(src)).toBe(`${at(src, "* as rt")} import the names you use (import { definePlan, E, Pred } from "@ranking-dsl/runtime"); a namespace import is an alias`);
     src = `import rt, { definePlan } from "@ranking-dsl/runtime";\nexport default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
-    expect(error(src)).toMatch(/has no default export; import names/);
+    expect(error(src)).toBe(`${at(src, "rt,")} "@ranking-dsl/runtime" has no default export; import names: import { definePlan } from "@ranking-dsl/runtime"`);
     src = `import { definePlan, nope } from "@ranking-dsl/runtime";\nexport default definePlan({ name: "t", build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }) });\n`;
     expect(error(src)).toBe(`${at(src, "nope")} "@ranking-dsl/runtime" does not export 'nope'`);
   });

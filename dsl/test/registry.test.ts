@@ -46,6 +46,7 @@ describe("registry", () => {
           p.type, p.required, p.nullable, p.min, p.default, p.bare_default,
         ]);
         expect(info.max, `${t.op}.${p.name}`).toBe(p.max_limit === "max_fanout" ? MAX_FANOUT : p.max);
+        expect(info.endpointKind, `${t.op}.${p.name}`).toBe(p.endpoint_kind);
       }
     }
     expect(OPS["core::media"]!.fanout!.max).toBe(10000);

@@ -4,8 +4,9 @@
 //
 // Writes <dir>/<plan_name>.plan.json for each plan. With --check nothing is
 // written: it exits 1 when a file in <dir> differs from what its source
-// compiles to (CI's guard that committed JSON is current).
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+// compiles to, or when <dir> holds a .plan.json that no given source
+// produces (CI's guard that committed JSON is current).
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { formatDiagnostic } from "./analyze.js";
 import { CompileError, compileFile, TOOL_VERSION, type CompiledPlan } from "./compile.js";
@@ -15,7 +16,8 @@ const USAGE = `usage: dslc build <file.plan.ts>... --out <dir> [--check] [--time
 
 Compiles plan files (in any folder) to <dir>/<plan_name>.plan.json.
   --out DIR        where the JSON plans go (created if missing)
-  --check          write nothing; exit 1 if a JSON plan in DIR is missing or differs
+  --check          write nothing; exit 1 if a JSON plan in DIR is missing or differs,
+                   or DIR holds a .plan.json that none of the files produces
   --timeout-ms N   longest a plan may run in the sandbox (default 5000)
 `;
 
@@ -106,6 +108,21 @@ export function main(argv: string[], io: Io = defaultIo): number {
           `${relative(io.cwd, target)}: ${current === undefined ? "missing" : "differs from"} what ${relative(io.cwd, file)} compiles to; run make plans and commit\n`,
         );
       }
+    }
+    // A JSON plan no given source produces is a leftover (its source was
+    // deleted or renamed): the engine would still load it. Only --check looks;
+    // a build never deletes files in a folder it was pointed at.
+    const produced = new Set(compiled.map(({ plan }) => `${plan.name}.plan.json`));
+    let present: string[] = [];
+    try {
+      present = readdirSync(outDir).filter((f) => f.endsWith(".plan.json")).sort();
+    } catch {
+      // no such directory: every plan was reported missing above
+    }
+    for (const f of present) {
+      if (produced.has(f)) continue;
+      stale++;
+      io.stderr(`${relative(io.cwd, join(outDir, f))}: no given source compiles to it (left from a deleted or renamed plan?); delete it, or name its source too\n`);
     }
     if (stale > 0) return 1;
     io.stdout(`dslc: ${compiled.length} plan(s) current in ${relative(io.cwd, outDir) || "."}\n`);

@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import ts from "typescript";
-import { PLAN_NAME_PATTERN, SCHEMA_VERSION } from "../generated/registry.js";
 import { analyze, formatDiagnostic, naturalTransformer, type Diagnostic } from "./analyze.js";
+import { checkPlan } from "./check.js";
 import { packageRoot, runInSandbox, type SandboxOptions } from "./sandbox.js";
 import { SourceMap } from "./sourcemap.js";
 
@@ -30,7 +30,10 @@ export interface CompiledPlan {
   json: string;
 }
 
-export type CompileOptions = SandboxOptions;
+export interface CompileOptions extends SandboxOptions {
+  /** @internal Runs the plan's JavaScript; tests replace it to hand the host a forged reply. */
+  run?: typeof runInSandbox;
+}
 
 /** JSON with object keys sorted at every level; stable for equal plans. */
 export function canonicalJSON(value: unknown): string {
@@ -84,17 +87,19 @@ export function compileSource(file: string, text: string, opts: CompileOptions =
   const js = out.outputText.replace(/\n\/\/# sourceMappingURL=.*\s*$/, "\n");
   const map = new SourceMap(JSON.parse(out.sourceMapText ?? '{"mappings":""}').mappings);
 
-  const result = runInSandbox(file, js, opts);
+  const result = (opts.run ?? runInSandbox)(file, js, { timeoutMs: opts.timeoutMs });
   if (!result.ok) {
     const at = locate(file, result.stack ?? "", map) ?? analysis.defineSite ?? { line: 1, column: 1 };
     throw new CompileError([{ file, line: at.line, column: at.column, message: result.message ?? "the plan failed" }]);
   }
-  const plan = result.plan as Record<string, unknown>;
-  const problem = checkPlan(plan);
+  // The sandbox's answer is data from an untrusted realm: every node is
+  // checked against the engine's catalog before it is written anywhere.
+  const problem = checkPlan(result.plan);
   if (problem) {
     const at = analysis.defineSite ?? { line: 1, column: 1 };
     throw new CompileError([{ file, line: at.line, column: at.column, message: `the plan's output is malformed: ${problem}` }]);
   }
+  const plan = result.plan as Record<string, unknown>;
   const full = { ...plan, built_by: { backend: "node-vm", tool: "dslc", tool_version: TOOL_VERSION } };
   return { name: plan.plan_name as string, plan: full, json: canonicalJSON(full) };
 }
@@ -109,30 +114,5 @@ function locate(file: string, stack: string, map: SourceMap): { line: number; co
     const pos = map.original(Number(m[1]), Number(m[2]));
     if (pos) return pos;
   }
-  return undefined;
-}
-
-// The sandbox's answer is data from an untrusted realm: check its shape
-// before it is written anywhere.
-function checkPlan(p: Record<string, unknown>): string | undefined {
-  if (typeof p !== "object" || p === null) return "not an object";
-  if (p.schema_version !== SCHEMA_VERSION) return "schema_version";
-  if (typeof p.plan_name !== "string" || !new RegExp(PLAN_NAME_PATTERN).test(p.plan_name)) return "plan_name";
-  if (!Array.isArray(p.nodes) || p.nodes.length === 0) return "nodes";
-  const ids = new Set<string>();
-  for (const n of p.nodes as Record<string, unknown>[]) {
-    if (typeof n !== "object" || n === null) return "node";
-    if (typeof n.node_id !== "string" || !/^n\d+$/.test(n.node_id) || ids.has(n.node_id)) return "node_id";
-    if (typeof n.op !== "string" || !/^(core|test)::[a-z_]+$/.test(n.op)) return `op of ${n.node_id}`;
-    if (!Array.isArray(n.inputs) || !n.inputs.every((x) => ids.has(x as string))) return `inputs of ${n.node_id}`;
-    if (typeof n.params !== "object" || n.params === null || Array.isArray(n.params)) return `params of ${n.node_id}`;
-    ids.add(n.node_id);
-  }
-  if (!Array.isArray(p.outputs) || p.outputs.length === 0 || !p.outputs.every((x) => ids.has(x as string))) return "outputs";
-  for (const t of ["expr_table", "pred_table"]) {
-    if (p[t] !== undefined && (typeof p[t] !== "object" || p[t] === null || Array.isArray(p[t]))) return t;
-  }
-  const allowed = new Set(["schema_version", "plan_name", "nodes", "outputs", "expr_table", "pred_table"]);
-  for (const k of Object.keys(p)) if (!allowed.has(k)) return `unexpected field ${k}`;
   return undefined;
 }

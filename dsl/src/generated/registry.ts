@@ -67,6 +67,8 @@ export interface OpParamInfo {
   /** Applied by the engine when the plan names the op bare (spec 002's form). */
   readonly bareDefault?: number | string | boolean;
   readonly enum?: readonly string[];
+  /** The kind of endpoint an endpoint_ref param takes. */
+  readonly endpointKind?: string;
 }
 
 /** The engine's ops and their params, from registry/tasks.toml. */
@@ -80,17 +82,17 @@ export const OPS: { readonly [op: string]: { readonly [param: string]: OpParamIn
     trace: { type: "string", required: false, nullable: true },
   },
   "core::follow": {
-    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    endpoint: { type: "endpoint_ref", required: true, nullable: false, endpointKind: "redis" },
     fanout: { type: "int", required: true, nullable: false, min: 1, max: 10000000, bareDefault: 100 },
     trace: { type: "string", required: false, nullable: true },
   },
   "core::media": {
-    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    endpoint: { type: "endpoint_ref", required: true, nullable: false, endpointKind: "redis" },
     fanout: { type: "int", required: true, nullable: false, min: 1, max: 10000, bareDefault: 100 },
     trace: { type: "string", required: false, nullable: true },
   },
   "core::recommendation": {
-    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    endpoint: { type: "endpoint_ref", required: true, nullable: false, endpointKind: "redis" },
     fanout: { type: "int", required: true, nullable: false, min: 1, max: 10000000, bareDefault: 100 },
     trace: { type: "string", required: false, nullable: true },
   },
@@ -104,7 +106,7 @@ export const OPS: { readonly [op: string]: { readonly [param: string]: OpParamIn
     trace: { type: "string", required: false, nullable: true },
   },
   "core::viewer": {
-    endpoint: { type: "endpoint_ref", required: true, nullable: false },
+    endpoint: { type: "endpoint_ref", required: true, nullable: false, endpointKind: "redis" },
     trace: { type: "string", required: false, nullable: true },
   },
   "core::vm": {

@@ -19,29 +19,43 @@ export type ExprArg = number | null;
 /** Anything a predicate position accepts: a comparison, true/false, Pred.*(...). */
 export type PredArg = boolean;
 
-const NODE = "__dsl_ir";
+// A built expression or predicate is recognised by identity (this map),
+// never by a field a plan could copy onto an object of its own; its IR is
+// frozen, so a plan cannot edit it after the builder checked it.
+const BOXES = new WeakMap<object, { kind: "expr" | "pred"; ir: ExprIR | PredIR }>();
 
-interface IrBox<K extends "expr" | "pred", T> {
-  readonly [NODE]: K;
-  readonly ir: T;
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
 }
 
-function box<K extends "expr" | "pred", T>(kind: K, ir: T): IrBox<K, T> {
-  const b = { [NODE]: kind, ir } as IrBox<K, T>;
+function box(kind: "expr" | "pred", ir: ExprIR | PredIR): object {
+  deepFreeze(ir);
+  // `ir` is there to be read (tests, debugging); the map is what counts.
+  const b = { ir };
   Object.defineProperty(b, Symbol.toPrimitive, {
     value: () => {
       throw new DslError(`a built ${kind === "expr" ? "expression" : "predicate"} was used as a plain value at run time; write it inline as vm's expr or filter's pred`);
     },
   });
+  BOXES.set(b, { kind, ir });
   return Object.freeze(b);
+}
+
+function boxed(v: unknown, kind: "expr" | "pred"): ExprIR | PredIR | undefined {
+  const b = typeof v === "object" && v !== null ? BOXES.get(v) : undefined;
+  return b && b.kind === kind ? b.ir : undefined;
 }
 
 function describe(v: unknown): string {
   if (v === null) return "null";
   if (v === undefined) return "undefined";
   if (typeof v === "object") {
-    if ((v as any)[NODE] === "pred") return "a predicate";
-    if ((v as any)[NODE] === "expr") return "an expression";
+    if (boxed(v, "pred")) return "a predicate";
+    if (boxed(v, "expr")) return "an expression";
     if (asKey(v)) return `Key.${asKey(v)!.name}`;
     if (asParam(v)) return `P.${asParam(v)!.name}`;
     return "an object";
@@ -57,7 +71,8 @@ export function exprIR(v: unknown, where: string): ExprIR {
   }
   if (v === null) return { op: "const_null" };
   if (typeof v === "object") {
-    if ((v as any)[NODE] === "expr") return (v as IrBox<"expr", ExprIR>).ir;
+    const ir = boxed(v, "expr");
+    if (ir) return ir as ExprIR;
     const key = asKey(v);
     if (key) {
       if (key.type !== "int" && key.type !== "float") {
@@ -79,7 +94,8 @@ export function exprIR(v: unknown, where: string): ExprIR {
 /** The PredIR of a predicate argument; throws a DslError naming `where`. */
 export function predIR(v: unknown, where: string): PredIR {
   if (typeof v === "boolean") return { op: "const_bool", value: v };
-  if (typeof v === "object" && v !== null && (v as any)[NODE] === "pred") return (v as IrBox<"pred", PredIR>).ir;
+  const ir = boxed(v, "pred");
+  if (ir) return ir as PredIR;
   throw new DslError(`${where}: expected a predicate (a comparison, true/false or Pred.*), got ${describe(v)}`);
 }
 
@@ -156,8 +172,11 @@ export const Pred = Object.freeze({
   or: (...ps: PredArg[]): PredValue => fold("or", ps),
   not: (x: PredArg): PredValue => pred({ op: "not", x: predIR(x, "Pred.not") }),
   /** The expression's value is one of the list (all numbers, or all strings for a string key). */
-  in(lhs: ExprArg | KeyToken, list: readonly number[] | readonly string[]): PredValue {
-    if (!Array.isArray(list) || list.length === 0) throw new DslError("Pred.in: the list must be a non-empty array");
+  in(lhs: ExprArg | KeyToken, values: readonly number[] | readonly string[]): PredValue {
+    if (!Array.isArray(values)) throw new DslError("Pred.in: the list must be a non-empty array");
+    // Checked and used as one copy: reading the plan's array twice could give two answers.
+    const list: unknown[] = [...values];
+    if (list.length === 0) throw new DslError("Pred.in: the list must be a non-empty array");
     const allNum = list.every((x) => typeof x === "number" && Number.isFinite(x));
     const allStr = list.every((x) => typeof x === "string");
     if (!allNum && !allStr) throw new DslError("Pred.in: the list must hold only numbers or only strings");
@@ -170,7 +189,7 @@ export const Pred = Object.freeze({
       if (allStr) throw new DslError("Pred.in: a list of strings needs a string key (e.g. Key.country)");
       l = exprIR(lhs, "Pred.in");
     }
-    return pred({ op: "in", lhs: l, list: [...list] as number[] | string[] });
+    return pred({ op: "in", lhs: l, list: list as number[] | string[] });
   },
   isNull: (x: ExprArg | KeyToken): PredValue => pred({ op: "is_null", x: refIR(x, "Pred.isNull") }),
   notNull: (x: ExprArg | KeyToken): PredValue => pred({ op: "not_null", x: refIR(x, "Pred.notNull") }),

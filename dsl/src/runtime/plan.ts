@@ -118,7 +118,8 @@ export class PlanNode {
     const opts = optionsOf(op, o, ["endpoint", "fanout"]);
     const engineOp = `core::${op}`;
     const p = opParam(engineOp, "fanout");
-    const fanout = opts.fanout === undefined ? p.bareDefault : intParam(op, "fanout", engineOp, "fanout", opts.fanout);
+    const given = opts.fanout;
+    const fanout = given === undefined ? p.bareDefault : intParam(op, "fanout", engineOp, "fanout", given);
     return this.add(engineOp, { endpoint: redisEndpoint(op, opts.endpoint), fanout, trace: trace(op, opts) });
   }
 

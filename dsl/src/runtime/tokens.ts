@@ -38,18 +38,13 @@ export type EndpointTable = {
   readonly [K in keyof EndpointTypes]: { readonly [N in keyof EndpointTypes[K]]: Endpoint<K & EndpointKind> };
 };
 
-const TOKEN = "__dsl_token";
+// A token is recognised by identity (these maps), never by a field a plan
+// could copy onto an object of its own.
+const KEY_INFO = new WeakMap<object, KeyInfo>();
+const PARAM_INFO = new WeakMap<object, ParamInfo>();
+const ENDPOINT_INFO = new WeakMap<object, EndpointValue>();
 
-interface KeyValue {
-  readonly [TOKEN]: "key";
-  readonly info: KeyInfo;
-}
-interface ParamValue {
-  readonly [TOKEN]: "param";
-  readonly info: ParamInfo;
-}
 interface EndpointValue {
-  readonly [TOKEN]: "endpoint";
   readonly id: string;
   readonly name: string;
   readonly kind: EndpointKind;
@@ -61,10 +56,13 @@ function notANumber(what: string): never {
   );
 }
 
-function token<T extends object>(value: T, what: string): T {
+function token<I>(map: WeakMap<object, I>, info: I, what: string): object {
+  const value = {};
   Object.defineProperty(value, Symbol.toPrimitive, {
     value: () => notANumber(what),
   });
+  Object.defineProperty(value, Symbol.toStringTag, { value: what });
+  map.set(value, Object.freeze({ ...info }));
   return Object.freeze(value);
 }
 
@@ -84,11 +82,11 @@ function table<V>(entries: [string, V][], what: string): any {
 }
 
 export const Key: KeyTable = table(
-  KEYS.map((k) => [k.name, token({ [TOKEN]: "key", info: k } as KeyValue, `Key.${k.name}`)]),
+  KEYS.map((k) => [k.name, token(KEY_INFO, k, `Key.${k.name}`)]),
   "key",
 );
 export const P: ParamTable = table(
-  PARAMS.map((p) => [p.name, token({ [TOKEN]: "param", info: p } as ParamValue, `P.${p.name}`)]),
+  PARAMS.map((p) => [p.name, token(PARAM_INFO, p, `P.${p.name}`)]),
   "param",
 );
 export const EP: EndpointTable = table(
@@ -97,7 +95,7 @@ export const EP: EndpointTable = table(
     table(
       ENDPOINTS.filter((e) => e.kind === kind).map((e) => [
         e.name,
-        token({ [TOKEN]: "endpoint", id: e.id, name: e.name, kind: e.kind } as EndpointValue, `EP.${kind}.${e.name}`),
+        token(ENDPOINT_INFO, { id: e.id, name: e.name, kind: e.kind }, `EP.${kind}.${e.name}`),
       ]),
       `${kind} endpoint`,
     ),
@@ -106,11 +104,11 @@ export const EP: EndpointTable = table(
 );
 
 export function asKey(v: unknown): KeyInfo | undefined {
-  return typeof v === "object" && v !== null && (v as any)[TOKEN] === "key" ? (v as KeyValue).info : undefined;
+  return typeof v === "object" && v !== null ? KEY_INFO.get(v) : undefined;
 }
 export function asParam(v: unknown): ParamInfo | undefined {
-  return typeof v === "object" && v !== null && (v as any)[TOKEN] === "param" ? (v as ParamValue).info : undefined;
+  return typeof v === "object" && v !== null ? PARAM_INFO.get(v) : undefined;
 }
 export function asEndpoint(v: unknown): EndpointValue | undefined {
-  return typeof v === "object" && v !== null && (v as any)[TOKEN] === "endpoint" ? (v as EndpointValue) : undefined;
+  return typeof v === "object" && v !== null ? ENDPOINT_INFO.get(v) : undefined;
 }
