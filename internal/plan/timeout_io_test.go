@@ -114,6 +114,7 @@ const ioGroupPlan = `{"schema_version":1,"plan_name":"group","nodes":[
 func TestTimeoutsDuringRedisReads(t *testing.T) {
 	t.Parallel()
 	viewer := readFile(t, "testdata/plans/simple_viewer.plan.json")
+	complexDAG := readFile(t, "testdata/plans/complex_dag.plan.json")
 	cases := []struct {
 		name, plan, stall string
 		opts              plan.RunOptions
@@ -126,6 +127,11 @@ func TestTimeoutsDuringRedisReads(t *testing.T) {
 		{"DeadlineOnGroup", ioGroupPlan, "LRANGE", plan.RunOptions{Deadline: 100 * time.Millisecond}, plan.ErrDeadlineExceeded, map[string]int{"src": 1}},
 		{"NodeTimeoutOnGroupRest", ioGroupPlan, "HGET", plan.RunOptions{NodeTimeout: 150 * time.Millisecond}, plan.ErrNodeTimeout, map[string]int{"src": 1, "m": 3}},
 		{"DeadlineOnGroupRest", ioGroupPlan, "HGET", plan.RunOptions{Deadline: 150 * time.Millisecond}, plan.ErrDeadlineExceeded, map[string]int{"src": 1, "m": 3}},
+		// Spec 002's example 6 with a deadline that expires while its
+		// follow and recommendation lists are being read (the viewer's
+		// country is dead there: it reads nothing and finishes).
+		{"ComplexDAGDeadline", complexDAG, "LRANGE", plan.RunOptions{Deadline: 100 * time.Millisecond}, plan.ErrDeadlineExceeded, map[string]int{"v": 1}},
+		{"ComplexDAGNodeTimeout", complexDAG, "LRANGE", plan.RunOptions{NodeTimeout: 100 * time.Millisecond}, plan.ErrNodeTimeout, map[string]int{"v": 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
