@@ -122,7 +122,7 @@ type run struct {
 	err  error
 
 	// cpuBusy counts the goroutines running CPU nodes or waiting for a
-	// pool slot to run one: a deadline that passes while one is is
+	// pool slot to run one: a deadline that passes while any does is
 	// reported as the node's timeout (fail).
 	cpuBusy atomic.Int32
 
