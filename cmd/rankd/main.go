@@ -3,7 +3,8 @@
 // flags, input, output and exit codes of the reference engine rankd. See
 // docs/plan.md.
 //
-//	echo '{"user_id":1}' | rankd --plan plans/reels_plan_a.plan.json
+//	echo '{"user_id":1}' | rankd --plan_name complex_dag
+//	echo '{"user_id":1}' | rankd --plan ../shared/reference/rankd/plans/reels_plan_a.plan.json
 //	rankd --plan_name complex_dag --plan_dir internal/plan/testdata/plans --bench 1000 --bench_concurrency 4
 package main
 
@@ -79,15 +80,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.IntVar(&o.redisConns, "redis_conns", 1, "connections per Redis endpoint (a power of two; commands issued together share a write)")
 	fs.IntVar(&o.flushDelayUS, "flush_delay_us", 0, "µs a Redis connection may wait after a write to gather the next one (0: write at once)")
 	fs.BoolVar(&o.printManifest, "print-task-manifest", false, "print the op catalog as registry/tasks.toml and exit")
+	// Every error exits 1 (BEHAVIOUR.md), a bad flag too (Go's flag
+	// package would say 2); the flag package has printed the message and
+	// the usage on stderr.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return 2
+		return 1
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "Error: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return 1
 	}
 	if o.printManifest {
 		fmt.Fprint(stdout, plan.NewCatalog().Manifest())

@@ -92,6 +92,67 @@ func TestRequestErrorsOnStdout(t *testing.T) {
 	}
 }
 
+// TestRequestEdgeCases: whole stdout lines for the request forms
+// BEHAVIOUR.md does not settle; docs/plan.md records each decision.
+func TestRequestEdgeCases(t *testing.T) {
+	t.Parallel()
+	viewer := filepath.Join(plans, "simple_viewer.plan.json")
+	ok := func(id, fields string) string {
+		return `{"request_id":"r","engine_request_id":"E","candidates":[{"id":` + id + `,"fields":{` + fields + `}}]}` + "\n"
+	}
+	bad := func(kind, detail string) string { return `{"error":"` + kind + `","detail":"` + detail + `"}` + "\n" }
+	const rule = `user_id must be a positive integer or a decimal string, got `
+	cases := []struct {
+		name, stdin, want string
+		code              int
+	}{
+		// An integral float is an integer (as params' int accepts one).
+		{"IntegralFloat", `{"request_id":"r","user_id":7.0}`, ok("7", `"country":"US"`), 0},
+		// Ids are 64-bit, not 32-bit: a user above 2^32 is a user (no hash here).
+		{"AboveUint32", `{"request_id":"r","user_id":4294967296}`, ok("4294967296", ``), 0},
+		{"DecimalString", `{"request_id":"r","user_id":"123"}`, ok("123", `"country":"CA"`), 0},
+		{"Null", `{"request_id":"r","user_id":null}`, bad("Invalid request", "missing required field: user_id"), 1},
+		{"Fraction", `{"user_id":1.5}`, bad("Invalid request", rule+"1.5"), 1},
+		{"Negative", `{"user_id":-3}`, bad("Invalid request", rule+"-3"), 1},
+		{"NotDigits", `{"user_id":"12a"}`, bad("Invalid request", rule+`\"12a\"`), 1},
+		{"Bool", `{"user_id":true}`, bad("Invalid request", "user_id must be a positive integer or a decimal string"), 1},
+		// A request_id that is not a string is rejected, not replaced.
+		{"NumericRequestID", `{"request_id":5,"user_id":1}`, bad("Invalid request", "request_id must be a string"), 1},
+		{"NotJSON", `{`, bad("Invalid JSON input", "unexpected end of JSON input"), 1},
+		{"ParamsNotObject", `{"user_id":1,"param_overrides":[1]}`, bad("Invalid param_overrides", "param_overrides must be an object"), 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := rankd(t, tc.stdin, "--plan", viewer)
+			require.Equal(t, tc.code, r.code, r.stderr)
+			require.Empty(t, r.stderr)
+			require.Equal(t, tc.want, engineID.ReplaceAllString(r.stdout, `"engine_request_id":"E"`))
+		})
+	}
+}
+
+// TestFlagErrorsExit1: a bad flag or a stray argument is an error like
+// any other: exit 1, nothing on stdout, the reason on stderr.
+func TestFlagErrorsExit1(t *testing.T) {
+	t.Parallel()
+	for name, args := range map[string][]string{
+		"UnknownFlag": {"--no_such_flag"},
+		"BadNumber":   {"--deadline_ms", "soon"},
+		"StrayArg":    {"--plan", "x.plan.json", "extra"},
+		"Negative":    {"--deadline_ms", "-1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			code := run(context.Background(), args, strings.NewReader(`{"user_id":1}`), &out, &errb, func(string) string { return "" })
+			require.Equal(t, 1, code, errb.String())
+			require.Empty(t, out.String())
+			require.NotEmpty(t, errb.String())
+		})
+	}
+}
+
 func writePlan(t *testing.T, src string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "p.plan.json")
@@ -103,6 +164,7 @@ func TestPlanAndRunErrorsOnStderr(t *testing.T) {
 	t.Parallel()
 	cycle := writePlan(t, `{"schema_version":1,"plan_name":"c","nodes":[{"node_id":"a","op":"core::take","inputs":["b"],"params":{"count":5}},{"node_id":"b","op":"core::take","inputs":["a"],"params":{"count":5}}],"outputs":["a"]}`)
 	slow := writePlan(t, `{"schema_version":1,"plan_name":"slow","nodes":[{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"z","op":"test::sleep","inputs":["s"],"params":{"duration_ms":30000}}],"outputs":["z"]}`)
+	spin := writePlan(t, `{"schema_version":1,"plan_name":"spin","nodes":[{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"z","op":"test::busy_cpu","inputs":["s"],"params":{"busy_wait_ms":30000}}],"outputs":["z"]}`)
 	const v = `{"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}}`
 	planOf := func(nodes, extra string) string {
 		return writePlan(t, `{"schema_version":1,"plan_name":"p",`+extra+`"nodes":[`+nodes+`],"outputs":["n1"]}`)
@@ -130,7 +192,19 @@ func TestPlanAndRunErrorsOnStderr(t *testing.T) {
 			"Error: unsupported capability: cap.does.not.exist.v1\n"},
 		{"NodeFails", []string{"--plan", planOf(`{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"n1","op":"test::sleep","inputs":["s"],"params":{"duration_ms":1,"fail_after_sleep":true}}`, "")},
 			"Error: Node 'n1' (test::sleep) failed: sleep: failed after sleeping (fail_after_sleep)\n"},
+		// BEHAVIOUR.md gives only "Error: <message>" for a failed run; the
+		// message names the node and op, then the op's own words (docs/plan.md).
+		{"VMNullIntoNonNullable", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::vm","inputs":["v"],"params":{"expr_id":"e","out_key":2001}}`, `"expr_table":{"e":{"op":"key_ref","key_id":1001}},`)},
+			"Error: Node 'n1' (core::vm) failed: vm: null written to non-nullable key 'final_score' (row id 1)\n"},
+		{"VMNonFinite", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::vm","inputs":["v"],"params":{"expr_id":"e","out_key":2001}}`, `"expr_table":{"e":{"op":"mul","a":{"op":"const_number","value":1e308},"b":{"op":"const_number","value":10}}},`)},
+			"Error: Node 'n1' (core::vm) failed: vm: non-finite result +Inf for key 'final_score' (row id 1)\n"},
+		{"RegexParamUnset", []string{"--plan_dir", plans, "--plan_name", "regex_param_country"},
+			"Error: Node 'by_pattern' (core::filter) failed: evaluation failed: regex: param pattern is null or missing (param_id=2)\n"},
 		{"Deadline", []string{"--plan", slow, "--deadline_ms", "30"}, "Error: Request deadline exceeded\n"},
+		// Spec 002's example 6: the deadline passing during a CPU node is
+		// that node's timeout.
+		{"DeadlineDuringCPUNode", []string{"--plan", spin, "--deadline_ms", "30"}, "Error: Node execution timeout\n"},
+		{"NodeTimeoutCPUNode", []string{"--plan", spin, "--node_timeout_ms", "30"}, "Error: Node execution timeout\n"},
 		{"NodeTimeout", []string{"--plan", slow, "--node_timeout_ms", "30"}, "Error: Node execution timeout\n"},
 		{"MissingFile", []string{"--plan", "/nonexistent.plan.json"}, "Error: read plan: open /nonexistent.plan.json: no such file or directory\n"},
 		{"BadPlanName", []string{"--plan_name", "../x"}, "Error: Invalid plan_name '../x'. Plan names must match [A-Za-z0-9_]+ only.\n"},

@@ -25,7 +25,26 @@ type taskDeps struct {
 // Processes that run handlers pass their taskDeps; a process that only
 // lists the types (the API) passes none, and its handlers are built
 // without the Redis-backed parts (they never run there).
+//
+// newTaskMux is for callers that run no plan task (the API lists the
+// types; tests run other handlers): it releases the plan engine at once —
+// it dials Redis lazily, so it never held a connection. A process that
+// runs handlers uses openTaskMux and closes them on shutdown.
 func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
+	mux, closeHandlers, err := openTaskMux(m, deps...)
+	if err != nil {
+		return nil, err
+	}
+	if err := closeHandlers(); err != nil {
+		return nil, err
+	}
+	return mux, nil
+}
+
+// openTaskMux builds the registry as newTaskMux says, and returns a func
+// that releases what its handlers hold (the plan engine's Redis clients,
+// once its runs' stragglers end); call it after the worker has stopped.
+func openTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, func() error, error) {
 	var d taskDeps
 	if len(deps) > 0 {
 		d = deps[0]
@@ -34,18 +53,19 @@ func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
 	builtin.Register(mux)
 	sum, err := newSummarize(m, d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux.Handle(summarize.TaskType, sum)
 	pl, err := planapi.FromEnv(m.Getenv, m.Logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux.Handle(planapi.TaskType, pl.TaskHandler())
 	if err := registerExternal(m, mux, d); err != nil { // external services (orchestrator.go)
-		return nil, err
+		_ = pl.Close()
+		return nil, nil, err
 	}
-	return mux, nil
+	return mux, pl.Close, nil
 }
 
 // newSummarize builds the summarize handler from OPENROUTER_* (extractive

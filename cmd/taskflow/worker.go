@@ -234,10 +234,13 @@ func runEngine(ctx context.Context, m *Main, rdb redis.UniversalClient, eng engi
 		go func() { errc <- s.Run(ctx) }()
 	}
 	if r.workers {
-		mux, err := newTaskMux(m, taskDeps{Redis: rdb, Namespace: r.namespace})
+		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: rdb, Namespace: r.namespace})
 		if err != nil {
 			return err
 		}
+		// After the worker has stopped (runEngine returns once every part
+		// has): the plan engine's Redis clients.
+		defer func() { _ = closeHandlers() }()
 		wc := eng.Worker
 		wc.ID, wc.Concurrency, wc.ShutdownGrace = r.id, r.concurrency, r.grace
 		wc.Logger = m.Logger.With("component", "worker")

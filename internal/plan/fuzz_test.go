@@ -12,11 +12,32 @@ import (
 	"github.com/taskflow/taskflow/internal/plan/registry"
 )
 
-// FuzzPlan: any bytes as a plan file either fail with ErrPlan or compile.
-// The seed corpus is every plan in testdata plus a few broken ones.
-func FuzzPlan(f *testing.F) {
+// seedPlans are FuzzPlan's seeds from testdata: every plan of
+// testdata/plans and testdata/every_op.plan.json, which uses every op (and
+// alias forms), every expression and predicate operator, every comparison,
+// capabilities and extensions.
+func seedPlans(t testing.TB) []string {
 	files, err := filepath.Glob(filepath.Join("testdata", "plans", "*.json"))
-	require.NoError(f, err)
+	require.NoError(t, err)
+	return append(files, filepath.Join("testdata", "every_op.plan.json"))
+}
+
+// TestFuzzSeedsCompile keeps FuzzPlan's seeds valid plans, so that the
+// fuzzer starts from plans that reach every op and operator's compiler.
+func TestFuzzSeedsCompile(t *testing.T) {
+	t.Parallel()
+	reg, err := registry.Default("dev")
+	require.NoError(t, err)
+	for _, p := range seedPlans(t) {
+		_, err := plan.Load(p, reg, plan.NewCatalog())
+		require.NoError(t, err, p)
+	}
+}
+
+// FuzzPlan: any bytes as a plan file either fail with ErrPlan or compile.
+// The seed corpus is seedPlans plus a few broken ones.
+func FuzzPlan(f *testing.F) {
+	files := seedPlans(f)
 	for _, p := range files {
 		b, err := os.ReadFile(p)
 		require.NoError(f, err)

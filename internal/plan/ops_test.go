@@ -133,7 +133,8 @@ const src4Tables = `"expr_table":{"id":{"op":"key_ref","key_id":1},
  "maybe":{"op":"key_ref","key_id":5001},
  "null":{"op":"const_null"},
  "huge":{"op":"mul","a":{"op":"const_number","value":1e308},"b":{"op":"const_number","value":10}},
- "neg":{"op":"neg","x":{"op":"key_ref","key_id":1}}},
+ "neg":{"op":"neg","x":{"op":"key_ref","key_id":1}},
+ "zero_or_one":{"op":"coalesce","a":{"op":"mul","a":{"op":"key_ref","key_id":5001},"b":{"op":"const_number","value":0}},"b":{"op":"const_number","value":1}}},
  "pred_table":{"gt2":{"op":"cmp","cmp":">","a":{"op":"key_ref","key_id":1},"b":{"op":"const_number","value":2}},
  "has":{"op":"not_null","x":{"op":"key_ref","key_id":5001}},
  "odd":{"op":"in","lhs":{"op":"key_ref","key_id":1},"list":[1,3,5,7,9]}}`
@@ -199,6 +200,31 @@ func TestCPUOps(t *testing.T) {
 		 {"node_id":"out","op":"core::sort","inputs":["c"],"params":{"by":1,"order":"desc"}}`, user(1))
 		require.NoError(t, err)
 		require.Equal(t, []cand{{2, map[string]any{"maybe": 2.0}}, {2, map[string]any{}}, {1, map[string]any{"maybe": 1.0}}, {1, map[string]any{}}}, got)
+	})
+	t.Run("SortNullsFirstInInput", func(t *testing.T) {
+		// Rows 3,4 (maybe null) come before 1,2 (maybe 1,2): nulls still
+		// sort last, in their input order, both ways.
+		for order, want := range map[string][]int64{"asc": {1, 2, 3, 4}, "desc": {2, 1, 3, 4}} {
+			got, err := run(t, fmt.Sprintf(`{"node_id":"c","op":"core::concat","inputs":["bb"],"params":{"rhs":"va"}},
+			 {"node_id":"out","op":"core::sort","inputs":["c"],"params":{"by":5001,"order":%q}}`, order), user(1))
+			require.NoError(t, err)
+			require.Equal(t, want, ids(got), order)
+		}
+	})
+	t.Run("SortTiesOnEqualFloats", func(t *testing.T) {
+		// Input order 4,3,2,1 with final_score 1,1,0,0 (ids 1,2 have maybe,
+		// so maybe*0 = 0; 3,4 fall back to 1): equal floats keep their
+		// input order in both directions.
+		for order, want := range map[string][]int64{"asc": {2, 1, 4, 3}, "desc": {4, 3, 2, 1}} {
+			got, err := run(t, fmt.Sprintf(`{"node_id":"rev","op":"core::sort","inputs":["nulls"],"params":{"by":1,"order":"desc"}},
+			 {"node_id":"score","op":"core::vm","inputs":["rev"],"params":{"expr_id":"zero_or_one","out_key":2001}},
+			 {"node_id":"out","op":"core::sort","inputs":["score"],"params":{"by":2001,"order":%q}}`, order), user(1))
+			require.NoError(t, err)
+			require.Equal(t, want, ids(got), order)
+			for _, c := range got {
+				require.Equal(t, map[bool]float64{true: 0, false: 1}[c.ID <= 2], c.Fields["final_score"], "id %d", c.ID)
+			}
+		}
 	})
 	t.Run("SortByStringKey", func(t *testing.T) {
 		got, err := b.runErr(t, planOf(`{"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},

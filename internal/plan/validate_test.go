@@ -126,11 +126,14 @@ func TestSpecForms(t *testing.T) {
 	p, err := plan.Parse([]byte(planOf(`{"node_id":"v","op":"viewer","inputs":[],"params":{"endpoint":"redis_default"}},
 	 {"node_id":"f","op":"follow","inputs":["v"],"params":{"endpoint":"ep_0001"}},
 	 {"node_id":"s","op":"sort","inputs":["f"],"params":{"key":2002}},
+	 {"node_id":"r","op":"recs","inputs":["v"],"params":{"endpoint":"ep_0001"}},
 	 {"node_id":"out","op":"take","inputs":["s"],"params":{"count":1}}`, "")), "x")
 	require.NoError(t, err)
 	c, err := plan.Compile(p, reg, plan.NewCatalog())
 	require.NoError(t, err)
 	require.Equal(t, "core::follow", c.Nodes[1].Op.Name)
+	require.Equal(t, "core::recommendation", c.Nodes[3].Op.Name, "recs is spec 002's name of recommendation")
+	require.EqualValues(t, plan.DefaultFanout, c.Nodes[3].Params["fanout"])
 	require.EqualValues(t, plan.DefaultFanout, c.Nodes[1].Params["fanout"], "bare follow gets the default fanout")
 	require.EqualValues(t, 2002, c.Nodes[2].Params["by"], "key is an alias of by")
 	require.EqualValues(t, "asc", c.Nodes[2].Params["order"], "order defaults to asc")

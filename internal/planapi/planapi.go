@@ -15,9 +15,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/plan/ir"
@@ -79,6 +81,11 @@ type Service struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	// loads makes concurrent requests for a plan not in the cache (or
+	// whose file changed) compile it once, keyed by name and file version.
+	loads singleflight.Group
+	// compiles counts plan compilations (tests).
+	compiles atomic.Int64
 }
 
 type cached struct {
@@ -216,14 +223,22 @@ func (s *Service) Plan(name string) (*plan.Compiled, error) {
 	if ok && hit.mod.Equal(st.ModTime()) && hit.size == st.Size() {
 		return hit.c, nil
 	}
-	c, err := s.eng.Load(path)
+	key := fmt.Sprintf("%s\x00%d\x00%d", name, st.ModTime().UnixNano(), st.Size())
+	v, err, _ := s.loads.Do(key, func() (any, error) {
+		s.compiles.Add(1)
+		c, err := s.eng.Load(path)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.cache[name] = cached{mod: st.ModTime(), size: st.Size(), c: c}
+		s.mu.Unlock()
+		return c, nil
+	})
 	if err != nil {
 		return nil, &Error{Status: 500, Code: "plan_invalid", Message: fmt.Sprintf("plan %q is invalid: %v", name, err), Err: err}
 	}
-	s.mu.Lock()
-	s.cache[name] = cached{mod: st.ModTime(), size: st.Size(), c: c}
-	s.mu.Unlock()
-	return c, nil
+	return v.(*plan.Compiled), nil
 }
 
 // Execute runs plan name for in and returns rankd's success line (without

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,6 +147,44 @@ func TestPlanReloadsWhenChanged(t *testing.T) {
 	// A new size is enough to see the change even within the file system's mtime granularity.
 	_, out = b.post(t, "follows", `{"user_id":1}`)
 	require.Len(t, out["candidates"], 5)
+}
+
+// TestColdPlanCompiledOnce: requests that arrive together for a plan not
+// yet compiled share one compilation (and one *plan.Compiled); a changed
+// file is compiled once more.
+func TestColdPlanCompiledOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 32
+	got := make([]*plan.Compiled, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			got[i], errs[i] = b.svc.Plan("follows")
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Same(t, got[0], got[i])
+	}
+	require.EqualValues(t, 1, planapi.Compiles(b.svc))
+	c, err := b.svc.Plan("follows")
+	require.NoError(t, err)
+	require.Same(t, got[0], c, "a warm cache compiles nothing")
+	require.EqualValues(t, 1, planapi.Compiles(b.svc))
+	p := filepath.Join(b.dir, "follows.plan.json")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(follows, `"fanout":3`, `"fanout":5`, 1)), 0o600))
+	c, err = b.svc.Plan("follows")
+	require.NoError(t, err)
+	require.NotSame(t, got[0], c)
+	require.EqualValues(t, 2, planapi.Compiles(b.svc))
 }
 
 func TestTaskHandler(t *testing.T) {

@@ -229,6 +229,25 @@ func TestParseErrors(t *testing.T) {
 	require.ErrorContains(t, err, "numbers or strings")
 }
 
+// everyOperatorSeeds are fuzz seeds that together use every expression
+// and predicate operator and every comparison.
+func everyOperatorSeeds() []string {
+	out := []string{
+		bin("sub", bin("add", keyID, num(1)), bin("mul", keyScore, `{"op":"neg","x":{"op":"param_ref","param_id":4}}`)),
+		bin("coalesce", keyTitle, bin("coalesce", null, num(-0.25))),
+		`{"op":"and","a":{"op":"const_bool","value":true},"b":{"op":"or","a":{"op":"not_null","x":` + keyScore + `},"b":{"op":"is_null","x":` + keyTitle + `}}}`,
+		`{"op":"not","x":{"op":"and","a":{"op":"const_bool","value":false},"b":` + cmp("==", keyTitle, null) + `}}`,
+		`{"op":"in","lhs":` + keyID + `,"list":[1,2,3.5]}`,
+		`{"op":"in","lhs":{"op":"key_ref","key_id":3001},"list":["US","ca"]}`,
+		`{"op":"regex","key_id":3001,"pattern":{"kind":"param","param_id":2},"flags":"i"}`,
+		`{"op":"regex","key_id":3001,"pattern":{"kind":"literal","value":"^(A|U)"},"flags":""}`,
+	}
+	for _, c := range []string{"==", "!=", "<", "<=", ">", ">="} {
+		out = append(out, cmp(c, keyScore, bin("mul", keyID, num(0.5))), cmp(c, keyTitle, null))
+	}
+	return out
+}
+
 // FuzzIR: any bytes as an expression and as a predicate either fail with
 // ErrIR or compile and evaluate on the fixture without panicking.
 func FuzzIR(f *testing.F) {
@@ -236,6 +255,9 @@ func FuzzIR(f *testing.F) {
 		cmp(">=", keyScore, num(0.6)), `{"op":"in","lhs":{"op":"key_ref","key_id":3001},"list":["US"]}`,
 		`{"op":"regex","key_id":3001,"pattern":{"kind":"literal","value":"U.*"},"flags":"i"}`,
 		`{"op":"not","x":{"op":"is_null","x":{"op":"key_ref","key_id":2001}}}`, `{"op":"neg","x":` + null + `}`, `[`, `{"op":null}`} {
+		f.Add([]byte(s))
+	}
+	for _, s := range everyOperatorSeeds() {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -269,4 +291,22 @@ func FuzzIR(f *testing.F) {
 			t.Fatalf("parse error without ErrIR: %v", err)
 		}
 	})
+}
+
+// TestEveryOperatorSeedsCompile keeps the fuzz seeds valid: each compiles
+// as an expression or a predicate, so the fuzzer starts inside every
+// operator's compiler, not at its parse errors.
+func TestEveryOperatorSeedsCompile(t *testing.T) {
+	reg, _ := fixture(t)
+	for _, s := range everyOperatorSeeds() {
+		if e, err := ir.ParseExpr(json.RawMessage(s), "e"); err == nil {
+			_, err = ir.CompileExpr(e, reg, "e")
+			require.NoError(t, err, s)
+			continue
+		}
+		p, err := ir.ParsePred(json.RawMessage(s), "p")
+		require.NoError(t, err, s)
+		_, err = ir.CompilePred(p, reg, "p")
+		require.NoError(t, err, s)
+	}
 }

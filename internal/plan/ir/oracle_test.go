@@ -165,6 +165,9 @@ func FuzzCompiledMatchesInterpreter(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	for _, s := range everyOperatorSeeds() {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		reg, b := fixture(t)
 		params := ir.Params{4: {Kind: ir.Number, Num: -2}, 2: {Kind: ir.String, Str: "^[A-Z]"}}
