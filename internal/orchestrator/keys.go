@@ -1,5 +1,7 @@
 package orchestrator
 
+import "strings"
+
 // keys builds every Redis key the orchestrator owns. They carry the
 // deployment's hash tag {namespace} like the store's keys. The streams are
 // named by internal/stream.
@@ -17,6 +19,16 @@ func (k keys) dispatch(taskID string) string { return k.ns + "agent:dispatch:" +
 // archive) are all done (STRING "1", 7 days): a redelivered event is
 // acknowledged without being applied again.
 func (k keys) applied(eventID string) string { return k.ns + "agent:applied:" + eventID }
+
+// seen marks a response-stream entry (by stream and entry id) that a
+// consumer began to apply (STRING "1", 7 days): a later delivery of the same
+// entry is a redelivery, any other entry about a finished task is not.
+func (k keys) seen(streamKey, entryID string) string {
+	if i := strings.LastIndex(streamKey, ":"); i >= 0 {
+		streamKey = streamKey[i+1:]
+	}
+	return k.ns + "agent:seen:" + streamKey + ":" + entryID
+}
 
 // archiveCursor is the lifecycle event id the archiver has handled up to
 // (STRING), so that a restarted archiver resumes where it stopped.

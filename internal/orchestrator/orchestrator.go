@@ -283,9 +283,9 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	}
 	switch d := v.(type) {
 	case *stream.CompletedData:
-		err = o.once(ctx, d.TaskID, d.Token, func(tok string) error { return o.completed(ctx, m, d, tok) })
+		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.completed(ctx, m, d, o1) })
 	case *stream.FailedData:
-		err = o.once(ctx, d.TaskID, d.Token, func(tok string) error { return o.failed(ctx, m, d, tok) })
+		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.failed(ctx, m, d, o1) })
 	case *stream.TimeoutData:
 		err = o.timeout(ctx, d)
 	case *stream.ProgressData:
@@ -306,10 +306,27 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	return nil
 }
 
+// outcome is what once tells apply about the event being applied.
+type outcome struct {
+	// tok is the attempt's fencing token (the event's, else the recorded
+	// dispatch token).
+	tok string
+	// redelivered: this very stream entry was handled before (a consumer
+	// died or failed between applying and acknowledging it).
+	redelivered bool
+}
+
+// markerTTL is how long the per-event and per-attempt markers live: the
+// retention of the response streams, beyond which no entry is redelivered.
+const markerTTL = 7 * 24 * time.Hour
+
 // once runs apply for the outcome of one attempt (task id + token) unless
 // an earlier delivery of that outcome finished all its effects, and marks
-// it finished afterwards.
-func (o *Orchestrator) once(ctx context.Context, taskID, eventToken string, apply func(tok string) error) error {
+// it finished afterwards. Before applying it records that the stream entry
+// m was seen, so that apply can tell a redelivery of this entry (which may
+// have to finish its side effects) from another entry about a task that is
+// already finished (a duplicate run, a stale or forged outcome: ignored).
+func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, eventToken string, apply func(outcome) error) error {
 	tok, err := o.token(ctx, taskID, eventToken)
 	if err != nil {
 		return err
@@ -323,10 +340,43 @@ func (o *Orchestrator) once(ctx context.Context, taskID, eventToken string, appl
 		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID)
 		return nil
 	}
-	if err := apply(tok); err != nil {
+	first, err := o.rdb.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL).Result()
+	if err != nil {
 		return err
 	}
-	return o.rdb.Set(ctx, marker, "1", 7*24*time.Hour).Err()
+	if err := apply(outcome{tok: tok, redelivered: !first}); err != nil {
+		return err
+	}
+	return o.rdb.Set(ctx, marker, "1", markerTTL).Err()
+}
+
+// finishedBy reports whether the outcome o is the one that finished the
+// task (COMPLETED or DLQ) in an earlier delivery whose side effects may be
+// incomplete: the same stream entry, carrying the token of the task's last
+// dispatch (the only attempt that can finish an external task). Any other
+// outcome about a finished task — another attempt's token, another entry,
+// a task that was never dispatched — is not, and must change nothing.
+func (o *Orchestrator) finishedBy(ctx context.Context, taskID string, oc outcome) (bool, error) {
+	if !oc.redelivered || oc.tok == "" {
+		return false, nil
+	}
+	last, err := o.rdb.Get(ctx, o.k.dispatch(taskID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return last == oc.tok, nil
+}
+
+// ignoreFinished logs and counts an outcome about a finished task that is
+// not a redelivery of the outcome that finished it. Neither the token nor
+// the event's message is logged: a forged event's text is not ours.
+func (o *Orchestrator) ignoreFinished(m stream.Message, t *task.Task) {
+	o.cfg.Logger.Warn("outcome for a finished task ignored (another attempt, a duplicate run or a forged event)",
+		"task_id", t.ID, "state", t.State, "stream", m.Stream, "entry", m.ID)
+	o.observe("stale", t, NoDuration)
 }
 
 // token is the attempt's fencing token: the event's, else the recorded one.
@@ -354,7 +404,8 @@ func (o *Orchestrator) observe(kind string, t *task.Task, d time.Duration) {
 	}
 }
 
-func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *stream.CompletedData, tok string) error {
+func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *stream.CompletedData, oc outcome) error {
+	tok := oc.tok
 	result := d.Result
 	if len(result) == 0 || string(result) == "null" {
 		result = json.RawMessage(`{}`)
@@ -379,6 +430,18 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 		o.observe("stale", t, NoDuration)
 		return nil
 	}
+	if err != nil {
+		// COMPLETED already: only the redelivery of the entry that
+		// completed it may redo (finish) the side effects.
+		mine, ferr := o.finishedBy(ctx, d.TaskID, oc)
+		if ferr != nil {
+			return ferr
+		}
+		if !mine {
+			o.ignoreFinished(m, t)
+			return nil
+		}
+	}
 	// Applied now, or applied by an earlier delivery whose side effects
 	// may be incomplete: (re)do the idempotent side effects.
 	o.cfg.Logger.Info("Task completed", "task_id", d.TaskID, "duration", d.DurationMS, "service", d.CompletedBy)
@@ -392,7 +455,8 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 	return o.notify(ctx, t, notify.KindCompleted, readyMessage(t), "retrieve_result")
 }
 
-func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, tok string) error {
+func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, oc outcome) error {
+	tok := oc.tok
 	t, err := o.st.Get(ctx, d.TaskID)
 	if errors.Is(err, task.ErrNotFound) {
 		return nil
@@ -429,8 +493,16 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 	if err != nil {
 		if stale(err) {
 			if cur, gerr := o.st.Get(ctx, d.TaskID); gerr == nil && cur.State == task.StateDLQ && errors.Is(err, task.ErrWrongState) && t.State == task.StateDLQ {
-				// An earlier delivery dead-lettered it and stopped short
-				// of its effects.
+				mine, ferr := o.finishedBy(ctx, d.TaskID, oc)
+				if ferr != nil {
+					return ferr
+				}
+				if !mine {
+					o.ignoreFinished(m, cur)
+					return nil
+				}
+				// An earlier delivery of this entry dead-lettered it and
+				// stopped short of its effects.
 				return o.deadLettered(ctx, d, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
 			}
 			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
