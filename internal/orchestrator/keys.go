@@ -30,6 +30,14 @@ func (k keys) seen(streamKey, entryID string) string {
 	return k.ns + "agent:seen:" + streamKey + ":" + entryID
 }
 
+// published marks the event of one kind (dlq, timeout) published for an
+// attempt (task id + token) (STRING "1", 7 days): written with the event
+// itself, so the event is published once however often its cause is
+// replayed, and a missing marker says the event is still owed.
+func (k keys) published(kind, taskID, token string) string {
+	return k.ns + "agent:published:" + kind + ":" + taskID + ":" + token
+}
+
 // archiveCursor is the lifecycle event id the archiver has handled up to
 // (STRING), so that a restarted archiver resumes where it stopped.
 func (k keys) archiveCursor() string { return k.ns + "agent:archive:cursor" }

@@ -452,7 +452,7 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 		return err
 	}
 	o.observe("completed", t, time.Duration(d.DurationMS)*time.Millisecond)
-	return o.notify(ctx, t, notify.KindCompleted, readyMessage(t), "retrieve_result")
+	return o.notify(ctx, t, tok, notify.KindCompleted, readyMessage(t), "retrieve_result")
 }
 
 func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, oc outcome) error {
@@ -477,7 +477,7 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 			if err := o.archive(ctx, t); err != nil {
 				return err
 			}
-			return o.notify(ctx, t, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none")
+			return o.notify(ctx, t, tok, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none")
 		}
 		return nil
 	}
@@ -503,7 +503,7 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 				}
 				// An earlier delivery of this entry dead-lettered it and
 				// stopped short of its effects.
-				return o.deadLettered(ctx, d, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
+				return o.deadLettered(ctx, d, tok, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
 			}
 			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
 			o.observe("stale", t, NoDuration)
@@ -516,12 +516,12 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 		o.observe("retried", t, time.Duration(d.DurationMS)*time.Millisecond)
 		return nil
 	}
-	return o.deadLettered(ctx, d, out)
+	return o.deadLettered(ctx, d, tok, out)
 }
 
 // deadLettered publishes task.dlq, archives and notifies. It is also the
 // path of a redelivered failure whose DLQ side effects did not finish.
-func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, out store.FailOutcome) error {
+func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, tok string, out store.FailOutcome) error {
 	t, err := o.st.Get(ctx, d.TaskID)
 	if err != nil {
 		return err
@@ -535,14 +535,14 @@ func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, o
 	if err != nil {
 		return err
 	}
-	if _, err := o.pub.Publish(ctx, o.sk.DLQ(), e); err != nil {
+	if _, err := o.publishOnce(ctx, o.k.published("dlq", t.ID, tok), o.sk.DLQ(), e); err != nil {
 		return err
 	}
 	if err := o.archive(ctx, t); err != nil {
 		return err
 	}
 	o.observe("dead_lettered", t, time.Duration(d.DurationMS)*time.Millisecond)
-	return o.notify(ctx, t, notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, d.Error.Message), "view_error")
+	return o.notify(ctx, t, tok, notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, d.Error.Message), "view_error")
 }
 
 func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error {
@@ -557,7 +557,9 @@ func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error
 		return nil // finished meanwhile: its own notification says so
 	}
 	o.observe("timeout", t, time.Duration(d.ElapsedMS)*time.Millisecond)
-	return o.notify(ctx, t, notify.KindTimeout, TimeoutMessage(t), "check_status")
+	// one notice per attempt (the TIMEOUT task keeps its token) however
+	// often its task.timeout is published or delivered
+	return o.notify(ctx, t, t.Lease, notify.KindTimeout, TimeoutMessage(t), "check_status")
 }
 
 func (o *Orchestrator) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {
@@ -592,12 +594,16 @@ func (o *Orchestrator) archive(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
-func (o *Orchestrator) notify(ctx context.Context, t *task.Task, kind notify.Kind, msg, action string) error {
+// notify tells t's session about kind for the attempt with token tok. The
+// notification id is derived from (kind, task, token), and the notifier
+// writes an id once: a replayed apply (a crash after notifying and before
+// the applied marker) does not notify twice.
+func (o *Orchestrator) notify(ctx context.Context, t *task.Task, tok string, kind notify.Kind, msg, action string) error {
 	if o.note == nil || t.SessionID == "" {
 		return nil
 	}
-	_, err := o.note.Notify(ctx, t.SessionID, notify.Notification{Type: kind, TaskID: t.ID, TaskType: t.Type,
-		Message: msg, Action: action, Priority: string(t.Priority)})
+	_, err := o.note.Notify(ctx, t.SessionID, notify.Notification{NotificationID: notify.StableID(kind, t.ID, tok),
+		Type: kind, TaskID: t.ID, TaskType: t.Type, Message: msg, Action: action, Priority: string(t.Priority)})
 	if err != nil && !errors.Is(err, notify.ErrNoSession) {
 		return err
 	}

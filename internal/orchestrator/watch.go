@@ -115,7 +115,7 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			if err := o.archive(ctx, t); err != nil {
 				return err
 			}
-			if err := o.notify(ctx, t, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
+			if err := o.notify(ctx, t, e.Token, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
 				return err
 			}
 		}
@@ -152,8 +152,15 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			}
 			return err
 		}
-		o.publishTimeout(ctx, t)
+		if err := o.publishTimeout(ctx, t, e.Token); err != nil {
+			return err // the entry stays due: the next tick publishes it
+		}
 	case t.State == task.StateTimeout:
+		// owed if the process that marked it TIMEOUT died (or its publish
+		// failed) before task.timeout was written: publish it now (once)
+		if err := o.publishTimeout(ctx, t, e.Token); err != nil {
+			return err
+		}
 		ok, err := o.serviceAlive(ctx, t.Type, live)
 		if err != nil {
 			return err
@@ -202,7 +209,11 @@ func (o *Orchestrator) clearSuspect(e store.HandoffEntry) {
 	o.mu.Unlock()
 }
 
-func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task) {
+// publishTimeout publishes the attempt's task.timeout unless it was
+// published before (the marker is written with the event, in one script).
+// Marking the task TIMEOUT and publishing are two steps: a TIMEOUT task
+// whose event is missing is published by the watcher's next check of it.
+func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task, token string) error {
 	now := o.cfg.Now()
 	elapsed := now.Sub(t.CreatedAt)
 	if t.StartedAt != nil {
@@ -212,13 +223,17 @@ func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task) {
 		TaskID: t.ID, Status: "timeout", ElapsedMS: elapsed.Milliseconds(),
 		Message: fmt.Sprintf("Task exceeded timeout of %d seconds", int(t.Timeout/time.Second)),
 	})
-	if err == nil {
-		_, err = o.pub.Publish(ctx, o.sk.Timeout(), e)
-	}
 	if err != nil {
-		o.cfg.Logger.Warn("timeout event not published", "task_id", t.ID, "err", err)
+		return err
 	}
-	o.cfg.Logger.Warn("Task timeout", "task_id", t.ID, "elapsed", elapsed.Milliseconds())
+	wrote, err := o.publishOnce(ctx, o.k.published("timeout", t.ID, token), o.sk.Timeout(), e)
+	if err != nil {
+		return fmt.Errorf("timeout event not published: %w", err)
+	}
+	if wrote {
+		o.cfg.Logger.Warn("Task timeout", "task_id", t.ID, "elapsed", elapsed.Milliseconds())
+	}
+	return nil
 }
 
 // failOnBehalf publishes the task.failed a dead service can no longer
