@@ -38,6 +38,14 @@ func (k keys) published(kind, taskID, token string) string {
 	return k.ns + "agent:published:" + kind + ":" + taskID + ":" + token
 }
 
+// inflight is a task type's dispatched-but-unfinished attempts (ZSET,
+// member "id token", score the handed-off lease deadline in ms): the
+// dispatcher admits a new one only while it holds fewer than the bound.
+func (k keys) inflight(taskType string) string { return k.ns + "agent:inflight:" + taskType }
+
+// inflightMember is an attempt's member of inflight.
+func inflightMember(taskID, token string) string { return taskID + " " + token }
+
 // archiveCursor is the lifecycle event id the archiver has handled up to
 // (STRING), so that a restarted archiver resumes where it stopped.
 func (k keys) archiveCursor() string { return k.ns + "agent:archive:cursor" }

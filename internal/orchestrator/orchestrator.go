@@ -424,6 +424,9 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 		}
 		return gerr
 	}
+	if err := o.leave(ctx, t, tok); err != nil {
+		return err
+	}
 	if err != nil && !(t.State == task.StateCompleted && errors.Is(err, task.ErrWrongState)) {
 		// Stale: a previous attempt's report, or the task ended otherwise.
 		o.cfg.Logger.Info("stale completion ignored", "task_id", d.TaskID, "state", t.State, "reason", err)
@@ -464,6 +467,8 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 	if err != nil {
 		return err
 	}
+	// whatever this outcome does, its attempt is over
+	defer func() { _ = o.leave(ctx, t, tok) }()
 	if strings.EqualFold(d.Error.Code, "CANCELLED") {
 		err := o.st.CancelActive(ctx, d.TaskID, tok, "cancelled by "+d.FailedBy)
 		if err != nil && !stale(err) {
@@ -484,7 +489,7 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 	transient := d.Error.IsTransient()
 	now := o.cfg.Now()
 	out, err := o.st.Fail(ctx, d.TaskID, tok, store.Failure{
-		ErrorType: d.Error.Code, Message: d.Error.Message, Permanent: !transient,
+		ErrorType: d.Error.Code, Message: d.Error.Message, Permanent: !transient, Details: keptDetails(d.Error.Details),
 		RetryAt: now.Add(o.cfg.Backoff.Delay(t.RetryCount, nil)), Attempt: t.RetryCount + 1, Worker: d.FailedBy,
 	})
 	if o.crashAfterApply != nil && o.crashAfterApply(m) {
@@ -560,6 +565,30 @@ func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error
 	// one notice per attempt (the TIMEOUT task keeps its token) however
 	// often its task.timeout is published or delivered
 	return o.notify(ctx, t, t.Lease, notify.KindTimeout, TimeoutMessage(t), "check_status")
+}
+
+// maxDetails is the largest error.details object kept on the task (the
+// event itself, in task.failed and task.dlq, keeps all of it).
+const maxDetails = 8 << 10
+
+// keptDetails is the service's error.details as recorded on the task:
+// nothing for an empty object, a note of its size for one too large.
+func keptDetails(d json.RawMessage) json.RawMessage {
+	t := strings.TrimSpace(string(d))
+	switch {
+	case t == "" || t == "null" || t == "{}":
+		return nil
+	case len(t) > maxDetails:
+		return json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(t)))
+	}
+	return json.RawMessage(t)
+}
+
+// leave frees the in-flight place of t's attempt with token tok (see
+// DispatcherConfig.InFlight): its outcome has come, or it is no longer the
+// task's attempt.
+func (o *Orchestrator) leave(ctx context.Context, t *task.Task, tok string) error {
+	return o.rdb.ZRem(ctx, o.k.inflight(t.Type), inflightMember(t.ID, tok)).Err()
 }
 
 func (o *Orchestrator) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {

@@ -17,6 +17,11 @@ var publishOnceLua string
 
 var publishOnceScript = redis.NewScript(publishOnceLua)
 
+//go:embed scripts/admit.lua
+var admitLua string
+
+var admitScript = redis.NewScript(admitLua)
+
 // publishOnce appends e to streamKey unless an event was published under
 // marker before (within markerTTL); it reports whether it wrote.
 func (o *Orchestrator) publishOnce(ctx context.Context, marker, streamKey string, e stream.Event) (bool, error) {

@@ -96,6 +96,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		return err
 	}
 	if t.Lease != e.Token || !t.HandedOff || (t.State != task.StateActive && t.State != task.StateTimeout) {
+		if err := o.leave(ctx, t, e.Token); err != nil {
+			return err
+		}
 		if t.State == task.StateCancelled {
 			o.publishCancel(ctx, t.ID) // cancelled while TIMEOUT: the service may still run it
 		}
@@ -112,6 +115,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			return err
 		}
 		if t.State == task.StateCancelled {
+			if err := o.leave(ctx, t, e.Token); err != nil {
+				return err
+			}
 			if err := o.archive(ctx, t); err != nil {
 				return err
 			}
@@ -137,6 +143,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			// after ServiceGrace (as a task waits for an open breaker)
 			err := o.st.Release(ctx, t.ID, e.Token, now.Add(o.cfg.ServiceGrace), "service_unavailable "+t.Type)
 			if err != nil && !stale(err) {
+				return err
+			}
+			if err := o.leave(ctx, t, e.Token); err != nil {
 				return err
 			}
 			o.cfg.Logger.Warn("no live service for a dispatched task: requeued", "task_id", t.ID, "task_type", t.Type)
