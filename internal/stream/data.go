@@ -41,8 +41,8 @@ type CompletedData struct {
 
 // ErrorInfo is the error object of task.failed.
 type ErrorInfo struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
 	// Details is a JSON object; empty is sent as {} (spec 003's form).
 	Details json.RawMessage `json:"details"`
 	// Retryable overrides the classification by Code (an extension): true
