@@ -61,6 +61,11 @@ type Config struct {
 	// WatchInterval is how often the handoff watcher looks for handed-off
 	// attempts that are due (timeouts, service-liveness checks). Default 1s.
 	WatchInterval time.Duration
+	// TrimInterval is how often the watcher trims every agent stream to
+	// Retention (XTRIM MINID, exact): writes trim too (XADD MINID ~), but a
+	// stream nobody writes to (a quiet task.dlq) would keep old entries.
+	// Default 1m.
+	TrimInterval time.Duration
 	// ServiceGrace is the time between the liveness checks of a handed-off
 	// attempt: when a check (confirmed ServiceGrace/5 later) finds no live
 	// service for its type, a running attempt is requeued without
@@ -109,6 +114,9 @@ func (c Config) WithDefaults() Config {
 	if c.WatchInterval == 0 {
 		c.WatchInterval = time.Second
 	}
+	if c.TrimInterval == 0 {
+		c.TrimInterval = time.Minute
+	}
 	if c.ServiceGrace == 0 {
 		c.ServiceGrace = 30 * time.Second
 	}
@@ -136,6 +144,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orchestrator: ClaimIdle %s must be positive", c.ClaimIdle)
 	case c.ResultTTL < time.Second:
 		return fmt.Errorf("orchestrator: ResultTTL %s must be ≥ 1s", c.ResultTTL)
+	case c.TrimInterval <= 0:
+		return fmt.Errorf("orchestrator: TrimInterval %s must be positive", c.TrimInterval)
 	case c.WatchInterval <= 0 || c.ServiceGrace <= 0:
 		return fmt.Errorf("orchestrator: WatchInterval %s and ServiceGrace %s must be positive", c.WatchInterval, c.ServiceGrace)
 	}
@@ -163,6 +173,8 @@ type Orchestrator struct {
 	// suspects: handed-off attempts whose type had no live service at
 	// their last check (the watcher acts at the second)
 	suspects map[string]time.Time
+	// nextTrim: when the watcher next trims the streams to Retention
+	nextTrim time.Time
 }
 
 // New returns an Orchestrator. note and arc may be nil.

@@ -67,6 +67,9 @@ func (o *Orchestrator) watch(ctx context.Context) {
 func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
+	if err := o.trimDue(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	live := map[string]bool{}
 	for range 50 {
 		es, err := o.st.DueHandoffs(ctx, 100)
@@ -185,6 +188,30 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 	}
 	o.clearSuspect(e)
 	return o.st.RescheduleHandoff(ctx, e, next)
+}
+
+// trimDue trims every agent stream to Retention when TrimInterval has
+// passed since the last trim (by the injected clock). Exact XTRIM MINID:
+// the retention holds by time even for a stream no one writes to.
+func (o *Orchestrator) trimDue(ctx context.Context) error {
+	now := o.cfg.Now()
+	o.mu.Lock()
+	due := !now.Before(o.nextTrim)
+	if due {
+		o.nextTrim = now.Add(o.cfg.TrimInterval)
+	}
+	o.mu.Unlock()
+	if !due {
+		return nil
+	}
+	minID := stream.MinID(now, o.cfg.Retention)
+	var errs []error
+	for _, k := range o.sk.All() {
+		if err := o.rdb.XTrimMinID(ctx, k, minID).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("trim %s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // suspect records that e's type had no live service at now and reports
