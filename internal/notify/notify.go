@@ -64,8 +64,7 @@ type Config struct {
 	TTL time.Duration
 	// DedupeTTL is how long a notification id given by the caller is
 	// remembered per session, so that writing it again adds nothing.
-	// Default 7 days (the retention of the events that cause
-	// notifications).
+	// Default 24h (TTL's default: the life of the notifications themselves).
 	DedupeTTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -83,7 +82,7 @@ func (c Config) WithDefaults() Config {
 		c.TTL = 24 * time.Hour
 	}
 	if c.DedupeTTL == 0 {
-		c.DedupeTTL = 7 * 24 * time.Hour
+		c.DedupeTTL = 24 * time.Hour
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -104,3 +104,16 @@ func TestInFlightBoundKeepsPrioritiesOnTheExternalPath(t *testing.T) {
 	require.LessOrEqual(t, lowsBefore, nLow/2, "high tasks start before most low ones: %v", order)
 	require.LessOrEqual(t, maxSeen, int64(bound), "in-flight places never exceed the bound")
 }
+
+func TestInFlightFromEnv(t *testing.T) {
+	for v, want := range map[string]int{"": 0, "64": 64, " 8 ": 8, "-1": -1} {
+		got, err := InFlightFromEnv(func(string) string { return v })
+		require.NoError(t, err, "%q", v)
+		require.Equal(t, want, got, "%q", v)
+	}
+	for _, v := range []string{"0", "-2", "many", "1.5"} {
+		_, err := InFlightFromEnv(func(string) string { return v })
+		require.ErrorContains(t, err, EnvInFlight, "%q", v)
+	}
+	require.Equal(t, DefaultInFlight, DispatcherConfig{}.withDefaults().InFlight)
+}

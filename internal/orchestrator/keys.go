@@ -21,8 +21,9 @@ func (k keys) dispatch(taskID string) string { return k.ns + "agent:dispatch:" +
 func (k keys) applied(eventID string) string { return k.ns + "agent:applied:" + eventID }
 
 // seen marks a response-stream entry (by stream and entry id) that a
-// consumer began to apply (STRING "1", 7 days): a later delivery of the same
-// entry is a redelivery, any other entry about a finished task is not.
+// consumer began to apply (STRING "1", 7 days; deleted once the entry is
+// acknowledged): a later delivery of the same entry is a redelivery, any
+// other entry about a finished task is not.
 func (k keys) seen(streamKey, entryID string) string {
 	if i := strings.LastIndex(streamKey, ":"); i >= 0 {
 		streamKey = streamKey[i+1:]

@@ -311,6 +311,15 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
 		return err
 	}
+	switch v.(type) {
+	case *stream.CompletedData, *stream.FailedData:
+		// acknowledged: never delivered again, so its seen marker (set by
+		// once) has done its job; dropping it keeps one key per event
+		// from living 7 days (a lingering one, after a crash here, expires)
+		if err := o.rdb.Del(ctx, o.k.seen(m.Stream, m.ID)).Err(); err != nil {
+			o.cfg.Logger.Debug("seen marker not dropped", "entry", m.ID, "err", err)
+		}
+	}
 	o.cfg.Logger.Debug("Event acknowledged", "stream", m.Stream, "event_id", m.Event.ID)
 	o.mu.Lock()
 	o.applied++
