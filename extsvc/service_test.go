@@ -3,6 +3,7 @@ package extsvc
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,4 +206,57 @@ func TestConfigValidate(t *testing.T) {
 	require.Error(t, err)
 	_, err = New(nil, Config{Name: "x", HeartbeatInterval: time.Second, ClaimIdle: time.Second})
 	require.ErrorContains(t, err, "ClaimIdle")
+}
+
+// TestHeartbeatKeepsALongTaskFromBeingClaimed: two live workers of one
+// service share its group; a task runs ~7× longer than ClaimIdle. The
+// running worker's heartbeat (XCLAIM … JUSTID every HeartbeatInterval)
+// keeps its entry from looking idle, so the other worker, claiming idle
+// entries all the while, never takes it: the task runs once and one
+// outcome is published.
+func TestHeartbeatKeepsALongTaskFromBeingClaimed(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	const work = 2 * time.Second
+	var mu sync.Mutex
+	runs := map[string]int{}
+	started := make(chan struct{}, 2)
+	newWorker := func(consumer string) *Service {
+		svc, err := New(b.rdb, Config{Name: "hb", Namespace: b.ns, Consumer: consumer, Block: 50 * time.Millisecond,
+			HeartbeatInterval: 50 * time.Millisecond, ClaimIdle: 300 * time.Millisecond})
+		require.NoError(t, err)
+		svc.HandleFunc("long.run", func(ctx context.Context, tk *Task) (json.RawMessage, error) {
+			mu.Lock()
+			runs[consumer]++
+			mu.Unlock()
+			started <- struct{}{}
+			select { // the work itself
+			case <-time.After(work):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return json.RawMessage(`{"ok":true}`), nil
+		})
+		return svc
+	}
+	stop1 := b.start(t, newWorker("hb-1"))
+	defer stop1()
+	b.create(t, "long-1", "long.run", `{}`)
+	<-started // hb-1 runs it
+	stop2 := b.start(t, newWorker("hb-2"))
+	defer stop2()
+
+	require.Equal(t, stream.TypeCompleted, b.waitOutcome(t, "long-1").Type)
+	// every entry acknowledged: nothing is left for hb-2 to claim later
+	require.Eventually(t, func() bool {
+		p, err := b.rdb.XPending(ctx, b.keys.Create(), "hb-group").Result()
+		return err == nil && p.Count == 0
+	}, 5*time.Second, 10*time.Millisecond)
+	mu.Lock()
+	require.Equal(t, map[string]int{"hb-1": 1}, runs, "run once, by the worker that took it")
+	mu.Unlock()
+	n, err := b.rdb.XLen(ctx, b.keys.Completed()).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "one outcome")
 }

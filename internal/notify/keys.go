@@ -20,6 +20,12 @@ func (k keys) cursor(sessionID string) string {
 	return k.ns + "user:notifications:" + sessionID + ":read"
 }
 
+// sent marks a notification id written to the session's stream (STRING
+// "1", Config.DedupeTTL): Notify writes a caller-chosen id once.
+func (k keys) sent(sessionID, notificationID string) string {
+	return k.ns + "user:notifications:" + sessionID + ":sent:" + notificationID
+}
+
 // channel is the pub/sub channel announcing "a session has a new
 // notification" (payload: the session id) to every process's Hub.
 func (k keys) channel() string { return k.ns + "user:notifications" }

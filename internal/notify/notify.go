@@ -62,6 +62,10 @@ type Config struct {
 	// TTL is how long a session's notifications live after the newest one
 	// (spec 003's 86400 s). Default 24h.
 	TTL time.Duration
+	// DedupeTTL is how long a notification id given by the caller is
+	// remembered per session, so that writing it again adds nothing.
+	// Default 24h (TTL's default: the life of the notifications themselves).
+	DedupeTTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -77,6 +81,9 @@ func (c Config) WithDefaults() Config {
 	if c.TTL == 0 {
 		c.TTL = 24 * time.Hour
 	}
+	if c.DedupeTTL == 0 {
+		c.DedupeTTL = 24 * time.Hour
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -91,6 +98,9 @@ func (c Config) Validate() error {
 	if c.TTL < time.Second {
 		return fmt.Errorf("notify: TTL %s must be ≥ 1s", c.TTL)
 	}
+	if c.DedupeTTL < time.Second {
+		return fmt.Errorf("notify: DedupeTTL %s must be ≥ 1s", c.DedupeTTL)
+	}
 	return nil
 }
 
@@ -98,6 +108,11 @@ func (c Config) Validate() error {
 var advanceLua string
 
 var advanceScript = redis.NewScript(advanceLua)
+
+//go:embed scripts/write.lua
+var writeLua string
+
+var writeScript = redis.NewScript(writeLua)
 
 // ErrNoSession: a notification needs a session id.
 var ErrNoSession = errors.New("notify: no session id")
@@ -119,14 +134,21 @@ func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
 }
 
 // Notify appends n to the session's stream and announces it to every
-// process's Hub. Empty NotificationID, Timestamp and Priority are filled
-// in. It returns n as stored (with ID).
+// process's Hub. Empty Timestamp and Priority are filled in. An empty
+// NotificationID gets a random one; a NotificationID given by the caller
+// (see StableID) is written at most once per session within DedupeTTL:
+// writing it again adds nothing and returns n with an empty ID, so a
+// caller that replays its work after a crash does not notify twice. It
+// returns n as stored (with ID).
 func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification) (Notification, error) {
 	if sessionID == "" {
 		return n, ErrNoSession
 	}
+	keys := []string{s.keys.stream(sessionID)}
 	if n.NotificationID == "" {
 		n.NotificationID = "notif-" + uuid.NewString()
+	} else {
+		keys = append(keys, s.keys.sent(sessionID, n.NotificationID))
 	}
 	if n.Timestamp.IsZero() {
 		n.Timestamp = s.cfg.Now()
@@ -139,23 +161,32 @@ func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification)
 	if err != nil {
 		return n, fmt.Errorf("notify: encode: %w", err)
 	}
-	k := s.keys.stream(sessionID)
-	var add *redis.StringCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		add = p.XAdd(ctx, &redis.XAddArgs{Stream: k, MaxLen: s.cfg.MaxLen, Approx: true, Values: []any{"n", string(body)}})
-		p.Expire(ctx, k, s.cfg.TTL)
-		return nil
-	})
-	if err != nil {
-		return n, fmt.Errorf("notify: write %s: %w", k, err)
+	id, err := writeScript.Run(ctx, s.rdb, keys, string(body), s.cfg.MaxLen,
+		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second)).Text()
+	if errors.Is(err, redis.Nil) {
+		return n, nil // written before
 	}
-	n.ID = add.Val()
+	if err != nil {
+		return n, fmt.Errorf("notify: write %s: %w", keys[0], err)
+	}
+	n.ID = id
 	if err := s.rdb.Publish(ctx, s.keys.channel(), sessionID).Err(); err != nil {
 		// Stored: pollers and the next interaction still see it.
 		return n, fmt.Errorf("notify: announce: %w", err)
 	}
 	return n, nil
 }
+
+// StableID is the notification id of the notification about one event of
+// a task (kind, for the attempt with token attempt): the same arguments
+// give the same "notif-<uuid>", so Notify writes it once however often
+// the caller replays the event.
+func StableID(kind Kind, taskID, attempt string) string {
+	return "notif-" + uuid.NewSHA1(stableSpace, []byte(string(kind)+"\x00"+taskID+"\x00"+attempt)).String()
+}
+
+// stableSpace is the UUID name space of StableID.
+var stableSpace = uuid.MustParse("6f1c0c1e-4d2a-5b7e-9a51-0c3f6d1e2b7a")
 
 // List returns up to limit (1–1000) notifications of the session after the
 // stream id after ("" or "0" for the oldest kept), oldest first.

@@ -368,3 +368,34 @@ func BenchmarkNotifyToWebSocket(b *testing.B) {
 	b.ReportMetric(q(0.95), "p95_ms")
 	b.ReportMetric(q(0.99), "p99_ms")
 }
+
+// TestStableIDWrittenOnce: a notification id chosen by the caller is
+// written once per session however often it is written (a replayed apply);
+// random ids are all written.
+func TestStableIDWrittenOnce(t *testing.T) {
+	rdb, ns := testredis.Client(t)
+	n, err := New(rdb, Config{Namespace: ns})
+	require.NoError(t, err)
+	ctx := context.Background()
+	id := StableID(KindCompleted, "task-1", "tok-1")
+	require.Equal(t, id, StableID(KindCompleted, "task-1", "tok-1"))
+	require.NotEqual(t, id, StableID(KindCompleted, "task-1", "tok-2"))
+	require.NotEqual(t, id, StableID(KindTimeout, "task-1", "tok-1"))
+	for i := range 3 {
+		got, err := n.Notify(ctx, "s1", Notification{NotificationID: id, Type: KindCompleted, TaskID: "task-1", Message: "ready"})
+		require.NoError(t, err)
+		require.Equal(t, i == 0, got.ID != "", "written the first time only")
+	}
+	// the same id in another session is another notification
+	got, err := n.Notify(ctx, "s2", Notification{NotificationID: id, Type: KindCompleted, TaskID: "task-1"})
+	require.NoError(t, err)
+	require.NotEmpty(t, got.ID)
+	for range 2 {
+		_, err := n.Notify(ctx, "s1", Notification{Type: KindCompleted, TaskID: "task-2"})
+		require.NoError(t, err)
+	}
+	l, err := n.List(ctx, "s1", "", 100)
+	require.NoError(t, err)
+	require.Len(t, l, 3)
+	require.Equal(t, id, l[0].NotificationID)
+}

@@ -21,17 +21,31 @@ func ACLRules(namespace string) []string {
 }
 
 // ServiceACLRules are the rules of an external service's user: only the
-// agent's streams and service registry, only the commands of
-// docs/protocol.md.
+// commands of docs/protocol.md, each only on the keys it needs (Redis 7
+// selectors):
+//   - task.create: read it in the service's group (XREADGROUP, XACK,
+//     XAUTOCLAIM, XCLAIM heartbeats, XGROUP CREATE … MKSTREAM, XINFO
+//     GROUPS, XRANGE/XREVRANGE) — never XADD, DEL or trim it;
+//   - task.cancel: XREAD / XREVRANGE;
+//   - task.completed, task.failed, task.progress: XADD only;
+//   - the registry: SADD agent:services; HSET, HGET, PEXPIRE and DEL of
+//     its agent:service:<name> hash (DEL when it stops).
+//
+// No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
+// outcomes. A service can still publish an outcome for any task id; the
+// orchestrator applies only one carrying the attempt's token.
 func ServiceACLRules(namespace string) []string {
 	if namespace == "" {
 		namespace = "taskflow"
 	}
+	p := "{" + namespace + "}:agent:"
 	return []string{
-		"resetkeys", "resetchannels",
-		"~{" + namespace + "}:agent:stream:*", "~{" + namespace + "}:agent:service*",
-		"-@all",
-		"+xreadgroup", "+xread", "+xack", "+xadd", "+xautoclaim", "+xclaim", "+xgroup|create", "+xrevrange", "+xrange",
-		"+xinfo|groups", "+sadd", "+hset", "+hget", "+pexpire", "+del", "+ping", "+hello", "+client|setname",
+		"resetkeys", "resetchannels", "-@all",
+		"~" + p + "stream:task.create", "~" + p + "stream:task.cancel",
+		"+xreadgroup", "+xread", "+xack", "+xautoclaim", "+xclaim", "+xgroup|create", "+xrevrange", "+xrange",
+		"+xinfo|groups", "+ping", "+hello", "+client|setname",
+		"(~" + p + "stream:task.completed ~" + p + "stream:task.failed ~" + p + "stream:task.progress +xadd)",
+		"(~" + p + "services +sadd)",
+		"(~" + p + "service:* +hset +hget +pexpire +del)",
 	}
 }

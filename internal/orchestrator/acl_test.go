@@ -91,6 +91,31 @@ func TestACLUsers(t *testing.T) {
 		err = c.Keys(ctx, "*").Err()
 		require.Error(t, err)
 	}
+	// The service user cannot remove or forge work, nor trim outcomes.
+	for _, c := range []struct {
+		what string
+		cmd  *redis.IntCmd
+	}{
+		{"DEL task.create", svcClient.Del(ctx, b.sk.Create())},
+		{"DEL task.completed", svcClient.Del(ctx, b.sk.Completed())},
+		{"XTRIM task.create", svcClient.XTrimMaxLen(ctx, b.sk.Create(), 0)},
+		{"XDEL task.failed", svcClient.XDel(ctx, b.sk.Failed(), "0-1")},
+		{"DEL the notifications", svcClient.Del(ctx, "{"+ns+"}:user:stream:notifications:"+sess.ID)},
+	} {
+		require.Error(t, c.cmd.Err(), c.what)
+		require.Contains(t, c.cmd.Err().Error(), "NOPERM", c.what)
+	}
+	err = svcClient.XAdd(ctx, &redis.XAddArgs{Stream: b.sk.Create(), Values: []any{"event_id", "x"}}).Err()
+	require.Error(t, err, "XADD task.create")
+	require.Contains(t, err.Error(), "NOPERM")
+	n, err := admin.XLen(ctx, b.sk.Create()).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "task.create untouched")
+	// what a service needs is allowed
+	_, err = svcClient.XAdd(ctx, &redis.XAddArgs{Stream: b.sk.Progress(), Values: []any{"event_id", "x"}}).Result()
+	require.NoError(t, err, "XADD task.progress")
+	require.NoError(t, svcClient.Del(ctx, b.sk.Service("report-svc")).Err(), "DEL its registry entry")
+
 	// The service user cannot read tasks or sessions.
 	err = svcClient.HGetAll(ctx, "{"+ns+"}:task:"+tk.ID).Err()
 	require.Error(t, err)

@@ -61,3 +61,59 @@ func TestArchiverArchivesInProcessTasks(t *testing.T) {
 	waitArchived(later, task.StateCompleted)
 	stop()
 }
+
+// TestArchiverSweepsTheIndexesAfterAGap: the lifecycle event stream is
+// capped; an archiver whose cursor fell behind the cap finds the gap,
+// counts it, and archives the missed tasks from the finished-task
+// indexes: none is lost.
+func TestArchiverSweepsTheIndexesAfterAGap(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns, EventStreamMaxLen: 10})
+	require.NoError(t, err)
+	arc := testArchive(t)
+	ctx := context.Background()
+	finish := func(i int) string {
+		tk, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "summarize", Content: "x", SessionID: "s"})
+		require.NoError(t, err)
+		got, err := st.Fetch(ctx, store.FetchRequest{N: 1, WorkerID: "w", TokenPrefix: "w:" + tk.ID, Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		switch i % 3 {
+		case 0:
+			require.NoError(t, st.Complete(ctx, tk.ID, got[0].Lease, json.RawMessage(`{"summary":"s"}`)))
+		case 1:
+			_, err := st.Fail(ctx, tk.ID, got[0].Lease, store.Failure{ErrorType: "X", Message: "m", Permanent: true, Attempt: 1})
+			require.NoError(t, err)
+		default:
+			require.NoError(t, st.CancelActive(ctx, tk.ID, got[0].Lease, "cancelled"))
+		}
+		return tk.ID
+	}
+	// the archiver had read up to here, then stopped
+	finish(0)
+	cursor, err := st.Events().Latest(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rdb.Set(ctx, newKeys(ns).archiveCursor(), cursor, 0).Err())
+	var ids []string
+	for i := range 150 {
+		ids = append(ids, finish(i))
+	}
+	info, err := rdb.XInfoStream(ctx, st.EventStreamKey()).Result()
+	require.NoError(t, err)
+	require.Equal(t, -1, compareIDs(cursor, info.FirstEntry.ID), "events after the cursor were trimmed (the test's premise)")
+	require.Greater(t, info.EntriesAdded-info.Length, int64(100))
+
+	a := NewArchiver(st, arc, ns, nil)
+	c, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(c) }()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+	for _, id := range ids {
+		require.Eventually(t, func() bool {
+			_, err := arc.Get(ctx, id)
+			return err == nil
+		}, 10*time.Second, 10*time.Millisecond, "task %s archived", id)
+	}
+	require.GreaterOrEqual(t, a.Gaps(), int64(1), "the gap was detected")
+}

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +34,22 @@ type DispatcherConfig struct {
 	Grace time.Duration
 	// Retention of published events. Default 7 days.
 	Retention time.Duration
+	// InFlight bounds the attempts of one task type that are dispatched
+	// (task.create published) and not finished, across every dispatcher of
+	// the namespace. A task fetched while its type is full waits in the
+	// worker (FIFO per type and process) for a place, so the backlog stays
+	// in the core's priority queues, where high/normal/low are honoured,
+	// instead of draining into the FIFO task.create stream. Default
+	// DefaultInFlight (64); negative: unbounded.
+	InFlight int
+	// AdmitPoll is how often a task waiting for a place looks again.
+	// Default 50ms.
+	AdmitPoll time.Duration
+	// AdmitWait is the longest a task waits for a place while holding its
+	// worker's slot (and less than the handler's deadline); then it goes
+	// back to the core (rescheduled AdmitPoll×10 later, no retry spent) and
+	// the slot serves other work. Default 10s.
+	AdmitWait time.Duration
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -46,6 +65,15 @@ func (c DispatcherConfig) withDefaults() DispatcherConfig {
 	}
 	if c.Grace == 0 {
 		c.Grace = 30 * time.Second
+	}
+	if c.InFlight == 0 {
+		c.InFlight = DefaultInFlight
+	}
+	if c.AdmitPoll <= 0 {
+		c.AdmitPoll = 50 * time.Millisecond
+	}
+	if c.AdmitWait <= 0 {
+		c.AdmitWait = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -74,13 +102,36 @@ type Dispatcher struct {
 	sk  stream.Keys
 	k   keys
 	pub *stream.Publisher
+
+	mu    sync.Mutex
+	turns map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+}
+
+// DefaultInFlight is DispatcherConfig.InFlight's default.
+const DefaultInFlight = 64
+
+// EnvInFlight names the setting of DispatcherConfig.InFlight for the
+// programs that run workers (a positive integer, or -1 for unbounded).
+const EnvInFlight = "TASKFLOW_EXTERNAL_INFLIGHT"
+
+// InFlightFromEnv reads EnvInFlight; unset gives 0 (the default).
+func InFlightFromEnv(getenv func(string) string) (int, error) {
+	v := strings.TrimSpace(getenv(EnvInFlight))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n == 0 || n < -1 {
+		return 0, fmt.Errorf("%s: %q is not a positive number of tasks (or -1 for no bound)", EnvInFlight, v)
+	}
+	return n, nil
 }
 
 // NewDispatcher returns the dispatcher of st's namespace.
 func NewDispatcher(st *store.Store, cfg DispatcherConfig) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace),
-		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now)}
+		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
 }
 
 // Register makes d the handler of each type on mux.
@@ -111,6 +162,14 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = d.cfg.DefaultTimeout
+	}
+	member := inflightMember(t.ID, t.Lease)
+	if err := d.admit(ctx, t, member, timeout); err != nil {
+		return nil, err
+	}
 	var prev *redis.StatusCmd
 	var add *redis.StringCmd
 	_, err = d.rdb.TxPipelined(bg, func(p redis.Pipeliner) error {
@@ -123,6 +182,7 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		err = add.Err()
 	}
 	if err != nil {
+		d.rdb.ZRem(bg, d.k.inflight(t.Type), member) // not dispatched: give the place back
 		return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
 	}
 	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
@@ -136,10 +196,6 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	// Hand the attempt over. If the worker dies before this, its lease
 	// expires, the task is dispatched again and the old token's outcome is
 	// ignored; if the outcome came first, the task is no longer ACTIVE.
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = d.cfg.DefaultTimeout
-	}
 	now := d.cfg.Now()
 	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
 	backoff := 20 * time.Millisecond
@@ -168,6 +224,76 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		time.Sleep(backoff) // Redis is failing: back off before the next try
 		backoff *= 2
 	}
+}
+
+// admit waits until t's type has fewer than InFlight attempts in flight
+// and takes a place for t's attempt (member). Waiters of one type in this
+// process ask in turn, in the order the worker fetched them (the core's
+// weighted priority order, so low is not starved). A cancel request or a
+// shutdown ends the wait with the worker's cause (the worker then cancels
+// or hands back the task); a wait longer than AdmitWait, or reaching the
+// handler's deadline, hands the task back to the core without spending a
+// retry.
+func (d *Dispatcher) admit(ctx context.Context, t *task.Task, member string, timeout time.Duration) error {
+	if d.cfg.InFlight < 0 {
+		return nil
+	}
+	giveUp := d.cfg.Now().Add(d.cfg.AdmitWait)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-d.cfg.AdmitPoll).Before(giveUp) {
+		giveUp = dl.Add(-d.cfg.AdmitPoll)
+	}
+	full := func() error {
+		return &task.DependencyUnavailableError{Dependency: "external:" + t.Type, Wait: 10 * d.cfg.AdmitPoll,
+			Reason: fmt.Sprintf("%d tasks of the type in flight", d.cfg.InFlight)}
+	}
+	turn := d.turn(t.Type)
+	timer := time.NewTimer(max(giveUp.Sub(d.cfg.Now()), 0))
+	defer timer.Stop()
+	select {
+	case turn <- struct{}{}:
+	case <-timer.C:
+		return full()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-turn }()
+	for {
+		now := d.cfg.Now()
+		deadline := now.Add(timeout + d.cfg.Grace)
+		ok, err := admitScript.Run(ctx, d.rdb, []string{d.k.inflight(t.Type)}, now.UnixMilli(), d.cfg.InFlight, member, deadline.UnixMilli()).Int()
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: admit: %w", err))
+		}
+		if ok == 1 {
+			return nil
+		}
+		if !now.Before(giveUp) {
+			d.cfg.Logger.Debug("external task type full: task handed back", "task_id", t.ID, "task_type", t.Type)
+			return full()
+		}
+		timer.Reset(d.cfg.AdmitPoll)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// turn returns typ's turn channel: one waiter of the type at a time asks
+// for a place; the others queue on the channel (FIFO).
+func (d *Dispatcher) turn(typ string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.turns[typ]
+	if !ok {
+		c = make(chan struct{}, 1)
+		d.turns[typ] = c
+	}
+	return c
 }
 
 func (d *Dispatcher) publishCancel(ctx context.Context, id string) {

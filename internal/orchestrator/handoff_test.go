@@ -47,8 +47,10 @@ func TestManyMoreExternalTasksThanWorkerSlots(t *testing.T) {
 		completions.Add(1)
 		return json.RawMessage(`{"ok":true}`), nil
 	}
+	// in-flight bound above the gate's 100 (the default, 64, would keep
+	// the gate shut: that bound is TestInFlightBound…'s subject)
 	b := setup(t, options{workerConc: 4, skipArchive: true, svcCfg: extsvc.Config{Concurrency: 200},
-		handlers: map[string]extsvc.HandlerFunc{"many.run": h}})
+		dispCfg: DispatcherConfig{InFlight: together + 50}, handlers: map[string]extsvc.HandlerFunc{"many.run": h}})
 	ctx := context.Background()
 	reqs := make([]store.EnqueueRequest, n)
 	for i := range reqs {

@@ -61,6 +61,11 @@ type Config struct {
 	// WatchInterval is how often the handoff watcher looks for handed-off
 	// attempts that are due (timeouts, service-liveness checks). Default 1s.
 	WatchInterval time.Duration
+	// TrimInterval is how often the watcher trims every agent stream to
+	// Retention (XTRIM MINID, exact): writes trim too (XADD MINID ~), but a
+	// stream nobody writes to (a quiet task.dlq) would keep old entries.
+	// Default 1m.
+	TrimInterval time.Duration
 	// ServiceGrace is the time between the liveness checks of a handed-off
 	// attempt: when a check (confirmed ServiceGrace/5 later) finds no live
 	// service for its type, a running attempt is requeued without
@@ -109,6 +114,9 @@ func (c Config) WithDefaults() Config {
 	if c.WatchInterval == 0 {
 		c.WatchInterval = time.Second
 	}
+	if c.TrimInterval == 0 {
+		c.TrimInterval = time.Minute
+	}
 	if c.ServiceGrace == 0 {
 		c.ServiceGrace = 30 * time.Second
 	}
@@ -136,6 +144,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("orchestrator: ClaimIdle %s must be positive", c.ClaimIdle)
 	case c.ResultTTL < time.Second:
 		return fmt.Errorf("orchestrator: ResultTTL %s must be ≥ 1s", c.ResultTTL)
+	case c.TrimInterval <= 0:
+		return fmt.Errorf("orchestrator: TrimInterval %s must be positive", c.TrimInterval)
 	case c.WatchInterval <= 0 || c.ServiceGrace <= 0:
 		return fmt.Errorf("orchestrator: WatchInterval %s and ServiceGrace %s must be positive", c.WatchInterval, c.ServiceGrace)
 	}
@@ -163,6 +173,8 @@ type Orchestrator struct {
 	// suspects: handed-off attempts whose type had no live service at
 	// their last check (the watcher acts at the second)
 	suspects map[string]time.Time
+	// nextTrim: when the watcher next trims the streams to Retention
+	nextTrim time.Time
 }
 
 // New returns an Orchestrator. note and arc may be nil.
@@ -283,9 +295,9 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	}
 	switch d := v.(type) {
 	case *stream.CompletedData:
-		err = o.once(ctx, d.TaskID, d.Token, func(tok string) error { return o.completed(ctx, m, d, tok) })
+		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.completed(ctx, m, d, o1) })
 	case *stream.FailedData:
-		err = o.once(ctx, d.TaskID, d.Token, func(tok string) error { return o.failed(ctx, m, d, tok) })
+		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.failed(ctx, m, d, o1) })
 	case *stream.TimeoutData:
 		err = o.timeout(ctx, d)
 	case *stream.ProgressData:
@@ -299,6 +311,15 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
 		return err
 	}
+	switch v.(type) {
+	case *stream.CompletedData, *stream.FailedData:
+		// acknowledged: never delivered again, so its seen marker (set by
+		// once) has done its job; dropping it keeps one key per event
+		// from living 7 days (a lingering one, after a crash here, expires)
+		if err := o.rdb.Del(ctx, o.k.seen(m.Stream, m.ID)).Err(); err != nil {
+			o.cfg.Logger.Debug("seen marker not dropped", "entry", m.ID, "err", err)
+		}
+	}
 	o.cfg.Logger.Debug("Event acknowledged", "stream", m.Stream, "event_id", m.Event.ID)
 	o.mu.Lock()
 	o.applied++
@@ -306,10 +327,27 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	return nil
 }
 
+// outcome is what once tells apply about the event being applied.
+type outcome struct {
+	// tok is the attempt's fencing token (the event's, else the recorded
+	// dispatch token).
+	tok string
+	// redelivered: this very stream entry was handled before (a consumer
+	// died or failed between applying and acknowledging it).
+	redelivered bool
+}
+
+// markerTTL is how long the per-event and per-attempt markers live: the
+// retention of the response streams, beyond which no entry is redelivered.
+const markerTTL = 7 * 24 * time.Hour
+
 // once runs apply for the outcome of one attempt (task id + token) unless
 // an earlier delivery of that outcome finished all its effects, and marks
-// it finished afterwards.
-func (o *Orchestrator) once(ctx context.Context, taskID, eventToken string, apply func(tok string) error) error {
+// it finished afterwards. Before applying it records that the stream entry
+// m was seen, so that apply can tell a redelivery of this entry (which may
+// have to finish its side effects) from another entry about a task that is
+// already finished (a duplicate run, a stale or forged outcome: ignored).
+func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, eventToken string, apply func(outcome) error) error {
 	tok, err := o.token(ctx, taskID, eventToken)
 	if err != nil {
 		return err
@@ -323,10 +361,43 @@ func (o *Orchestrator) once(ctx context.Context, taskID, eventToken string, appl
 		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID)
 		return nil
 	}
-	if err := apply(tok); err != nil {
+	first, err := o.rdb.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL).Result()
+	if err != nil {
 		return err
 	}
-	return o.rdb.Set(ctx, marker, "1", 7*24*time.Hour).Err()
+	if err := apply(outcome{tok: tok, redelivered: !first}); err != nil {
+		return err
+	}
+	return o.rdb.Set(ctx, marker, "1", markerTTL).Err()
+}
+
+// finishedBy reports whether the outcome o is the one that finished the
+// task (COMPLETED or DLQ) in an earlier delivery whose side effects may be
+// incomplete: the same stream entry, carrying the token of the task's last
+// dispatch (the only attempt that can finish an external task). Any other
+// outcome about a finished task — another attempt's token, another entry,
+// a task that was never dispatched — is not, and must change nothing.
+func (o *Orchestrator) finishedBy(ctx context.Context, taskID string, oc outcome) (bool, error) {
+	if !oc.redelivered || oc.tok == "" {
+		return false, nil
+	}
+	last, err := o.rdb.Get(ctx, o.k.dispatch(taskID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return last == oc.tok, nil
+}
+
+// ignoreFinished logs and counts an outcome about a finished task that is
+// not a redelivery of the outcome that finished it. Neither the token nor
+// the event's message is logged: a forged event's text is not ours.
+func (o *Orchestrator) ignoreFinished(m stream.Message, t *task.Task) {
+	o.cfg.Logger.Warn("outcome for a finished task ignored (another attempt, a duplicate run or a forged event)",
+		"task_id", t.ID, "state", t.State, "stream", m.Stream, "entry", m.ID)
+	o.observe("stale", t, NoDuration)
 }
 
 // token is the attempt's fencing token: the event's, else the recorded one.
@@ -354,7 +425,8 @@ func (o *Orchestrator) observe(kind string, t *task.Task, d time.Duration) {
 	}
 }
 
-func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *stream.CompletedData, tok string) error {
+func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *stream.CompletedData, oc outcome) error {
+	tok := oc.tok
 	result := d.Result
 	if len(result) == 0 || string(result) == "null" {
 		result = json.RawMessage(`{}`)
@@ -373,11 +445,26 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 		}
 		return gerr
 	}
+	if err := o.leave(ctx, t, tok); err != nil {
+		return err
+	}
 	if err != nil && !(t.State == task.StateCompleted && errors.Is(err, task.ErrWrongState)) {
 		// Stale: a previous attempt's report, or the task ended otherwise.
 		o.cfg.Logger.Info("stale completion ignored", "task_id", d.TaskID, "state", t.State, "reason", err)
 		o.observe("stale", t, NoDuration)
 		return nil
+	}
+	if err != nil {
+		// COMPLETED already: only the redelivery of the entry that
+		// completed it may redo (finish) the side effects.
+		mine, ferr := o.finishedBy(ctx, d.TaskID, oc)
+		if ferr != nil {
+			return ferr
+		}
+		if !mine {
+			o.ignoreFinished(m, t)
+			return nil
+		}
 	}
 	// Applied now, or applied by an earlier delivery whose side effects
 	// may be incomplete: (re)do the idempotent side effects.
@@ -389,10 +476,11 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 		return err
 	}
 	o.observe("completed", t, time.Duration(d.DurationMS)*time.Millisecond)
-	return o.notify(ctx, t, notify.KindCompleted, readyMessage(t), "retrieve_result")
+	return o.notify(ctx, t, tok, notify.KindCompleted, readyMessage(t), "retrieve_result")
 }
 
-func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, tok string) error {
+func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, oc outcome) error {
+	tok := oc.tok
 	t, err := o.st.Get(ctx, d.TaskID)
 	if errors.Is(err, task.ErrNotFound) {
 		return nil
@@ -400,6 +488,8 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 	if err != nil {
 		return err
 	}
+	// whatever this outcome does, its attempt is over
+	defer func() { _ = o.leave(ctx, t, tok) }()
 	if strings.EqualFold(d.Error.Code, "CANCELLED") {
 		err := o.st.CancelActive(ctx, d.TaskID, tok, "cancelled by "+d.FailedBy)
 		if err != nil && !stale(err) {
@@ -413,14 +503,14 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 			if err := o.archive(ctx, t); err != nil {
 				return err
 			}
-			return o.notify(ctx, t, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none")
+			return o.notify(ctx, t, tok, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none")
 		}
 		return nil
 	}
 	transient := d.Error.IsTransient()
 	now := o.cfg.Now()
 	out, err := o.st.Fail(ctx, d.TaskID, tok, store.Failure{
-		ErrorType: d.Error.Code, Message: d.Error.Message, Permanent: !transient,
+		ErrorType: d.Error.Code, Message: d.Error.Message, Permanent: !transient, Details: keptDetails(d.Error.Details),
 		RetryAt: now.Add(o.cfg.Backoff.Delay(t.RetryCount, nil)), Attempt: t.RetryCount + 1, Worker: d.FailedBy,
 	})
 	if o.crashAfterApply != nil && o.crashAfterApply(m) {
@@ -429,9 +519,17 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 	if err != nil {
 		if stale(err) {
 			if cur, gerr := o.st.Get(ctx, d.TaskID); gerr == nil && cur.State == task.StateDLQ && errors.Is(err, task.ErrWrongState) && t.State == task.StateDLQ {
-				// An earlier delivery dead-lettered it and stopped short
-				// of its effects.
-				return o.deadLettered(ctx, d, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
+				mine, ferr := o.finishedBy(ctx, d.TaskID, oc)
+				if ferr != nil {
+					return ferr
+				}
+				if !mine {
+					o.ignoreFinished(m, cur)
+					return nil
+				}
+				// An earlier delivery of this entry dead-lettered it and
+				// stopped short of its effects.
+				return o.deadLettered(ctx, d, tok, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
 			}
 			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
 			o.observe("stale", t, NoDuration)
@@ -444,12 +542,12 @@ func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.F
 		o.observe("retried", t, time.Duration(d.DurationMS)*time.Millisecond)
 		return nil
 	}
-	return o.deadLettered(ctx, d, out)
+	return o.deadLettered(ctx, d, tok, out)
 }
 
 // deadLettered publishes task.dlq, archives and notifies. It is also the
 // path of a redelivered failure whose DLQ side effects did not finish.
-func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, out store.FailOutcome) error {
+func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, tok string, out store.FailOutcome) error {
 	t, err := o.st.Get(ctx, d.TaskID)
 	if err != nil {
 		return err
@@ -463,14 +561,14 @@ func (o *Orchestrator) deadLettered(ctx context.Context, d *stream.FailedData, o
 	if err != nil {
 		return err
 	}
-	if _, err := o.pub.Publish(ctx, o.sk.DLQ(), e); err != nil {
+	if _, err := o.publishOnce(ctx, o.k.published("dlq", t.ID, tok), o.sk.DLQ(), e); err != nil {
 		return err
 	}
 	if err := o.archive(ctx, t); err != nil {
 		return err
 	}
 	o.observe("dead_lettered", t, time.Duration(d.DurationMS)*time.Millisecond)
-	return o.notify(ctx, t, notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, d.Error.Message), "view_error")
+	return o.notify(ctx, t, tok, notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, d.Error.Message), "view_error")
 }
 
 func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error {
@@ -485,7 +583,33 @@ func (o *Orchestrator) timeout(ctx context.Context, d *stream.TimeoutData) error
 		return nil // finished meanwhile: its own notification says so
 	}
 	o.observe("timeout", t, time.Duration(d.ElapsedMS)*time.Millisecond)
-	return o.notify(ctx, t, notify.KindTimeout, TimeoutMessage(t), "check_status")
+	// one notice per attempt (the TIMEOUT task keeps its token) however
+	// often its task.timeout is published or delivered
+	return o.notify(ctx, t, t.Lease, notify.KindTimeout, TimeoutMessage(t), "check_status")
+}
+
+// maxDetails is the largest error.details object kept on the task (the
+// event itself, in task.failed and task.dlq, keeps all of it).
+const maxDetails = 8 << 10
+
+// keptDetails is the service's error.details as recorded on the task:
+// nothing for an empty object, a note of its size for one too large.
+func keptDetails(d json.RawMessage) json.RawMessage {
+	t := strings.TrimSpace(string(d))
+	switch {
+	case t == "" || t == "null" || t == "{}":
+		return nil
+	case len(t) > maxDetails:
+		return json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(t)))
+	}
+	return json.RawMessage(t)
+}
+
+// leave frees the in-flight place of t's attempt with token tok (see
+// DispatcherConfig.InFlight): its outcome has come, or it is no longer the
+// task's attempt.
+func (o *Orchestrator) leave(ctx context.Context, t *task.Task, tok string) error {
+	return o.rdb.ZRem(ctx, o.k.inflight(t.Type), inflightMember(t.ID, tok)).Err()
 }
 
 func (o *Orchestrator) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {
@@ -520,12 +644,16 @@ func (o *Orchestrator) archive(ctx context.Context, t *task.Task) error {
 	return nil
 }
 
-func (o *Orchestrator) notify(ctx context.Context, t *task.Task, kind notify.Kind, msg, action string) error {
+// notify tells t's session about kind for the attempt with token tok. The
+// notification id is derived from (kind, task, token), and the notifier
+// writes an id once: a replayed apply (a crash after notifying and before
+// the applied marker) does not notify twice.
+func (o *Orchestrator) notify(ctx context.Context, t *task.Task, tok string, kind notify.Kind, msg, action string) error {
 	if o.note == nil || t.SessionID == "" {
 		return nil
 	}
-	_, err := o.note.Notify(ctx, t.SessionID, notify.Notification{Type: kind, TaskID: t.ID, TaskType: t.Type,
-		Message: msg, Action: action, Priority: string(t.Priority)})
+	_, err := o.note.Notify(ctx, t.SessionID, notify.Notification{NotificationID: notify.StableID(kind, t.ID, tok),
+		Type: kind, TaskID: t.ID, TaskType: t.Type, Message: msg, Action: action, Priority: string(t.Priority)})
 	if err != nil && !errors.Is(err, notify.ErrNoSession) {
 		return err
 	}

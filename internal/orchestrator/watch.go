@@ -67,6 +67,9 @@ func (o *Orchestrator) watch(ctx context.Context) {
 func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 	total := 0
 	var errs []error
+	if err := o.trimDue(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	live := map[string]bool{}
 	for range 50 {
 		es, err := o.st.DueHandoffs(ctx, 100)
@@ -96,6 +99,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		return err
 	}
 	if t.Lease != e.Token || !t.HandedOff || (t.State != task.StateActive && t.State != task.StateTimeout) {
+		if err := o.leave(ctx, t, e.Token); err != nil {
+			return err
+		}
 		if t.State == task.StateCancelled {
 			o.publishCancel(ctx, t.ID) // cancelled while TIMEOUT: the service may still run it
 		}
@@ -112,10 +118,13 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			return err
 		}
 		if t.State == task.StateCancelled {
+			if err := o.leave(ctx, t, e.Token); err != nil {
+				return err
+			}
 			if err := o.archive(ctx, t); err != nil {
 				return err
 			}
-			if err := o.notify(ctx, t, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
+			if err := o.notify(ctx, t, e.Token, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
 				return err
 			}
 		}
@@ -139,6 +148,9 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			if err != nil && !stale(err) {
 				return err
 			}
+			if err := o.leave(ctx, t, e.Token); err != nil {
+				return err
+			}
 			o.cfg.Logger.Warn("no live service for a dispatched task: requeued", "task_id", t.ID, "task_type", t.Type)
 			return o.drop(ctx, e)
 		}
@@ -152,8 +164,15 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			}
 			return err
 		}
-		o.publishTimeout(ctx, t)
+		if err := o.publishTimeout(ctx, t, e.Token); err != nil {
+			return err // the entry stays due: the next tick publishes it
+		}
 	case t.State == task.StateTimeout:
+		// owed if the process that marked it TIMEOUT died (or its publish
+		// failed) before task.timeout was written: publish it now (once)
+		if err := o.publishTimeout(ctx, t, e.Token); err != nil {
+			return err
+		}
 		ok, err := o.serviceAlive(ctx, t.Type, live)
 		if err != nil {
 			return err
@@ -169,6 +188,30 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 	}
 	o.clearSuspect(e)
 	return o.st.RescheduleHandoff(ctx, e, next)
+}
+
+// trimDue trims every agent stream to Retention when TrimInterval has
+// passed since the last trim (by the injected clock). Exact XTRIM MINID:
+// the retention holds by time even for a stream no one writes to.
+func (o *Orchestrator) trimDue(ctx context.Context) error {
+	now := o.cfg.Now()
+	o.mu.Lock()
+	due := !now.Before(o.nextTrim)
+	if due {
+		o.nextTrim = now.Add(o.cfg.TrimInterval)
+	}
+	o.mu.Unlock()
+	if !due {
+		return nil
+	}
+	minID := stream.MinID(now, o.cfg.Retention)
+	var errs []error
+	for _, k := range o.sk.All() {
+		if err := o.rdb.XTrimMinID(ctx, k, minID).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("trim %s: %w", k, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // suspect records that e's type had no live service at now and reports
@@ -202,7 +245,11 @@ func (o *Orchestrator) clearSuspect(e store.HandoffEntry) {
 	o.mu.Unlock()
 }
 
-func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task) {
+// publishTimeout publishes the attempt's task.timeout unless it was
+// published before (the marker is written with the event, in one script).
+// Marking the task TIMEOUT and publishing are two steps: a TIMEOUT task
+// whose event is missing is published by the watcher's next check of it.
+func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task, token string) error {
 	now := o.cfg.Now()
 	elapsed := now.Sub(t.CreatedAt)
 	if t.StartedAt != nil {
@@ -212,13 +259,17 @@ func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task) {
 		TaskID: t.ID, Status: "timeout", ElapsedMS: elapsed.Milliseconds(),
 		Message: fmt.Sprintf("Task exceeded timeout of %d seconds", int(t.Timeout/time.Second)),
 	})
-	if err == nil {
-		_, err = o.pub.Publish(ctx, o.sk.Timeout(), e)
-	}
 	if err != nil {
-		o.cfg.Logger.Warn("timeout event not published", "task_id", t.ID, "err", err)
+		return err
 	}
-	o.cfg.Logger.Warn("Task timeout", "task_id", t.ID, "elapsed", elapsed.Milliseconds())
+	wrote, err := o.publishOnce(ctx, o.k.published("timeout", t.ID, token), o.sk.Timeout(), e)
+	if err != nil {
+		return fmt.Errorf("timeout event not published: %w", err)
+	}
+	if wrote {
+		o.cfg.Logger.Warn("Task timeout", "task_id", t.ID, "elapsed", elapsed.Milliseconds())
+	}
+	return nil
 }
 
 // failOnBehalf publishes the task.failed a dead service can no longer

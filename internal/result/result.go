@@ -51,6 +51,9 @@ type ErrorDetails struct {
 	WillRetry  bool               `json:"will_retry"`
 	RetryAt    *time.Time         `json:"retry_at,omitempty"`
 	History    []task.ErrorRecord `json:"history"`
+	// Details is the last error's structured detail (an external
+	// service's error.details), when it reported any.
+	Details json.RawMessage `json:"details,omitempty"`
 }
 
 // View is get_task_result's answer.
@@ -183,6 +186,9 @@ func (r *Results) Get(ctx context.Context, p auth.Principal, id string) (View, e
 	case task.StateFailed, task.StateDLQ:
 		d := &ErrorDetails{Code: t.ErrorType, Message: t.LastError, RetryCount: t.RetryCount, MaxRetries: t.MaxRetries,
 			WillRetry: t.State == task.StateFailed, RetryAt: t.RetryAfter, History: t.ErrorHistory}
+		if n := len(t.ErrorHistory); n > 0 {
+			d.Details = t.ErrorHistory[n-1].Details
+		}
 		if d.History == nil {
 			d.History = []task.ErrorRecord{}
 		}

@@ -48,10 +48,13 @@ type errorRecord struct {
 	ErrorType string `json:"error_type"`
 	Message   string `json:"message"`
 	Worker    string `json:"worker,omitempty"`
+	// Details: an object, absent when empty
+	Details json.RawMessage `json:"details,omitempty"`
 }
 
 func encodeErrorRecord(r task.ErrorRecord) string {
-	b, _ := json.Marshal(errorRecord{AtMS: ms(r.At), Attempt: r.Attempt, ErrorType: r.ErrorType, Message: r.Message, Worker: r.Worker})
+	b, _ := json.Marshal(errorRecord{AtMS: ms(r.At), Attempt: r.Attempt, ErrorType: r.ErrorType, Message: r.Message, Worker: r.Worker,
+		Details: r.Details})
 	return string(b)
 }
 
@@ -119,7 +122,8 @@ func decodeErrorHistory(s string) []task.ErrorRecord {
 			out = append(out, task.ErrorRecord{Message: line})
 			continue
 		}
-		out = append(out, task.ErrorRecord{At: time.UnixMilli(r.AtMS).UTC(), Attempt: r.Attempt, ErrorType: r.ErrorType, Message: r.Message, Worker: r.Worker})
+		out = append(out, task.ErrorRecord{At: time.UnixMilli(r.AtMS).UTC(), Attempt: r.Attempt, ErrorType: r.ErrorType, Message: r.Message, Worker: r.Worker,
+			Details: r.Details})
 	}
 	return out
 }

@@ -190,6 +190,9 @@ type Failure struct {
 	Attempt int
 	// Worker names who ran the attempt.
 	Worker string
+	// Details, when set, is a JSON object recorded with the error in the
+	// task's error history (an external service's error.details).
+	Details json.RawMessage
 }
 
 // FailOutcome says where a failed task went.
@@ -211,7 +214,8 @@ func (s *Store) Fail(ctx context.Context, id, token string, f Failure) (FailOutc
 	if due.IsZero() || due.Before(now) {
 		due = now
 	}
-	rec := encodeErrorRecord(task.ErrorRecord{At: now, Attempt: f.Attempt, ErrorType: f.ErrorType, Message: f.Message, Worker: f.Worker})
+	rec := encodeErrorRecord(task.ErrorRecord{At: now, Attempt: f.Attempt, ErrorType: f.ErrorType, Message: f.Message, Worker: f.Worker,
+		Details: f.Details})
 	perm := 0
 	if f.Permanent {
 		perm = 1

@@ -41,12 +41,22 @@ type CompletedData struct {
 
 // ErrorInfo is the error object of task.failed.
 type ErrorInfo struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Details json.RawMessage `json:"details,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Details is a JSON object; empty is sent as {} (spec 003's form).
+	Details json.RawMessage `json:"details"`
 	// Retryable overrides the classification by Code (an extension): true
 	// retries with backoff, false goes straight to the DLQ.
 	Retryable *bool `json:"retryable,omitempty"`
+}
+
+// MarshalJSON writes empty (or null) Details as {}, as spec 003 shows.
+func (e ErrorInfo) MarshalJSON() ([]byte, error) {
+	type plain ErrorInfo
+	if t := bytes.TrimSpace(e.Details); len(t) == 0 || string(t) == "null" {
+		e.Details = json.RawMessage(`{}`)
+	}
+	return json.Marshal(plain(e))
 }
 
 // transientCodes are the error codes of spec 003 §7's transient category.

@@ -99,6 +99,9 @@ type ErrorRecord struct {
 	ErrorType string    `json:"error_type"`
 	Message   string    `json:"message"`
 	Worker    string    `json:"worker,omitempty"`
+	// Details is the failure's structured detail (an external service's
+	// error.details object), when it reported any.
+	Details json.RawMessage `json:"details,omitempty"`
 }
 
 // StateChange is one entry of a task's state history.
