@@ -75,10 +75,14 @@ func (s *Server) routes() {
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
 		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio (spec 001)",
 		responses: map[int]string{200: "QueueStatus"}}})
-	add(route{method: "GET", path: "/api/v1/queues/status/stream", access: admin, handler: s.statusStream, doc: opDoc{
+	add(route{method: "GET", path: "/api/v1/queues/status/stream", access: admin, queryToken: true, handler: s.statusStream, doc: opDoc{
 		tag: "queues", summary: "Live status over Server-Sent Events",
-		description: "event: snapshot (QueueStatus) first; then event: task (a TaskEvent, id = event id) for every state change, event: queues (QueueStatus) at most every 250 ms while tasks move, and a comment heartbeat every 15 s. Resume with Last-Event-ID.",
-		stream:      true, responses: map[int]string{200: ""}}})
+		description: "event: snapshot (QueueStatus) first; then event: task (a TaskEvent, id = event id) for every state change, event: queues (QueueStatus) at most every 250 ms while tasks move, and a comment heartbeat every 15 s. Resume with Last-Event-ID. The admin key goes in Authorization: Bearer, or in ?access_token= for a browser's EventSource (which cannot set headers).",
+		params: []paramDoc{
+			queryParam("access_token", "string", "the admin key, when the Authorization header cannot be set (EventSource); never logged"),
+			queryParam("after", "string", "resume after this event id (as Last-Event-ID)"),
+		},
+		stream: true, responses: map[int]string{200: ""}}})
 	add(route{method: "GET", path: "/api/v1/queues/dlq", access: admin, handler: s.dlq, doc: opDoc{
 		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots (spec 001)",
 		params: pageParams, responses: map[int]string{200: "DLQPage"}}})
