@@ -38,7 +38,7 @@ func (s *Server) routes() {
 		responses: map[int]string{201: "Submitted"}}})
 	add(route{method: "GET", path: "/api/v1/tasks", access: principal, handler: s.list, doc: opDoc{
 		tag: "tasks", summary: "List tasks",
-		description: "The admin lists every task; a session lists its own. Without status, every state is merged (page*page_size at most 10000).",
+		description: "The admin lists every task; a session lists its own. The order is global across pages. page*page_size is at most 10000, except with sort_by=updated_at and a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED (cut straight from that state's index). partial: true when a scan stopped at 10000 entries.",
 		params: []paramDoc{
 			queryParam("status", "string", "only tasks in this state (PROCESSING = ACTIVE)", "PENDING", "ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED"),
 			queryParam("limit", "integer", "page size (spec 001's name for page_size)"),

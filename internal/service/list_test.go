@@ -9,9 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
 )
 
 // TestListAllStatesWhileTasksMove: the admin's listing across states reads
@@ -68,4 +70,72 @@ func TestListAllStatesWhileTasksMove(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, n, l.Total)
 	t.Logf("%d listings while tasks moved", lists)
+}
+
+// TestListByCreationReadsBoundedly: sorting a state by created_at newest
+// first stops reading the state's index once nothing further down can
+// rank (partial stays false with more than MaxMergeWindow tasks in the
+// state), while oldest first has to scan the index and says partial when
+// it stops at MaxMergeWindow entries. Both pages are the right tasks.
+func TestListByCreationReadsBoundedly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, ns := testredis.Client(t)
+	clk := clock.NewFake(time.Now())
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
+	require.NoError(t, err)
+	au, err := auth.New(rdb, auth.Config{Namespace: ns})
+	require.NoError(t, err)
+	svc, err := service.New(service.Config{Store: st, Auth: au})
+	require.NoError(t, err)
+	t.Cleanup(svc.Close)
+
+	const batches, per = 11, 1000 // more than MaxMergeWindow, one ms per batch
+	var first, last []*task.Task
+	for i := range batches {
+		reqs := make([]store.EnqueueRequest, per)
+		for j := range reqs {
+			reqs[j] = store.EnqueueRequest{Type: "noop"}
+		}
+		ts, err := st.EnqueueBatch(ctx, reqs)
+		require.NoError(t, err)
+		if i == 0 {
+			first = ts
+		}
+		last = ts
+		clk.Advance(time.Millisecond)
+	}
+	admin := auth.Principal{Admin: true}
+	ids := func(l service.TaskList) map[string]bool {
+		out := map[string]bool{}
+		for _, x := range l.Tasks {
+			out[x.(service.TaskSummary).ID] = true
+		}
+		return out
+	}
+	in := func(ts []*task.Task) map[string]bool {
+		out := map[string]bool{}
+		for _, tk := range ts {
+			out[tk.ID] = true
+		}
+		return out
+	}
+	l, err := svc.List(ctx, admin, service.ListInput{Status: "PENDING", SortBy: "created_at", PageSize: 20, Summary: true})
+	require.NoError(t, err)
+	require.False(t, l.Partial, "newest first stops early")
+	require.EqualValues(t, batches*per, l.Total)
+	require.Len(t, l.Tasks, 20)
+	for id := range ids(l) {
+		require.True(t, in(last)[id], "newest first: a task of the last batch")
+	}
+	l, err = svc.List(ctx, admin, service.ListInput{Status: "PENDING", SortBy: "created_at", SortOrder: "asc", PageSize: 20, Summary: true})
+	require.NoError(t, err)
+	require.True(t, l.Partial, "oldest first scans, and stops at MaxMergeWindow")
+	for id := range ids(l) {
+		require.True(t, in(first)[id], "oldest first: a task of the first batch")
+	}
+	_, err = svc.List(ctx, admin, service.ListInput{Status: "PENDING", SortBy: "created_at", Page: 11, PageSize: 1000})
+	var se *service.Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "page", se.Field, "deeper than MaxMergeWindow is refused, naming page")
 }
