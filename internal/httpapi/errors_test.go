@@ -135,7 +135,7 @@ func TestEveryRouteWithAndWithoutSlash(t *testing.T) {
 	tok := b.session().Token
 	for _, e := range endpoints() {
 		t.Run(e.method+strings.ReplaceAll(e.path, "/", "_"), func(t *testing.T) {
-			b := b.with(t)
+			b := &streamBundle{b.with(t)} // the status stream: its first event is read
 			var codes [2]int
 			for i, slash := range []string{"", "/"} {
 				id := b.submit(tok, "A task for the slash test. It has two sentences.")
