@@ -139,3 +139,94 @@ func TestListByCreationReadsBoundedly(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "page", se.Field, "deeper than MaxMergeWindow is refused, naming page")
 }
+
+// TestStateIndexScoresBoundTaskTimes guards what the sorted listings rely
+// on (fromIndex stops reading when nothing further down can rank): after
+// every kind of transition, each task's created_at and updated_at are at
+// most its score in its state's index (ACTIVE, scanned whole, aside).
+func TestStateIndexScoresBoundTaskTimes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb, ns := testredis.Client(t)
+	clk := clock.NewFake(time.Now())
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
+	require.NoError(t, err)
+	step := func() { clk.Advance(7 * time.Millisecond) }
+	enqueue := func(r store.EnqueueRequest) *task.Task {
+		step()
+		tk, err := st.Enqueue(ctx, r)
+		require.NoError(t, err)
+		return tk
+	}
+	fetch := func(lease time.Duration) *task.Task {
+		step()
+		ts, err := st.Fetch(ctx, store.FetchRequest{N: 1, WorkerID: "w", TokenPrefix: "w" + clk.Now().Format("150405.000000"), Lease: lease})
+		require.NoError(t, err)
+		require.Len(t, ts, 1)
+		return ts[0]
+	}
+	one := 1
+	enqueue(store.EnqueueRequest{Type: "noop", RunAt: clk.Now().Add(time.Hour)}) // delayed: PENDING by due time
+	for range 7 {
+		enqueue(store.EnqueueRequest{Type: "noop", MaxRetries: &one})
+	}
+	a := fetch(time.Minute) // completed
+	step()
+	require.NoError(t, st.Complete(ctx, a.ID, a.Lease, nil))
+	b := fetch(time.Minute) // failed, retry later
+	step()
+	_, err = st.Fail(ctx, b.ID, b.Lease, store.Failure{ErrorType: task.ErrTypeServiceUnavailable, Message: "503", Attempt: 1, RetryAt: clk.Now().Add(time.Hour)})
+	require.NoError(t, err)
+	c := fetch(time.Minute) // failed, retry due at once, promoted, PENDING again
+	step()
+	_, err = st.Fail(ctx, c.ID, c.Lease, store.Failure{ErrorType: task.ErrTypeServiceUnavailable, Message: "503", Attempt: 1, RetryAt: clk.Now()})
+	require.NoError(t, err)
+	step()
+	_, err = st.PromoteDue(ctx, 100)
+	require.NoError(t, err)
+	d := fetch(time.Minute) // dead-lettered, then retried by hand
+	step()
+	_, err = st.Fail(ctx, d.ID, d.Lease, store.Failure{ErrorType: task.ErrTypeInvalidInput, Message: "400", Permanent: true, Attempt: 1})
+	require.NoError(t, err)
+	e := fetch(time.Minute) // released to wait an hour (a breaker wait)
+	step()
+	require.NoError(t, st.Release(ctx, e.ID, e.Lease, clk.Now().Add(time.Hour), "breaker"))
+	f := fetch(time.Minute) // timed out
+	step()
+	require.NoError(t, st.MarkTimeout(ctx, f.ID, f.Lease))
+	g := fetch(time.Millisecond) // its worker died: reaped
+	step()
+	_, err = st.ReapExpired(ctx, 100)
+	require.NoError(t, err)
+	h := enqueue(store.EnqueueRequest{Type: "noop"}) // cancelled while PENDING
+	step()
+	_, err = st.Cancel(ctx, h.ID)
+	require.NoError(t, err)
+	_ = g
+	x := fetch(time.Minute) // dead-lettered, stays there
+	step()
+	_, err = st.Fail(ctx, x.ID, x.Lease, store.Failure{ErrorType: task.ErrTypeInvalidInput, Message: "400", Permanent: true, Attempt: 1})
+	require.NoError(t, err)
+	step()
+	require.NoError(t, st.Retry(ctx, d.ID))
+
+	checked := map[task.State]int{}
+	for _, state := range task.States {
+		if state == task.StateActive {
+			continue
+		}
+		es, _, err := st.StateIndex(ctx, state, store.ListOptions{Limit: 1000})
+		require.NoError(t, err)
+		for _, e := range es {
+			tk, err := st.Get(ctx, e.ID)
+			require.NoError(t, err)
+			require.Equal(t, state, tk.State, "task %s is in the %s index", e.ID, state)
+			require.LessOrEqual(t, tk.CreatedAt.UnixMilli(), e.Score, "%s %s: created_at after its score", state, e.ID)
+			require.LessOrEqual(t, tk.UpdatedAt.UnixMilli(), e.Score, "%s %s: updated_at after its score", state, e.ID)
+			checked[state]++
+		}
+	}
+	for _, state := range []task.State{task.StatePending, task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled} {
+		require.NotZero(t, checked[state], "no task reached %s", state)
+	}
+}
