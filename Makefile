@@ -4,8 +4,11 @@ GO ?= go
 GOTEST_FLAGS ?= -race -count=1 -timeout 15m
 export TASKFLOW_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+# make fuzz: how long each fuzz target runs, and which packages
+FUZZTIME ?= 10s
+FUZZPKGS ?= ./...
 
-.PHONY: help run build test test-go node-service-deps test-dsl bench lint fmt generate plans plans-check dsl-deps conformance clean
+.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -43,6 +46,14 @@ plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.jso
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz: ## Run every Fuzz* target for FUZZTIME each (default 10s; FUZZPKGS=./internal/httpapi/ for some packages only)
+	@set -e; for pkg in $$($(GO) list $(FUZZPKGS)); do \
+		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$fz ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 lint: ## gofmt + go vet (+ golangci-lint when installed)
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && false)

@@ -24,6 +24,7 @@ import (
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/summarize"
 )
 
 func init() {
@@ -235,8 +236,12 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 }
 
 // paramSchema is the declared params of a task type: the built-in types'
-// (internal/builtin), then the example external services' (extsvc/tools).
+// (internal/builtin, internal/summarize), then the example external
+// services' (extsvc/tools).
 func paramSchema(taskType string) (param.Schema, bool) {
+	if taskType == summarize.TaskType {
+		return summarize.ParamSchema, true
+	}
 	if s, ok := builtin.ParamSchema(taskType); ok {
 		return s, true
 	}

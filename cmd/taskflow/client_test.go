@@ -56,17 +56,22 @@ func TestClientCommandsDLQAndFile(t *testing.T) {
 	require.Contains(t, out, `"cause":"manual_retry"`)
 }
 
-// TestDevRefusesBadBuiltinParams: the built-in types' params are checked
-// at submit, on the real server: 422 naming params.<field>, no task made.
+// TestDevRefusesBadBuiltinParams: the built-in types' params (sleep's,
+// summarize's) are checked at submit, on the real server: 422 naming
+// params.<field>, no task made.
 func TestDevRefusesBadBuiltinParams(t *testing.T) {
 	t.Parallel()
 	base, _ := startDev(t, nil)
 	for body, field := range map[string]string{
-		`{"task_type":"sleep","params":{"duration_ms":-5}}`:       "params.duration_ms",
-		`{"task_type":"sleep","params":{"fail":"explode"}}`:       "params.fail",
-		`{"task_type":"sleep","params":{"duration":10}}`:          "params.duration",
-		`{"task_type":"sleep","params":{"duration_ms":"10"}}`:     "params.duration_ms",
-		`{"task_type":"sleep","params":{"duration_ms":86400001}}`: "params.duration_ms",
+		`{"task_type":"sleep","params":{"duration_ms":-5}}`:                             "params.duration_ms",
+		`{"task_type":"sleep","params":{"fail":"explode"}}`:                             "params.fail",
+		`{"task_type":"sleep","params":{"duration":10}}`:                                "params.duration",
+		`{"task_type":"sleep","params":{"duration_ms":"10"}}`:                           "params.duration_ms",
+		`{"task_type":"sleep","params":{"duration_ms":86400001}}`:                       "params.duration_ms",
+		`{"task_type":"summarize","content":"A text.","params":{"colour":1}}`:           "params.colour",
+		`{"task_type":"summarize","content":"A text.","params":{"max_sentences":-4}}`:   "params.max_sentences",
+		`{"task_type":"summarize","content":"A text.","params":{"max_chars":"many"}}`:   "params.max_chars",
+		`{"task_type":"summarize","content":"A text.","params":{"content":"Another."}}`: "params.content",
 	} {
 		res, err := http.Post(base+"/api/v1/tasks", "application/json", strings.NewReader(body))
 		require.NoError(t, err)

@@ -265,6 +265,18 @@ func BearerToken(r *http.Request) (string, error) {
 	return strings.TrimSpace(tok), nil
 }
 
+// RequestToken is the request's token: the Authorization: Bearer header's,
+// else, when query is true, the access_token query parameter's — for
+// browsers, whose EventSource and WebSocket cannot set headers. A token
+// read from a URL must never be logged: log r.URL.Path, never the URL.
+func RequestToken(r *http.Request, query bool) (string, error) {
+	tok, err := BearerToken(r)
+	if err != nil || tok != "" || !query {
+		return tok, err
+	}
+	return r.URL.Query().Get("access_token"), nil
+}
+
 func hashToken(tok string) string {
 	sum := sha256.Sum256([]byte(tok))
 	return hex.EncodeToString(sum[:])

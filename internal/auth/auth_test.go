@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -188,4 +189,33 @@ func FuzzBearerToken(f *testing.F) {
 			t.Fatalf("header %q: empty token without error", h)
 		}
 	})
+}
+
+// TestRequestToken: the header's token first; ?access_token= only where the
+// caller allows it (browsers' EventSource) and only without a header.
+func TestRequestToken(t *testing.T) {
+	t.Parallel()
+	req := func(header, query string) *http.Request {
+		r := httptest.NewRequest("GET", "/x?"+query, nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		header, query string
+		allow         bool
+		want          string
+		err           bool
+	}{
+		{"Bearer h", "access_token=q", true, "h", false},
+		{"", "access_token=q", true, "q", false},
+		{"", "access_token=q", false, "", false},
+		{"", "", true, "", false},
+		{"Basic x", "access_token=q", true, "", true},
+	} {
+		got, err := auth.RequestToken(req(tc.header, tc.query), tc.allow)
+		require.Equal(t, tc.err, err != nil, "%+v: %v", tc, err)
+		require.Equal(t, tc.want, got, "%+v", tc)
+	}
 }

@@ -1,6 +1,10 @@
 package httpapi_test
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,6 +38,7 @@ func endpoints() []endpoint {
 		{"DELETE", "/api/v1/tasks/{id}", nil, "owner"},
 		{"POST", "/api/v1/tasks/requeue-orphaned", nil, "admin"},
 		{"GET", "/api/v1/queues/status", nil, "admin"},
+		{"GET", "/api/v1/queues/status/stream", nil, "admin"},
 		{"GET", "/api/v1/queues/dlq", nil, "admin"},
 		{"GET", "/api/v1/queues/primary/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues/retry/tasks", nil, "admin"},
@@ -48,6 +53,40 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/schedules/{sid}", nil, "owner"},
 		{"DELETE", "/api/v1/schedules/{sid}", nil, "owner"},
 	}
+}
+
+// streamBundle is a testBundle whose do opens an SSE answer and reads its
+// first event (into raw) instead of reading to the end.
+type streamBundle struct{ *testBundle }
+
+func (b *streamBundle) do(method, path, token string, body any) resp {
+	b.t.Helper()
+	if !strings.HasPrefix(path, "/api/v1/queues/status/stream") {
+		return b.testBundle.do(method, path, token, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, b.srv.URL+path, nil)
+	require.NoError(b.t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := b.srv.Client().Do(req)
+	require.NoError(b.t, err)
+	defer res.Body.Close()
+	out := resp{code: res.StatusCode, hdr: res.Header}
+	if res.Header.Get("Content-Type") != "text/event-stream" {
+		out.raw, err = io.ReadAll(res.Body)
+		require.NoError(b.t, err)
+		require.NoError(b.t, json.Unmarshal(out.raw, &out.body), "body: %s", out.raw)
+		return out
+	}
+	ch := make(chan sseEvent, 10)
+	go readSSE(bufio.NewReader(res.Body), ch)
+	ev := next(b.t.(*testing.T), ch, true)
+	require.Equal(b.t, "snapshot", ev.name, "the stream's first event")
+	out.raw = []byte(ev.data)
+	return out
 }
 
 // TestAuthMatrix tries every endpoint without credentials, with a bad
@@ -66,14 +105,14 @@ func TestAuthMatrix(t *testing.T) {
 	for path, ops := range doc.body["paths"].(map[string]any) {
 		for m := range ops.(map[string]any) {
 			p := strings.ReplaceAll(path, "{queue}", "primary")
-			require.True(t, covered[strings.ToUpper(m)+" "+p] || strings.Contains(path, "{queue}") || path == "/api/v1/queues/status/stream",
+			require.True(t, covered[strings.ToUpper(m)+" "+p] || strings.Contains(path, "{queue}"),
 				"route %s %s is not in the auth matrix", m, path)
 		}
 	}
 
 	for _, e := range endpoints() {
 		t.Run(e.method+strings.ReplaceAll(e.path, "/", "_"), func(t *testing.T) {
-			b := b.with(t)
+			b := &streamBundle{b.with(t)}
 			id := b.submit(owner.Token, "A task of the owner. It has two sentences.")
 			sid := b.schedule(owner.Token)
 			path := strings.NewReplacer("{id}", id, "{sid}", sid).Replace(e.path)

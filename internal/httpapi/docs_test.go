@@ -190,3 +190,41 @@ func TestRouteMiddlewareSeesPrincipal(t *testing.T) {
 	default:
 	}
 }
+
+// TestMetricsWorkersAndBreakers: /metrics counts the live workers and shows
+// each dependency's worst breaker state across them (0 closed, 1 half-open,
+// 2 open), as the workers publish them with their heartbeat.
+func TestMetricsWorkersAndBreakers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	scrape := func() string {
+		r := b.do("GET", "/metrics", adminKey, nil)
+		require.Equal(t, http.StatusOK, r.code)
+		return string(r.raw)
+	}
+	m := scrape()
+	require.Contains(t, m, "\ntaskflow_workers 0\n")
+	require.NotContains(t, m, "taskflow_circuit_breaker_state{")
+
+	require.NoError(t, b.st.PublishWorker(ctx, "w1", map[string]string{"concurrency": "2",
+		"breakers": `[{"dependency":"openrouter","state":"HALF_OPEN"},{"dependency":"billing","state":"CLOSED"}]`}, time.Minute))
+	m = scrape()
+	require.Contains(t, m, "\ntaskflow_workers 1\n")
+	require.Contains(t, m, `taskflow_circuit_breaker_state{dependency="openrouter"} 1`)
+	require.Contains(t, m, `taskflow_circuit_breaker_state{dependency="billing"} 0`)
+
+	// A second worker whose openrouter breaker is OPEN: the worst state.
+	require.NoError(t, b.st.PublishWorker(ctx, "w2", map[string]string{"concurrency": "2",
+		"breakers": `[{"dependency":"openrouter","state":"OPEN","failures":5}]`}, time.Minute))
+	m = scrape()
+	require.Contains(t, m, "\ntaskflow_workers 2\n")
+	require.Contains(t, m, `taskflow_circuit_breaker_state{dependency="openrouter"} 2`)
+	require.Contains(t, m, `taskflow_circuit_breaker_state{dependency="billing"} 0`)
+
+	// The worker that goes away is no longer counted.
+	require.NoError(t, b.st.RemoveWorker(ctx, "w2"))
+	m = scrape()
+	require.Contains(t, m, "\ntaskflow_workers 1\n")
+	require.Contains(t, m, `taskflow_circuit_breaker_state{dependency="openrouter"} 1`)
+}

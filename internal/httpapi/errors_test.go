@@ -33,6 +33,10 @@ func TestRequestErrors(t *testing.T) {
 		"BodyTooLarge":        {"POST", "/api/v1/tasks/summarize", `{"content":"` + big + `"}`, 413, "body_too_large", ""},
 		"ContentTooLarge":     {"POST", "/api/v1/tasks", `{"task_type":"summarize","content":"` + strings.Repeat("b", 1500) + `"}`, 413, "content_too_large", "content"},
 		"MissingType":         {"POST", "/api/v1/tasks", `{"content":"x"}`, 422, "validation_failed", "task_type"},
+		"SummarizeTextTwice":  {"POST", "/api/v1/tasks", `{"task_type":"summarize","content":"x","params":{"content":"y"}}`, 422, "validation_failed", "params.content"},
+		"SummarizeNoText":     {"POST", "/api/v1/tasks", `{"task_type":"summarize","params":{"max_sentences":2}}`, 422, "validation_failed", "content"},
+		"SummarizeBlankParam": {"POST", "/api/v1/tasks", `{"task_type":"summarize","params":{"content":"  "}}`, 422, "validation_failed", "params.content"},
+		"ParamsContentLarge":  {"POST", "/api/v1/tasks", `{"task_type":"summarize","params":{"content":"` + strings.Repeat("b", 1500) + `"}}`, 413, "content_too_large", "params.content"},
 		"UnknownType":         {"POST", "/api/v1/tasks", `{"task_type":"nope"}`, 422, "unknown_task_type", "task_type"},
 		"BadPriority":         {"POST", "/api/v1/tasks", `{"task_type":"noop","priority":"urgent"}`, 422, "validation_failed", "priority"},
 		"BadTimeout":          {"POST", "/api/v1/tasks", `{"task_type":"noop","timeout":-1}`, 422, "validation_failed", "timeout"},
@@ -131,7 +135,7 @@ func TestEveryRouteWithAndWithoutSlash(t *testing.T) {
 	tok := b.session().Token
 	for _, e := range endpoints() {
 		t.Run(e.method+strings.ReplaceAll(e.path, "/", "_"), func(t *testing.T) {
-			b := b.with(t)
+			b := &streamBundle{b.with(t)} // the status stream: its first event is read
 			var codes [2]int
 			for i, slash := range []string{"", "/"} {
 				id := b.submit(tok, "A task for the slash test. It has two sentences.")

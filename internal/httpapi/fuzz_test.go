@@ -79,3 +79,45 @@ func FuzzDependsOn(f *testing.F) {
 		require.Contains(t, []int{http.StatusCreated, 400, 413, 422}, r.code, "depends_on %q → %s", deps, r.raw)
 	})
 }
+
+// FuzzQueueQuery sends arbitrary queue names and query strings to the DLQ
+// and queue listings: a page, a 400 naming the parameter or a 404 for an
+// unknown queue — never a 5xx.
+func FuzzQueueQuery(f *testing.F) {
+	for _, s := range [][2]string{{"dlq", "limit=5&offset=0"}, {"primary", "limit=0"}, {"retry", "offset=-1"}, {"scheduled", "limit=abc"},
+		{"primary:high", "limit=1000&offset=99999999999999999999"}, {"nope", ""}, {"dlq", "x=y"}, {"%00", "limit=%00"}, {"primary", "limit=1&limit=2"}} {
+		f.Add(s[0], s[1])
+	}
+	b := setup(f)
+	f.Fuzz(func(t *testing.T, queue, q string) {
+		b := b.with(t)
+		r := b.do("GET", "/api/v1/queues/dlq?"+url.PathEscape(q), adminKey, nil)
+		require.Contains(t, []int{http.StatusOK, http.StatusBadRequest}, r.code, "dlq?%q → %s", q, r.raw)
+		if r.code == http.StatusBadRequest {
+			require.NotEmpty(t, r.errField(), "dlq?%q → %s", q, r.raw)
+		}
+		r = b.do("GET", "/api/v1/queues/"+url.PathEscape(queue)+"/tasks?"+url.PathEscape(q), adminKey, nil)
+		require.Contains(t, []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound}, r.code, "%q?%q → %s", queue, q, r.raw)
+	})
+}
+
+// FuzzBreakerBody posts arbitrary bodies to the breaker commands: applied
+// (200, or 202 with no worker) or a client error naming what is wrong.
+func FuzzBreakerBody(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"dependency":"openrouter"}`, `{"duration_seconds":30}`, `{"duration_seconds":-1}`,
+		`{"duration_seconds":1e308}`, `{"dependency":1}`, `{"dep":"x"}`, `[]`, `null`, `{"dependency":"` + "\u0000" + `"}`,
+		`{"dependency":"a b{c}"}`, `{"duration_seconds":"5"}`} {
+		f.Add(s)
+	}
+	b := setup(f, setupOpts{breakerControl: true})
+	f.Fuzz(func(t *testing.T, body string) {
+		b := b.with(t)
+		for _, op := range []string{"open", "reset"} {
+			r := b.do("POST", "/api/v1/workers/"+op+"-circuit-breaker", adminKey, body)
+			require.Contains(t, []int{http.StatusOK, http.StatusAccepted, 400, 413, 422}, r.code, "%s %q → %s", op, body, r.raw)
+			if r.code == 422 {
+				require.NotEmpty(t, r.errField(), "%s %q → %s", op, body, r.raw)
+			}
+		}
+	})
+}

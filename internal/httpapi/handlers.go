@@ -38,7 +38,7 @@ func (s *Server) routes() {
 		responses: map[int]string{201: "Submitted"}}})
 	add(route{method: "GET", path: "/api/v1/tasks", access: principal, handler: s.list, doc: opDoc{
 		tag: "tasks", summary: "List tasks",
-		description: "The admin lists every task; a session lists its own. Without status, every state is merged (page*page_size at most 10000).",
+		description: "The admin lists every task; a session lists its own. The order is global across pages. page*page_size is at most 10000, except with sort_by=updated_at and a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED (cut straight from that state's index). partial: true when a scan stopped at 10000 entries.",
 		params: []paramDoc{
 			queryParam("status", "string", "only tasks in this state (PROCESSING = ACTIVE)", "PENDING", "ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED"),
 			queryParam("limit", "integer", "page size (spec 001's name for page_size)"),
@@ -75,10 +75,14 @@ func (s *Server) routes() {
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
 		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio (spec 001)",
 		responses: map[int]string{200: "QueueStatus"}}})
-	add(route{method: "GET", path: "/api/v1/queues/status/stream", access: admin, handler: s.statusStream, doc: opDoc{
+	add(route{method: "GET", path: "/api/v1/queues/status/stream", access: admin, queryToken: true, handler: s.statusStream, doc: opDoc{
 		tag: "queues", summary: "Live status over Server-Sent Events",
-		description: "event: snapshot (QueueStatus) first; then event: task (a TaskEvent, id = event id) for every state change, event: queues (QueueStatus) at most every 250 ms while tasks move, and a comment heartbeat every 15 s. Resume with Last-Event-ID.",
-		stream:      true, responses: map[int]string{200: ""}}})
+		description: "event: snapshot (QueueStatus) first; then event: task (a TaskEvent, id = event id) for every state change, event: queues (QueueStatus) at most every 250 ms while tasks move, and a comment heartbeat every 15 s. Resume with Last-Event-ID. The admin key goes in Authorization: Bearer, or in ?access_token= for a browser's EventSource (which cannot set headers).",
+		params: []paramDoc{
+			queryParam("access_token", "string", "the admin key, when the Authorization header cannot be set (EventSource); never logged"),
+			queryParam("after", "string", "resume after this event id (as Last-Event-ID)"),
+		},
+		stream: true, responses: map[int]string{200: ""}}})
 	add(route{method: "GET", path: "/api/v1/queues/dlq", access: admin, handler: s.dlq, doc: opDoc{
 		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots (spec 001)",
 		params: pageParams, responses: map[int]string{200: "DLQPage"}}})

@@ -55,3 +55,18 @@ func TestParamsValidatedBeforePublishing(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
 	require.Equal(t, "params.rows", r.errField(), "params are checked before dependencies")
 }
+
+// TestSummarizeTextInParams: POST /api/v1/tasks takes a summarize task's
+// text in params.content as docs/summarize.md says; the task keeps it there
+// (the handler reads it from there).
+func TestSummarizeTextInParams(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tok := b.session().Token
+	r := b.do("POST", "/api/v1/tasks", tok, map[string]any{"task_type": "summarize",
+		"params": map[string]any{"content": "Text in the params. A second sentence.", "max_sentences": 1}})
+	require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+	r = b.do("GET", "/api/v1/tasks/"+r.body["task_id"].(string), tok, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Equal(t, "Text in the params. A second sentence.", r.body["params"].(map[string]any)["content"])
+}

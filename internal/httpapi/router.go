@@ -31,11 +31,14 @@ func (a access) String() string {
 
 // route is one endpoint: how it is served and how it is documented.
 type route struct {
-	method  string
-	path    string // net/http pattern path, without trailing slash
-	access  access
-	handler func(w http.ResponseWriter, r *http.Request, p auth.Principal)
-	doc     opDoc
+	method string
+	path   string // net/http pattern path, without trailing slash
+	access access
+	// queryToken: the route also takes its token in ?access_token= (a
+	// browser's EventSource cannot set headers); the header wins.
+	queryToken bool
+	handler    func(w http.ResponseWriter, r *http.Request, p auth.Principal)
+	doc        opDoc
 }
 
 // router dispatches to routes. A trailing slash is ignored ("/x/" is "/x");
@@ -65,7 +68,7 @@ func setRoute(w http.ResponseWriter, pattern string) {
 func (rt *router) add(r route) {
 	rt.routes = append(rt.routes, r)
 	h := r.handler
-	acc := r.access
+	acc, queryToken := r.access, r.queryToken
 	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h(w, req, auth.FromContext(req.Context()))
 	})
@@ -78,7 +81,7 @@ func (rt *router) add(r route) {
 		var p auth.Principal
 		if acc != public {
 			var err error
-			p, err = rt.s.authenticate(req)
+			p, err = rt.s.authenticate(req, queryToken)
 			if err != nil {
 				rt.s.writeError(w, req, err)
 				return
@@ -103,7 +106,7 @@ func (rt *router) mount(pattern string, acc access, h http.Handler) {
 	rt.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		setRoute(w, pattern)
 		if acc != public {
-			p, err := rt.s.authenticate(req)
+			p, err := rt.s.authenticate(req, false)
 			if err != nil {
 				rt.s.writeError(w, req, err)
 				return
@@ -153,10 +156,10 @@ func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
 		Code: "not_found", Message: "no endpoint " + r.URL.Path + " (see /openapi.json)"}})
 }
 
-// authenticate resolves the request's bearer token to a principal, as a
-// *service.Error on failure.
-func (s *Server) authenticate(r *http.Request) (auth.Principal, error) {
-	tok, err := auth.BearerToken(r)
+// authenticate resolves the request's bearer token (or, when query is
+// true, its ?access_token=) to a principal, as a *service.Error on failure.
+func (s *Server) authenticate(r *http.Request, query bool) (auth.Principal, error) {
+	tok, err := auth.RequestToken(r, query)
 	if err != nil {
 		return auth.Principal{}, service.Unauthenticated("%v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,6 +62,7 @@ type setupOpts struct {
 	server         *testredis.Server // a Redis of the test's own instead of the shared one
 	middleware     func(http.Handler) http.Handler
 	maxStreams     int
+	logger         *slog.Logger // the server's (default slog.Default())
 }
 
 func setup(t testing.TB, o ...setupOpts) *testBundle {
@@ -102,7 +104,8 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	api, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, MaxBodyBytes: opt.maxBody, Heartbeat: opt.heartbeat,
-		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware, MaxStreams: opt.maxStreams, ClientIPHeader: opt.clientIPHeader})
+		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware, MaxStreams: opt.maxStreams, ClientIPHeader: opt.clientIPHeader,
+		Logger: opt.logger})
 	require.NoError(t, err)
 	b.srv = httptest.NewServer(api)
 	t.Cleanup(b.srv.Close)

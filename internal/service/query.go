@@ -141,14 +141,11 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 	switch {
 	case !p.Admin:
 		tasks, waiting, out.Total, out.Partial, err = s.listSession(ctx, p.SessionID, q)
-	case q.hasState && q.taskType == "" && q.state == task.StatePending && s.cfg.Dependencies != nil:
-		tasks, waiting, out.Total, err = s.listPending(ctx, q)
-	case q.hasState && q.taskType == "":
+	case q.hasState && q.taskType == "" && q.indexOrdered(q.state):
 		var pg *store.TaskPage
 		pg, err = s.st.ListByState(ctx, q.state, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
 		if err == nil {
 			tasks, out.Total = pg.Tasks, pg.Total
-			sortTasks(tasks, q)
 		}
 	default:
 		tasks, waiting, out.Total, out.Partial, err = s.listMerged(ctx, q)
@@ -170,66 +167,124 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 	return out, nil
 }
 
-// listPending is the admin's PENDING listing when tasks may wait on
-// others: the store's PENDING index, then the tasks waiting on others
-// (PENDING too, not in a queue yet), as one sequence to page through.
-func (s *Service) listPending(ctx context.Context, q listQuery) ([]*task.Task, map[string][]string, int64, error) {
-	pg, err := s.st.ListByState(ctx, task.StatePending, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	tasks := pg.Tasks
-	sortTasks(tasks, q)
-	// where this page starts among the waiting tasks, and how many it takes
-	off := max(0, q.offset-int(pg.Total))
-	n := q.size - len(tasks)
-	ids, parkedTotal, err := s.cfg.Dependencies.ParkedIDs(ctx, off, max(n, 1), q.asc)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	if n <= 0 {
-		return tasks, nil, pg.Total + parkedTotal, nil
-	}
-	views, err := s.parkedViews(ctx, ids)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	waiting := make(map[string][]string, len(views))
-	for _, id := range ids {
-		if v, ok := views[id]; ok {
-			tasks = append(tasks, v.Task)
-			waiting[id] = v.WaitingOn
-		}
-	}
-	return tasks, waiting, pg.Total + parkedTotal, nil
-}
-
 func (q listQuery) match(t *task.Task) bool {
 	return (!q.hasState || t.State == q.state) && (q.taskType == "" || t.Type == q.taskType)
 }
 
-func sortTasks(ts []*task.Task, q listQuery) {
-	key := func(t *task.Task) time.Time {
-		if q.byCreate {
-			return t.CreatedAt
-		}
-		return t.UpdatedAt
+// key is the sort key of t, in unix ms (the precision tasks are stored in).
+func (q listQuery) key(t *task.Task) int64 {
+	if q.byCreate {
+		return t.CreatedAt.UnixMilli()
 	}
-	sort.SliceStable(ts, func(i, j int) bool {
-		if q.asc {
-			return key(ts[i]).Before(key(ts[j]))
-		}
-		return key(ts[j]).Before(key(ts[i]))
-	})
+	return t.UpdatedAt.UnixMilli()
 }
 
-// listMerged serves listings across states or filtered by type: it reads
-// the newest (or oldest) offset+size entries of each state index, filters,
-// sorts by the requested field and cuts the page. Bounded by MaxMergeWindow.
+// before orders tasks as the listing asks: by the sort key, then by id (in
+// the same direction, as Redis orders equal scores), so that pages of one
+// order never overlap.
+func (q listQuery) before(a, b *task.Task) bool {
+	ka, kb := q.key(a), q.key(b)
+	if ka == kb {
+		if q.asc {
+			return a.ID < b.ID
+		}
+		return a.ID > b.ID
+	}
+	if q.asc {
+		return ka < kb
+	}
+	return ka > kb
+}
+
+// indexOrdered reports whether state's index is in the listing's order, so
+// that a page can be cut from it directly. A state index is scored by the
+// time the task entered the state, which is its updated_at in the states a
+// task leaves only by a transition that rewrites both (COMPLETED, FAILED,
+// DLQ, TIMEOUT, CANCELLED). PENDING is scored by the due time of a delayed
+// task and ACTIVE by the lease deadline, and no index is ordered by
+// created_at.
+func (q listQuery) indexOrdered(st task.State) bool {
+	if q.byCreate {
+		return false
+	}
+	switch st {
+	case task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled:
+		return true
+	}
+	return false
+}
+
+func sortTasks(ts []*task.Task, q listQuery) {
+	sort.SliceStable(ts, func(i, j int) bool { return q.before(ts[i], ts[j]) })
+}
+
+// fromIndex returns the first need tasks of state st's index in the
+// listing's order (fewer when the index holds fewer), the number of tasks
+// the listing counts there, and whether the scan stopped at MaxMergeWindow
+// entries before it could be sure of the order.
+//
+// Every task's created_at and updated_at are at most its index score. So,
+// newest first, once the need-th best key is newer than the score of the
+// last entry read, no entry further down can rank before it: the walk stops
+// there, usually after about need entries. Oldest first gives no such
+// bound (a task that entered its state last may have been created first),
+// nor does the ACTIVE index, nor a task_type filter (whose total counts
+// every match): those read the whole index, at most MaxMergeWindow entries.
+func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, need int) ([]*task.Task, int64, bool, error) {
+	stopEarly := !q.asc && q.taskType == "" && st != task.StateActive
+	var best []*task.Task
+	var total int64
+	for off := 0; ; {
+		n := MaxPageSize
+		if stopEarly {
+			n = min(MaxPageSize, need+need/4+16)
+		}
+		es, size, err := s.st.StateIndex(ctx, st, store.ListOptions{Offset: off, Limit: n, Oldest: q.asc})
+		if err != nil {
+			return nil, 0, false, err
+		}
+		if off == 0 && q.taskType == "" {
+			total = size
+		}
+		ids := make([]string, len(es))
+		for i, e := range es {
+			ids[i] = e.ID
+		}
+		ts, err := s.st.GetMany(ctx, ids)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		for _, t := range ts {
+			if q.match(t) {
+				best = append(best, t)
+				if q.taskType != "" {
+					total++
+				}
+			}
+		}
+		sortTasks(best, q)
+		best = best[:min(len(best), need)]
+		off += len(es)
+		switch {
+		case len(es) < n || int64(off) >= size:
+			return best, total, false, nil
+		case stopEarly && len(best) == need && q.key(best[need-1]) > es[len(es)-1].Score:
+			return best, total, false, nil
+		case off >= MaxMergeWindow:
+			return best, total, true, nil
+		}
+	}
+}
+
+// listMerged serves the admin's listings that cannot be cut from one index:
+// across states, by task_type, by created_at, PENDING (with the tasks
+// waiting on others) and ACTIVE. It takes the first page*page_size tasks
+// of each state in the listing's order (fromIndex), merges and cuts the
+// page, so the order is global across pages. Bounded by MaxMergeWindow.
 func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, map[string][]string, int64, bool, error) {
 	window := q.offset + q.size
 	if window > MaxMergeWindow {
-		return nil, nil, 0, false, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states or filtering by task_type; filter by status to page deeper", MaxMergeWindow)
+		return nil, nil, 0, false, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states, PENDING or ACTIVE, filtering by task_type or sorting by created_at; sort by updated_at with a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED to page deeper", MaxMergeWindow)
 	}
 	states := task.States
 	if q.hasState {
@@ -239,42 +294,17 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, ma
 	var total int64
 	partial := false
 	for _, st := range states {
-		// Unfiltered, the newest `window` of each state suffice; filtered
-		// by type, scan up to MaxMergeWindow entries for matches.
-		taken, scanned := 0, 0
-		for off := 0; ; {
-			n := MaxPageSize
-			pg, err := s.st.ListByState(ctx, st, store.ListOptions{Offset: off, Limit: n, Oldest: q.asc})
-			if err != nil {
-				return nil, nil, 0, false, err
-			}
-			if off == 0 && q.taskType == "" {
-				total += pg.Total
-			}
-			for _, t := range pg.Tasks {
-				if q.match(t) {
-					all = append(all, t)
-					taken++
-					if q.taskType != "" {
-						total++
-					}
-				}
-			}
-			off += n
-			scanned += len(pg.Tasks)
-			if int64(off) >= pg.Total || len(pg.Tasks) == 0 {
-				break
-			}
-			if q.taskType == "" && taken >= window {
-				break
-			}
-			if q.taskType != "" && scanned >= MaxMergeWindow {
-				partial = true
-				break
-			}
+		ts, n, cut, err := s.fromIndex(ctx, st, q, window)
+		if err != nil {
+			return nil, nil, 0, false, err
 		}
+		all = append(all, ts...)
+		total += n
+		partial = partial || cut
 	}
-	// tasks waiting on others are PENDING, outside the state indexes
+	// tasks waiting on others are PENDING, outside the state indexes; their
+	// index is scored by when they were parked, their created_at and
+	// updated_at, so its first window are the ones that can rank
 	var waiting map[string][]string
 	if s.cfg.Dependencies != nil && (!q.hasState || q.state == task.StatePending) {
 		n := window

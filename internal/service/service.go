@@ -64,7 +64,7 @@ type Config struct {
 	// AcquireFor, keyed by the address). Default nil: unlimited.
 	SessionLimit *ratelimit.Limiter
 	// Schedules stores recurring tasks (internal/cron). Default nil: the
-	// schedule endpoints answer 422 schedules_unavailable.
+	// schedule endpoints answer 409 schedules_unavailable.
 	Schedules *cron.Cron
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger

@@ -87,9 +87,6 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 		}
 		r.Content = *in.Content
 	}
-	if in.TaskType == TaskTypeSummarize && strings.TrimSpace(r.Content) == "" {
-		return r, Unprocessable("content", "content is required: the text to summarize")
-	}
 	if len(in.Params) > 0 && !bytes.Equal(bytes.TrimSpace(in.Params), []byte("null")) {
 		trimmed := bytes.TrimSpace(in.Params)
 		if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -99,6 +96,11 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	}
 	if err := s.checkParams(r.Type, r.Params); err != nil {
 		return r, err
+	}
+	if in.TaskType == TaskTypeSummarize {
+		if err := s.summarizeText(r); err != nil {
+			return r, err
+		}
 	}
 	prio, err := task.ParsePriority(in.Priority)
 	if err != nil {
@@ -141,6 +143,30 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 		}
 	}
 	return r, nil
+}
+
+// summarizeText checks where a summarize task's text is: in content or in
+// params.content (generic creation), exactly one of the two, as the
+// handler will read it (summarize.Handler refuses the others, permanently).
+func (s *Service) summarizeText(r store.EnqueueRequest) error {
+	var p struct {
+		Content *string `json:"content"`
+	}
+	if len(r.Params) > 0 {
+		_ = json.Unmarshal(r.Params, &p) // its type was checked with the params
+	}
+	inParams := p.Content != nil && *p.Content != ""
+	switch {
+	case r.Content != "" && inParams:
+		return Unprocessable("params.content", "the text is given both as content and as params.content; give it once")
+	case inParams && len(*p.Content) > s.cfg.MaxContentBytes:
+		return TooLarge("content_too_large", "params.content", "params.content is %d bytes; the limit is %d", len(*p.Content), s.cfg.MaxContentBytes)
+	case inParams && strings.TrimSpace(*p.Content) == "":
+		return Unprocessable("params.content", "params.content is blank: the text to summarize")
+	case !inParams && strings.TrimSpace(r.Content) == "":
+		return Unprocessable("content", "content is required: the text to summarize (or params.content)")
+	}
+	return nil
 }
 
 // indexParked records a task that waits on others (not in the store yet)

@@ -46,8 +46,8 @@ func FuzzProcessTaskExtractive(f *testing.F) {
 		var p summarize.Params
 		_ = json.Unmarshal(params, &p)
 		limit := summarize.DefaultMaxChars
-		if p.MaxChars > 0 {
-			limit = p.MaxChars
+		if p.MaxChars != nil {
+			limit = *p.MaxChars
 		}
 		if n := utf8.RuneCountInString(res.Summary); n > limit {
 			t.Fatalf("summary of %d runes over the budget %d", n, limit)

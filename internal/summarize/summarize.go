@@ -137,8 +137,8 @@ func (h *Handler) Dependencies() []string {
 // the task's content field (generic task creation).
 type Params struct {
 	Content      string `json:"content,omitempty"`
-	MaxSentences int    `json:"max_sentences,omitempty"`
-	MaxChars     int    `json:"max_chars,omitempty"`
+	MaxSentences *int   `json:"max_sentences,omitempty"` // 1..100
+	MaxChars     *int   `json:"max_chars,omitempty"`     // 1..100000
 }
 
 // Result is the task's result JSON.
@@ -204,18 +204,18 @@ func (h *Handler) input(t *task.Task) (string, Budget, error) {
 	if strings.TrimSpace(text) == "" {
 		return "", Budget{}, invalid("content is empty")
 	}
-	if p.MaxSentences < 0 || p.MaxSentences > 100 {
+	if p.MaxSentences != nil && (*p.MaxSentences < 1 || *p.MaxSentences > 100) {
 		return "", Budget{}, invalid("params.max_sentences must be between 1 and 100")
 	}
-	if p.MaxChars < 0 || p.MaxChars > 100_000 {
+	if p.MaxChars != nil && (*p.MaxChars < 1 || *p.MaxChars > 100_000) {
 		return "", Budget{}, invalid("params.max_chars must be between 1 and 100000")
 	}
 	b := h.cfg.Budget
-	if p.MaxSentences > 0 {
-		b.MaxSentences = p.MaxSentences
+	if p.MaxSentences != nil {
+		b.MaxSentences = *p.MaxSentences
 	}
-	if p.MaxChars > 0 {
-		b.MaxChars = p.MaxChars
+	if p.MaxChars != nil {
+		b.MaxChars = *p.MaxChars
 	}
 	return text, b, nil
 }
