@@ -196,7 +196,7 @@ func TestStateIndexScoresBoundTaskTimes(t *testing.T) {
 	require.NoError(t, st.MarkTimeout(ctx, f.ID, f.Lease))
 	g := fetch(time.Millisecond) // its worker died: reaped
 	step()
-	_, err = st.ReapExpired(ctx, 100)
+	_, _, err = st.ReapExpired(ctx, 100)
 	require.NoError(t, err)
 	h := enqueue(store.EnqueueRequest{Type: "noop"}) // cancelled while PENDING
 	step()
