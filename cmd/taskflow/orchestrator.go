@@ -61,8 +61,9 @@ func externalTypes(m *Main) []string {
 }
 
 // registerExternal makes the dispatcher the handler of every external task
-// type on mux (newTaskMux calls it). Without Redis (a process that only
-// lists the types) the handlers are placeholders that never run.
+// type on mux (newTaskMux calls it), bounded by TASKFLOW_EXTERNAL_INFLIGHT.
+// Without Redis (a process that only lists the types) the handlers are
+// placeholders that never run.
 func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	types := externalTypes(m)
 	for _, t := range types {
@@ -78,11 +79,15 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 		}
 		return nil
 	}
+	inFlight, err := orchestrator.InFlightFromEnv(m.Getenv)
+	if err != nil {
+		return err
+	}
 	st, err := store.New(d.Redis, store.Config{Namespace: d.Namespace})
 	if err != nil {
 		return err
 	}
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger})
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
 	return nil
 }
