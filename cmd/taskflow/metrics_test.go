@@ -197,6 +197,9 @@ func TestDevMetricsExternalOutcomes(t *testing.T) {
 		`taskflow_stream_consumer_lag{group="analysis-service-group",stream=`,
 		"taskflow_stream_dlq_size 1",
 		`taskflow_notification_delivery_seconds_count{via="poll"}`,
+		// lifecycle events trimmed before the archiver / notifier read them
+		`taskflow_event_stream_gaps_total{follower="archiver"} 0`,
+		`taskflow_event_stream_gaps_total{follower="notifier"} 0`,
 	} {
 		require.Contains(t, m, want)
 	}

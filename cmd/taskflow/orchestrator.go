@@ -165,7 +165,11 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	// Every finished task, in-process ones too, goes to the archive.
 	archDone := make(chan error, 1)
 	if arc != nil {
-		go func() { archDone <- orchestrator.NewArchiver(st, arc, namespace, m.Logger).Run(ctx) }()
+		a := orchestrator.NewArchiver(st, arc, namespace, m.Logger)
+		if mt != nil {
+			a.OnGap(mt.Gap("archiver"))
+		}
+		go func() { archDone <- a.Run(ctx) }()
 	} else {
 		archDone <- nil
 	}
