@@ -173,12 +173,27 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	} else {
 		archDone <- nil
 	}
+	// Sessions hear of their in-process tasks' ends as of external ones'
+	// (the orchestrator announces those).
+	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{Namespace: namespace,
+		External: externalTypes(m), Since: processStart, Logger: m.Logger})
+	if mt != nil {
+		nt.OnGap(mt.Gap("notifier"))
+	}
+	noticeDone := make(chan error, 1)
+	go func() { noticeDone <- nt.Run(ctx) }()
 	err = o.Run(ctx)
 	<-cronDone
 	<-depsDone
 	<-archDone
+	<-noticeDone
 	return err
 }
+
+// processStart is where the in-process notifier's first run starts (no
+// cursor saved yet): tasks that finished before this process started are
+// not announced. `taskflow dev` serves requests only after it.
+var processStart = time.Now()
 
 // The environment variables of spec 003 §7's retry delay of external
 // tasks' transient failures (the number of retries is the task's
