@@ -19,7 +19,8 @@ type NoticeConfig struct {
 	// Namespace is the deployment's key namespace. Default "taskflow".
 	Namespace string
 	// External lists the task types external services perform: the
-	// orchestrator notifies those itself, so they are skipped. Default none.
+	// orchestrator notifies those itself, so they are skipped (but for a
+	// cancel while PENDING or TIMEOUT, which it does not see). Default none.
 	External []string
 	// Since is where a first run (no cursor saved yet) starts: tasks that
 	// finished before it are not announced, so deploying the notifier does
@@ -42,11 +43,26 @@ type NoticeConfig struct {
 // gaps, swept from the finished-task indexes). Each notification's id is
 // notify.StableID(kind, task, finish time in ms), written once, so a
 // replayed event, a gap's sweep or several notifiers at once never notify
-// twice. Tasks without a session are skipped.
+// twice. Tasks without a session are skipped, and so are external types'
+// tasks, which the orchestrator announces, except one cancelled while
+// PENDING or TIMEOUT: no attempt of it is running, so no outcome reaches
+// the orchestrator.
 type InProcessNotifier struct {
 	f    *follower
 	note *notify.Notifier
 	ext  map[string]bool
+}
+
+// cancelledOffTheExternalPath says whether t, of an external type, was
+// cancelled where the orchestrator does not see it: while PENDING (never
+// dispatched, or waiting for a retry) or TIMEOUT (store.Cancel); the
+// orchestrator announces a cancel of a running attempt itself.
+func cancelledOffTheExternalPath(t *task.Task) bool {
+	if t.State != task.StateCancelled || len(t.StateHistory) == 0 {
+		return false
+	}
+	last := t.StateHistory[len(t.StateHistory)-1]
+	return last.To == task.StateCancelled && (last.From == task.StatePending || last.From == task.StateTimeout)
 }
 
 // NewInProcessNotifier returns the notifier of st's namespace.
@@ -70,7 +86,9 @@ func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConf
 		// entries from since's millisecond on
 		return strconv.FormatInt(max(since.UnixMilli()-1, 0), 10) + "-0", nil
 	}
-	f.want = func(e event.Event) bool { return e.SessionID != "" && !n.ext[e.TaskType] }
+	f.want = func(e event.Event) bool {
+		return e.SessionID != "" && (!n.ext[e.TaskType] || e.To == task.StateCancelled)
+	}
 	f.handle = n.announce
 	n.f = f
 	return n
@@ -92,7 +110,7 @@ func (n *InProcessNotifier) Run(ctx context.Context) error { return n.f.run(ctx)
 // announced once, as completed).
 func (n *InProcessNotifier) announce(ctx context.Context, ts []*task.Task) error {
 	for _, t := range ts {
-		if t.SessionID == "" || n.ext[t.Type] {
+		if t.SessionID == "" || (n.ext[t.Type] && !cancelledOffTheExternalPath(t)) {
 			continue
 		}
 		var kind notify.Kind

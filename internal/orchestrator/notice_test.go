@@ -96,7 +96,9 @@ func (r *noticeRig) notes(t *testing.T, session string) []notify.Notification {
 
 // TestInProcessNotifierOnePerFinish: a session's in-process tasks that
 // complete, dead-letter and are cancelled yield exactly one notification
-// each, in spec 003's format; an external type's task, a task without a
+// each, in spec 003's format, and so does an external type's task
+// cancelled before its dispatch; an external type's task that completes
+// or dead-letters (the orchestrator's to announce), a task without a
 // session and a task that finished before the first run's Since yield
 // none; replaying the whole stream (cursor gone, a second notifier at
 // once) adds nothing.
@@ -114,16 +116,19 @@ func TestInProcessNotifierOnePerFinish(t *testing.T) {
 	done := r.finish(t, "summarize", "s1", "completed")
 	dead := r.finish(t, "noop", "s1", "dlq")
 	gone := r.finish(t, "sleep", "s1", "cancelled")
-	r.finish(t, "x.ext", "s1", "completed") // the orchestrator's to announce
+	r.finish(t, "x.ext", "s1", "completed")            // the orchestrator's to announce
+	r.finish(t, "x.ext", "s1", "dlq")                  // the orchestrator's too
+	extGone := r.finish(t, "x.ext", "s1", "cancelled") // before dispatch: no orchestrator sees it
 	r.finish(t, "summarize", "", "completed")
 	other := r.finish(t, "summarize", "s2", "completed")
 	r.caughtUp(t)
 	stop()
 
 	want := map[string]notify.Notification{
-		done.ID: {Type: notify.KindCompleted, TaskType: "summarize", Message: "Your summarize task is ready!", Action: "retrieve_result"},
-		dead.ID: {Type: notify.KindFailed, TaskType: "noop", Message: "Your noop task failed: boom", Action: "view_error"},
-		gone.ID: {Type: notify.KindCancelled, TaskType: "sleep", Message: "Your sleep task was cancelled.", Action: "none"},
+		done.ID:    {Type: notify.KindCompleted, TaskType: "summarize", Message: "Your summarize task is ready!", Action: "retrieve_result"},
+		dead.ID:    {Type: notify.KindFailed, TaskType: "noop", Message: "Your noop task failed: boom", Action: "view_error"},
+		gone.ID:    {Type: notify.KindCancelled, TaskType: "sleep", Message: "Your sleep task was cancelled.", Action: "none"},
+		extGone.ID: {Type: notify.KindCancelled, TaskType: "x.ext", Message: "Your x.ext task was cancelled.", Action: "none"},
 	}
 	check := func() {
 		got := r.notes(t, "s1")
