@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/devredis"
+	"github.com/taskflow/taskflow/internal/orchestrator"
 )
 
 // DevAddr is where `taskflow dev` listens when TASKFLOW_ADDR is unset.
@@ -37,6 +38,11 @@ the admin), which is safe only because it listens on 127.0.0.1.`,
 				}
 				if err := cfg.Validate(); err != nil {
 					return err
+				}
+				// Read again by the workers' dispatcher; checked here so a
+				// bad value stops dev before it serves anything.
+				if _, err := orchestrator.InFlightFromEnv(m.Getenv); err != nil {
+					return &ExitError{Code: 2, Err: err}
 				}
 				host, port, err := net.SplitHostPort(cfg.Addr)
 				if err != nil {

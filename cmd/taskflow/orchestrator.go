@@ -61,8 +61,9 @@ func externalTypes(m *Main) []string {
 }
 
 // registerExternal makes the dispatcher the handler of every external task
-// type on mux (newTaskMux calls it). Without Redis (a process that only
-// lists the types) the handlers are placeholders that never run.
+// type on mux (newTaskMux calls it), bounded by TASKFLOW_EXTERNAL_INFLIGHT.
+// Without Redis (a process that only lists the types) the handlers are
+// placeholders that never run.
 func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	types := externalTypes(m)
 	for _, t := range types {
@@ -78,11 +79,15 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 		}
 		return nil
 	}
+	inFlight, err := orchestrator.InFlightFromEnv(m.Getenv)
+	if err != nil {
+		return err
+	}
 	st, err := store.New(d.Redis, store.Config{Namespace: d.Namespace})
 	if err != nil {
 		return err
 	}
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger})
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
 	return nil
 }
@@ -160,16 +165,35 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	// Every finished task, in-process ones too, goes to the archive.
 	archDone := make(chan error, 1)
 	if arc != nil {
-		go func() { archDone <- orchestrator.NewArchiver(st, arc, namespace, m.Logger).Run(ctx) }()
+		a := orchestrator.NewArchiver(st, arc, namespace, m.Logger)
+		if mt != nil {
+			a.OnGap(mt.Gap("archiver"))
+		}
+		go func() { archDone <- a.Run(ctx) }()
 	} else {
 		archDone <- nil
 	}
+	// Sessions hear of their in-process tasks' ends as of external ones'
+	// (the orchestrator announces those).
+	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{Namespace: namespace,
+		External: externalTypes(m), Since: processStart, Logger: m.Logger})
+	if mt != nil {
+		nt.OnGap(mt.Gap("notifier"))
+	}
+	noticeDone := make(chan error, 1)
+	go func() { noticeDone <- nt.Run(ctx) }()
 	err = o.Run(ctx)
 	<-cronDone
 	<-depsDone
 	<-archDone
+	<-noticeDone
 	return err
 }
+
+// processStart is where the in-process notifier's first run starts (no
+// cursor saved yet): tasks that finished before this process started are
+// not announced. `taskflow dev` serves requests only after it.
+var processStart = time.Now()
 
 // The environment variables of spec 003 §7's retry delay of external
 // tasks' transient failures (the number of retries is the task's

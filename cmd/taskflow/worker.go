@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
@@ -180,6 +181,11 @@ several schedulers at once do no harm.`,
 				}
 				if cfg.RedisURL == "" {
 					return errors.New("REDIS_URL is not set: `taskflow worker` needs a Redis")
+				}
+				// Read again by the dispatcher; checked here so a bad value
+				// stops the process before it connects.
+				if _, err := orchestrator.InFlightFromEnv(m.Getenv); err != nil {
+					return &ExitError{Code: 2, Err: err}
 				}
 				eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
 				if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/store"
@@ -104,7 +105,12 @@ func TestArchiverSweepsTheIndexesAfterAGap(t *testing.T) {
 	require.Equal(t, -1, compareIDs(cursor, info.FirstEntry.ID), "events after the cursor were trimmed (the test's premise)")
 	require.Greater(t, info.EntriesAdded-info.Length, int64(100))
 
+	reg := prometheus.NewRegistry()
+	mt, err := NewMetrics(reg, rdb, ns)
+	require.NoError(t, err)
+	require.Zero(t, gapsMetric(t, reg, "archiver"), "exported at 0 before any gap")
 	a := NewArchiver(st, arc, ns, nil)
+	a.OnGap(mt.Gap("archiver"))
 	c, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(c) }()
@@ -116,4 +122,27 @@ func TestArchiverSweepsTheIndexesAfterAGap(t *testing.T) {
 		}, 10*time.Second, 10*time.Millisecond, "task %s archived", id)
 	}
 	require.GreaterOrEqual(t, a.Gaps(), int64(1), "the gap was detected")
+	require.Equal(t, float64(a.Gaps()), gapsMetric(t, reg, "archiver"), "and counted on /metrics")
+	require.Zero(t, gapsMetric(t, reg, "notifier"))
+}
+
+// gapsMetric is taskflow_event_stream_gaps_total{follower} as reg exports it.
+func gapsMetric(t *testing.T, reg *prometheus.Registry, follower string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		if f.GetName() != "taskflow_event_stream_gaps_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "follower" && l.GetValue() == follower {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("taskflow_event_stream_gaps_total{follower=%q} is not exported", follower)
+	return 0
 }

@@ -50,3 +50,7 @@ func inflightMember(taskID, token string) string { return taskID + " " + token }
 // archiveCursor is the lifecycle event id the archiver has handled up to
 // (STRING), so that a restarted archiver resumes where it stopped.
 func (k keys) archiveCursor() string { return k.ns + "agent:archive:cursor" }
+
+// noticeCursor is the lifecycle event id the in-process notifier has
+// handled up to (STRING); a restarted notifier resumes where it stopped.
+func (k keys) noticeCursor() string { return k.ns + "agent:notice:cursor" }

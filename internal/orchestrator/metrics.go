@@ -18,6 +18,7 @@ type Metrics struct {
 	outcomes *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	delivery *prometheus.HistogramVec
+	gaps     *prometheus.CounterVec
 	streams  *streamCollector
 }
 
@@ -39,16 +40,23 @@ func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace 
 			Help:    "Time from a notification's creation to its delivery, by path (websocket, sse, poll, next_interaction).",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 300},
 		}, []string{"via"}),
+		gaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskflow_event_stream_gaps_total",
+			Help: "Times a lifecycle-event follower (archiver, notifier) found events trimmed from the capped stream before it read them and swept the finished-task indexes instead.",
+		}, []string{"follower"}),
 		streams: &streamCollector{rdb: rdb, keys: stream.NewKeys(namespace),
 			lag:     prometheus.NewDesc("taskflow_stream_consumer_lag", "Entries of a stream not yet read by a consumer group.", []string{"stream", "group"}, nil),
 			pending: prometheus.NewDesc("taskflow_stream_consumer_pending", "Entries read by a consumer group and not yet acknowledged.", []string{"stream", "group"}, nil),
 			dlq:     prometheus.NewDesc("taskflow_stream_dlq_size", "Entries in agent:stream:task.dlq (7-day retention).", nil, nil),
 		},
 	}
-	for _, c := range []prometheus.Collector{m.outcomes, m.duration, m.delivery, m.streams} {
+	for _, c := range []prometheus.Collector{m.outcomes, m.duration, m.delivery, m.gaps, m.streams} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	for _, f := range []string{"archiver", "notifier"} {
+		m.gaps.WithLabelValues(f) // exported at 0 before the first gap
 	}
 	return m, nil
 }
@@ -64,6 +72,13 @@ func (m *Metrics) Observe(kind string, t *task.Task, d time.Duration) {
 	if d >= 0 {
 		m.duration.WithLabelValues(t.Type, kind).Observe(d.Seconds())
 	}
+}
+
+// Gap returns the OnGap hook of the follower named follower ("archiver",
+// "notifier"): each call counts one gap.
+func (m *Metrics) Gap(follower string) func() {
+	c := m.gaps.WithLabelValues(follower)
+	return c.Inc
 }
 
 // Delivered is notify.HandlerConfig.OnDelivered (and the middleware's hook).

@@ -1,0 +1,138 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// NoticeConfig configures an InProcessNotifier.
+type NoticeConfig struct {
+	// Namespace is the deployment's key namespace. Default "taskflow".
+	Namespace string
+	// External lists the task types external services perform: the
+	// orchestrator notifies those itself, so they are skipped (but for a
+	// cancel while PENDING or TIMEOUT, which it does not see). Default none.
+	External []string
+	// Since is where a first run (no cursor saved yet) starts: tasks that
+	// finished before it are not announced, so deploying the notifier does
+	// not replay the whole capped event stream to the sessions. Default
+	// Now() when Run starts.
+	Since time.Time
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// InProcessNotifier tells a session that one of its tasks run by in-process
+// handlers (summarize, noop, sleep, plan, any type that is not external)
+// has finished, in spec 003 §5's format, as the orchestrator does for
+// external tasks: COMPLETED → task_completed ("ready", retrieve_result),
+// DLQ → task_failed with the last error (view_error), CANCELLED →
+// task_cancelled. It follows the store's lifecycle events from its own
+// cursor ({ns}:agent:notice:cursor; see follower for the capped stream's
+// gaps, swept from the finished-task indexes). Each notification's id is
+// notify.StableID(kind, task, finish time in ms), written once, so a
+// replayed event, a gap's sweep or several notifiers at once never notify
+// twice. Tasks without a session are skipped, and so are external types'
+// tasks, which the orchestrator announces, except one cancelled while
+// PENDING or TIMEOUT: no attempt of it is running, so no outcome reaches
+// the orchestrator.
+type InProcessNotifier struct {
+	f    *follower
+	note *notify.Notifier
+	ext  map[string]bool
+}
+
+// cancelledOffTheExternalPath says whether t, of an external type, was
+// cancelled where the orchestrator does not see it: while PENDING (never
+// dispatched, or waiting for a retry) or TIMEOUT (store.Cancel); the
+// orchestrator announces a cancel of a running attempt itself.
+func cancelledOffTheExternalPath(t *task.Task) bool {
+	if t.State != task.StateCancelled || len(t.StateHistory) == 0 {
+		return false
+	}
+	last := t.StateHistory[len(t.StateHistory)-1]
+	return last.To == task.StateCancelled && (last.From == task.StatePending || last.From == task.StateTimeout)
+}
+
+// NewInProcessNotifier returns the notifier of st's namespace.
+func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConfig) *InProcessNotifier {
+	if cfg.Namespace == "" {
+		cfg.Namespace = "taskflow"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	n := &InProcessNotifier{note: note, ext: map[string]bool{}}
+	for _, t := range cfg.External {
+		n.ext[t] = true
+	}
+	f := newFollower(st, "notifier", newKeys(cfg.Namespace).noticeCursor(), cfg.Logger)
+	f.start = func(context.Context) (string, error) {
+		since := cfg.Since
+		if since.IsZero() {
+			since = cfg.Now()
+		}
+		// entries from since's millisecond on
+		return strconv.FormatInt(max(since.UnixMilli()-1, 0), 10) + "-0", nil
+	}
+	f.want = func(e event.Event) bool {
+		return e.SessionID != "" && (!n.ext[e.TaskType] || e.To == task.StateCancelled)
+	}
+	f.handle = n.announce
+	n.f = f
+	return n
+}
+
+// Gaps counts the times the notifier found events trimmed before it read
+// them (and swept the finished-task indexes instead).
+func (n *InProcessNotifier) Gaps() int64 { return n.f.gaps.Load() }
+
+// OnGap makes fn run at each gap too (Metrics.Gap counts them); call it
+// before Run.
+func (n *InProcessNotifier) OnGap(fn func()) { n.f.onGap = fn }
+
+// Run notifies until ctx ends.
+func (n *InProcessNotifier) Run(ctx context.Context) error { return n.f.run(ctx) }
+
+// announce notifies the session of each finished in-process task of ts
+// (as it is now: a task retried out of the DLQ and completed since is
+// announced once, as completed).
+func (n *InProcessNotifier) announce(ctx context.Context, ts []*task.Task) error {
+	for _, t := range ts {
+		if t.SessionID == "" || (n.ext[t.Type] && !cancelledOffTheExternalPath(t)) {
+			continue
+		}
+		var kind notify.Kind
+		var msg, action string
+		switch t.State {
+		case task.StateCompleted:
+			kind, msg, action = notify.KindCompleted, readyMessage(t), "retrieve_result"
+		case task.StateDLQ:
+			kind, msg, action = notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, t.LastError), "view_error"
+		case task.StateCancelled:
+			kind, msg, action = notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"
+		default:
+			continue // moved on since (retried): its next finish is announced
+		}
+		// The finish's time (the transition's updated_at, the event's at)
+		// names this finish: the same one read twice gets the same id.
+		finish := "finished@" + strconv.FormatInt(t.UpdatedAt.UnixMilli(), 10)
+		_, err := n.note.Notify(ctx, t.SessionID, notify.Notification{NotificationID: notify.StableID(kind, t.ID, finish),
+			Type: kind, TaskID: t.ID, TaskType: t.Type, Message: msg, Action: action, Priority: string(t.Priority)})
+		if err != nil && !errors.Is(err, notify.ErrNoSession) {
+			return err
+		}
+	}
+	return nil
+}
