@@ -44,25 +44,48 @@ type NoticeConfig struct {
 // notify.StableID(kind, task, finish time in ms), written once, so a
 // replayed event, a gap's sweep or several notifiers at once never notify
 // twice. Tasks without a session are skipped, and so are external types'
-// tasks, which the orchestrator announces, except one cancelled while
-// PENDING or TIMEOUT: no attempt of it is running, so no outcome reaches
-// the orchestrator.
+// tasks, which the orchestrator announces, except those that ended off its
+// path (finishedOffTheExternalPath: cancelled or dead-lettered while no
+// attempt ran), of which no outcome reaches the orchestrator.
 type InProcessNotifier struct {
 	f    *follower
 	note *notify.Notifier
 	ext  map[string]bool
 }
 
-// cancelledOffTheExternalPath says whether t, of an external type, was
-// cancelled where the orchestrator does not see it: while PENDING (never
-// dispatched, or waiting for a retry) or TIMEOUT (store.Cancel); the
-// orchestrator announces a cancel of a running attempt itself.
-func cancelledOffTheExternalPath(t *task.Task) bool {
-	if t.State != task.StateCancelled || len(t.StateHistory) == 0 {
+// finishedOffTheExternalPath says whether t, of an external type, ended
+// where the orchestrator does not see it, so that no outcome of a service
+// announces it:
+//   - cancelled while PENDING (never dispatched, or waiting for a retry) or
+//     TIMEOUT (store.Cancel), or by the reaper (a cancel requested while
+//     the handed-off lease ran out, cause lease_expired); the orchestrator
+//     announces a cancel of a running attempt itself;
+//   - dead-lettered while PENDING (too old at pickup or by the age sweep),
+//     or by the retry promotion (FAILED long enough to pass the max age
+//     when its retry came due: cause max_age, later than the failure).
+//     The orchestrator's own failures write FAILED and DLQ in one
+//     transition, at the same instant.
+func finishedOffTheExternalPath(t *task.Task) bool {
+	n := len(t.StateHistory)
+	if n == 0 {
 		return false
 	}
-	last := t.StateHistory[len(t.StateHistory)-1]
-	return last.To == task.StateCancelled && (last.From == task.StatePending || last.From == task.StateTimeout)
+	last := t.StateHistory[n-1]
+	if last.To != t.State {
+		return false
+	}
+	switch t.State {
+	case task.StateCancelled:
+		return last.From == task.StatePending || last.From == task.StateTimeout ||
+			(last.From == task.StateActive && last.Cause == "lease_expired")
+	case task.StateDLQ:
+		if last.From == task.StatePending {
+			return true
+		}
+		return last.From == task.StateFailed && last.Cause == "max_age" && n >= 2 &&
+			t.StateHistory[n-2].At.Before(last.At)
+	}
+	return false
 }
 
 // NewInProcessNotifier returns the notifier of st's namespace.
@@ -87,7 +110,7 @@ func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConf
 		return strconv.FormatInt(max(since.UnixMilli()-1, 0), 10) + "-0", nil
 	}
 	f.want = func(e event.Event) bool {
-		return e.SessionID != "" && (!n.ext[e.TaskType] || e.To == task.StateCancelled)
+		return e.SessionID != "" && (!n.ext[e.TaskType] || e.To == task.StateCancelled || e.To == task.StateDLQ)
 	}
 	f.handle = n.announce
 	n.f = f
@@ -110,7 +133,7 @@ func (n *InProcessNotifier) Run(ctx context.Context) error { return n.f.run(ctx)
 // announced once, as completed).
 func (n *InProcessNotifier) announce(ctx context.Context, ts []*task.Task) error {
 	for _, t := range ts {
-		if t.SessionID == "" || (n.ext[t.Type] && !cancelledOffTheExternalPath(t)) {
+		if t.SessionID == "" || (n.ext[t.Type] && !finishedOffTheExternalPath(t)) {
 			continue
 		}
 		var kind notify.Kind

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -212,4 +213,99 @@ func TestInProcessNotifierSweepsTheIndexesAfterAGap(t *testing.T) {
 		seen[nt.TaskID] = true
 		require.Equal(t, kinds[how], nt.Type)
 	}
+}
+
+// TestExternalTaskEndedOffThePathIsAnnounced: an external type's task that
+// ends where no service outcome reaches the orchestrator is announced by
+// the notifier, once: dead-lettered by the age sweep while PENDING,
+// dead-lettered by the retry promotion (its retry came due past the max
+// age), and cancelled by the reaper (a cancel requested while its lease
+// ran out). One failed by its attempt (the orchestrator's to announce) and
+// one promoted back to PENDING are not.
+func TestExternalTaskEndedOffThePathIsAnnounced(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Now().Add(-24 * time.Hour))
+	r := newNoticeRig(t, store.Config{Clock: clk, MaxTaskAge: time.Hour})
+	ctx := context.Background()
+	cfg := NoticeConfig{Namespace: r.ns, External: []string{"x.ext"}, Since: time.UnixMilli(0)}
+	stop := r.run(t, NewInProcessNotifier(r.st, r.note, cfg))
+
+	enqueue := func() *task.Task {
+		tk, err := r.st.Enqueue(ctx, store.EnqueueRequest{Type: "x.ext", Content: "x", SessionID: "s1"})
+		require.NoError(t, err)
+		return tk
+	}
+	fetch := func(id string, lease time.Duration) string {
+		got, err := r.st.Fetch(ctx, store.FetchRequest{N: 1, WorkerID: "w", TokenPrefix: "w:" + id, Lease: lease})
+		require.NoError(t, err)
+		require.Len(t, got, 1)
+		require.Equal(t, id, got[0].ID)
+		return got[0].Lease
+	}
+	state := func(id string) task.State {
+		tk, err := r.st.Get(ctx, id)
+		require.NoError(t, err)
+		return tk.State
+	}
+
+	// Too old while PENDING: the sweep dead-letters it.
+	aged := enqueue()
+	clk.Advance(2 * time.Hour)
+	n, err := r.st.SweepAged(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, task.StateDLQ, state(aged.ID))
+
+	// A transient failure whose retry comes due past the max age.
+	late := enqueue()
+	tok := fetch(late.ID, time.Minute)
+	out, err := r.st.Fail(ctx, late.ID, tok, store.Failure{ErrorType: "ServiceUnavailable", Message: "busy",
+		RetryAt: clk.Now().Add(2 * time.Hour), Attempt: 1})
+	require.NoError(t, err)
+	require.Equal(t, task.StateFailed, out.State)
+	clk.Advance(3 * time.Hour)
+	_, err = r.st.PromoteDue(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, task.StateDLQ, state(late.ID))
+
+	// Cancel requested while running; the lease runs out: the reaper ends it.
+	reaped := enqueue()
+	fetch(reaped.ID, time.Minute)
+	co, err := r.st.Cancel(ctx, reaped.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.CancelRequested, co)
+	clk.Advance(2 * time.Minute)
+	_, _, err = r.st.ReapExpired(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCancelled, state(reaped.ID))
+
+	// The orchestrator's own: an attempt failed permanently.
+	failed := enqueue()
+	tok = fetch(failed.ID, time.Minute)
+	_, err = r.st.Fail(ctx, failed.ID, tok, store.Failure{ErrorType: "InvalidInput", Message: "bad", Permanent: true, Attempt: 1})
+	require.NoError(t, err)
+	require.Equal(t, task.StateDLQ, state(failed.ID))
+	// A retry promoted in time: PENDING again, nothing to announce.
+	retried := enqueue()
+	tok = fetch(retried.ID, time.Minute)
+	_, err = r.st.Fail(ctx, retried.ID, tok, store.Failure{ErrorType: "ServiceUnavailable", Message: "busy", RetryAt: clk.Now(), Attempt: 1})
+	require.NoError(t, err)
+	_, err = r.st.PromoteDue(ctx, 100)
+	require.NoError(t, err)
+	require.Equal(t, task.StatePending, state(retried.ID))
+
+	r.caughtUp(t)
+	stop()
+	got := r.notes(t, "s1")
+	kinds := map[string]notify.Kind{}
+	for _, n := range got {
+		_, dup := kinds[n.TaskID]
+		require.False(t, dup, "task %s announced twice", n.TaskID)
+		kinds[n.TaskID] = n.Type
+	}
+	require.Equal(t, map[string]notify.Kind{
+		aged.ID:   notify.KindFailed,
+		late.ID:   notify.KindFailed,
+		reaped.ID: notify.KindCancelled,
+	}, kinds)
 }
