@@ -72,12 +72,9 @@ func newFollower(st *store.Store, name, cursor string, log *slog.Logger) *follow
 
 // run follows the stream until ctx ends.
 func (f *follower) run(ctx context.Context) error {
-	after, err := f.rdb.Get(ctx, f.cursor).Result()
-	if errors.Is(err, redis.Nil) {
-		after, err = f.start(ctx)
-	}
+	after, err := f.origin(ctx)
 	if err != nil {
-		return err
+		return nil // ctx ended
 	}
 	for ctx.Err() == nil {
 		resume, err := f.sweepGap(ctx, after)
@@ -112,6 +109,31 @@ func (f *follower) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// origin reads the saved cursor, else the first run's start, retrying a
+// failed read every second (a follower that gave up here would stop
+// archiving or notifying for the process's life); it fails only when ctx
+// ends.
+func (f *follower) origin(ctx context.Context) (string, error) {
+	for {
+		after, err := f.rdb.Get(ctx, f.cursor).Result()
+		if errors.Is(err, redis.Nil) {
+			after, err = f.start(ctx)
+		}
+		if err == nil {
+			return after, nil
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		f.log.Warn(f.name+": read cursor, retrying", "err", err)
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
 }
 
 func (f *follower) handleEvents(ctx context.Context, evs []event.Event) error {
