@@ -27,7 +27,6 @@ const (
 	KindFailed    Kind = "task_failed"
 	KindTimeout   Kind = "task_timeout"
 	KindCancelled Kind = "task_cancelled"
-	KindRetrying  Kind = "task_retrying"
 )
 
 // Notification is spec 003 §5's message format. ID is the stream entry id
