@@ -103,12 +103,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (h *Handler) session(r *http.Request) (string, *httpError) {
 	p := auth.FromContext(r.Context())
 	if p.Anonymous() {
-		tok, err := auth.BearerToken(r)
+		// live push from a browser cannot set headers: ?access_token=
+		tok, err := auth.RequestToken(r, true)
 		if err != nil {
 			return "", &httpError{http.StatusUnauthorized, "unauthenticated", "", err.Error()}
-		}
-		if tok == "" {
-			tok = r.URL.Query().Get("access_token")
 		}
 		p, err = h.cfg.Auth.Authenticate(r.Context(), tok)
 		if err != nil {
