@@ -79,31 +79,19 @@ type TaskPage struct {
 // the time they entered the state (ACTIVE: by lease deadline), newest
 // first unless opts.Oldest. O(log N + page).
 func (s *Store) ListByState(ctx context.Context, state task.State, opts ListOptions) (*TaskPage, error) {
-	opts, err := opts.norm()
+	entries, total, err := s.StateIndex(ctx, state, opts)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := task.ParseState(string(state)); err != nil {
-		return nil, &ValidationError{Field: "state", Reason: err.Error()}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
 	}
-	key := s.keys.stateIndex(state)
-	start, stop := int64(opts.Offset), int64(opts.Offset+opts.Limit-1)
-	pipe := s.rdb.Pipeline()
-	var ids *redis.StringSliceCmd
-	if opts.Oldest {
-		ids = pipe.ZRange(ctx, key, start, stop)
-	} else {
-		ids = pipe.ZRevRange(ctx, key, start, stop)
-	}
-	total := pipe.ZCard(ctx, key)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("store: list %s: %w", state, err)
-	}
-	tasks, err := s.GetMany(ctx, ids.Val())
+	tasks, err := s.GetMany(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	return &TaskPage{Tasks: tasks, Total: total.Val()}, nil
+	return &TaskPage{Tasks: tasks, Total: total}, nil
 }
 
 // DLQEntry is a dead-lettered task with the snapshot taken when it entered
