@@ -111,6 +111,11 @@ var advanceScript = redis.NewScript(advanceLua)
 //go:embed scripts/write.lua
 var writeLua string
 
+//go:embed scripts/unread.lua
+var unreadLua string
+
+var unreadScript = redis.NewScript(unreadLua)
+
 var writeScript = redis.NewScript(writeLua)
 
 // ErrNoSession: a notification needs a session id.
@@ -207,14 +212,22 @@ func (s *Notifier) List(ctx context.Context, sessionID, after string, limit int)
 	out := make([]Notification, 0, len(xs))
 	for _, x := range xs {
 		raw, _ := x.Values["n"].(string)
-		var n Notification
-		if err := json.Unmarshal([]byte(raw), &n); err != nil {
-			continue // not ours to fail on; skip a damaged entry
+		if n, ok := decode(x.ID, raw); ok {
+			out = append(out, n)
 		}
-		n.ID = x.ID
-		out = append(out, n)
 	}
 	return out, nil
+}
+
+// decode is one stream entry's notification (its field "n"); a damaged
+// entry is not ours to fail on and is skipped.
+func decode(id, raw string) (Notification, bool) {
+	var n Notification
+	if err := json.Unmarshal([]byte(raw), &n); err != nil {
+		return n, false
+	}
+	n.ID = id
+	return n, true
 }
 
 // Cursor returns the id of the newest notification the session has been
@@ -231,12 +244,34 @@ func (s *Notifier) Cursor(ctx context.Context, sessionID string) (string, error)
 }
 
 // Unread returns up to limit notifications the session has not been shown.
+// One script call reads the cursor and the entries after it.
 func (s *Notifier) Unread(ctx context.Context, sessionID string, limit int) ([]Notification, error) {
-	c, err := s.Cursor(ctx, sessionID)
-	if err != nil {
-		return nil, err
+	if limit < 1 || limit > 1000 {
+		limit = 100
 	}
-	return s.List(ctx, sessionID, c, limit)
+	reply, err := unreadScript.Run(ctx, s.rdb, []string{s.keys.cursor(sessionID), s.keys.stream(sessionID)}, limit).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("notify: unread: %w", err)
+	}
+	out := make([]Notification, 0, len(reply))
+	for _, e := range reply {
+		entry, _ := e.([]any)
+		if len(entry) != 2 {
+			continue
+		}
+		id, _ := entry[0].(string)
+		fields, _ := entry[1].([]any)
+		for i := 0; i+1 < len(fields); i += 2 {
+			if f, _ := fields[i].(string); f == "n" {
+				raw, _ := fields[i+1].(string)
+				if n, ok := decode(id, raw); ok {
+					out = append(out, n)
+				}
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // MarkRead moves the session's cursor forward to id (never back).
