@@ -7,6 +7,7 @@ package cron
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,12 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
+
+//go:embed scripts/advance.lua
+var advanceLua string
+
+// advanceScript moves a schedule's last-handled marker forward only.
+var advanceScript = redis.NewScript(advanceLua)
 
 // Schedule is one recurring task.
 type Schedule struct {
@@ -204,12 +211,20 @@ func (c *Cron) Tick(ctx context.Context) ([]string, error) {
 		}
 		if len(due) > 0 {
 			last := due[len(due)-1]
-			if err := c.rdb.HSet(ctx, c.k.last(), s.ID, last.UnixMilli()).Err(); err != nil {
+			if _, err := c.advance(ctx, s.ID, last); err != nil {
 				return created, err
 			}
 		}
 	}
 	return created, nil
+}
+
+// advance records due as schedule id's latest handled due time unless a
+// later one is recorded or the schedule is gone; it reports whether the
+// marker moved.
+func (c *Cron) advance(ctx context.Context, id string, due time.Time) (bool, error) {
+	n, err := advanceScript.Run(ctx, c.rdb, []string{c.k.last(), c.k.schedules()}, id, due.UnixMilli()).Int()
+	return n == 1, err
 }
 
 // Run ticks every Interval until ctx ends.

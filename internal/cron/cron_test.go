@@ -3,6 +3,7 @@ package cron
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -115,4 +116,43 @@ func FuzzScheduleExpr(f *testing.F) {
 	f.Fuzz(func(t *testing.T, expr string) {
 		_ = Schedule{ID: "f", Expr: expr, TaskType: "x"}.Validate()
 	})
+}
+
+// TestLastHandledNeverMovesBack: schedulers whose clocks differ finish
+// their ticks in either order; the later one to write must not move a
+// schedule's last-handled due time back (the next tick would try those
+// due times again, and fire them twice once their tasks are purged), and
+// a schedule removed meanwhile keeps no marker.
+func TestLastHandledNeverMovesBack(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	start := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	clk := clock.NewFake(start)
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
+	require.NoError(t, err)
+	ctx := context.Background()
+	c := New(st, Config{Namespace: ns, Clock: clk})
+	require.NoError(t, c.Put(ctx, Schedule{ID: "m", Expr: "* * * * *", TaskType: "noop"}))
+	last := func() string { return rdb.HGet(ctx, c.k.last(), "m").Val() }
+
+	ahead := time.Date(2026, 1, 1, 12, 3, 0, 0, time.UTC)
+	moved, err := c.advance(ctx, "m", ahead) // the scheduler whose clock is ahead
+	require.NoError(t, err)
+	require.True(t, moved)
+	moved, err = c.advance(ctx, "m", ahead.Add(-time.Minute)) // the lagging one, finishing later
+	require.NoError(t, err)
+	require.False(t, moved)
+	require.Equal(t, strconv.FormatInt(ahead.UnixMilli(), 10), last())
+
+	// The next tick (at 12:03:30) has nothing due: 12:01–12:03 are handled.
+	clk.Set(ahead.Add(30 * time.Second))
+	got, err := c.Tick(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	require.NoError(t, c.Remove(ctx, "m"))
+	moved, err = c.advance(ctx, "m", ahead.Add(time.Minute)) // a tick that read the schedule before the removal
+	require.NoError(t, err)
+	require.False(t, moved)
+	require.False(t, rdb.HExists(ctx, c.k.last(), "m").Val(), "no marker for a removed schedule")
 }
