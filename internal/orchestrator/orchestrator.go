@@ -308,16 +308,23 @@ func (o *Orchestrator) handle(ctx context.Context, m stream.Message) error {
 	if err != nil {
 		return err
 	}
-	if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
-		return err
-	}
 	switch v.(type) {
 	case *stream.CompletedData, *stream.FailedData:
-		// acknowledged: never delivered again, so its seen marker (set by
-		// once) has done its job; dropping it keeps one key per event
-		// from living 7 days (a lingering one, after a crash here, expires)
-		if err := o.rdb.Del(ctx, o.k.seen(m.Stream, m.ID)).Err(); err != nil {
-			o.cfg.Logger.Debug("seen marker not dropped", "entry", m.ID, "err", err)
+		// Acknowledged, the entry is never delivered again, so its seen
+		// marker (set by once) has done its job: dropped in the same round
+		// trip, so that no key per event lives 7 days (one left by a crash
+		// here expires). Safe to drop before the XACK lands: the attempt's
+		// applied marker, set before, answers any redelivery.
+		p := o.rdb.Pipeline()
+		ack := p.XAck(ctx, m.Stream, stream.AgentGroup, m.ID)
+		p.Del(ctx, o.k.seen(m.Stream, m.ID))
+		_, _ = p.Exec(ctx)
+		if err := ack.Err(); err != nil {
+			return fmt.Errorf("stream: XACK %s %s: %w", m.Stream, stream.AgentGroup, err)
+		}
+	default:
+		if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
+			return err
 		}
 	}
 	o.cfg.Logger.Debug("Event acknowledged", "stream", m.Stream, "event_id", m.Event.ID)
@@ -353,18 +360,20 @@ func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, event
 		return err
 	}
 	marker := o.k.applied(taskID + ":" + tok)
-	n, err := o.rdb.Exists(ctx, marker).Result()
-	if err != nil {
+	// One round trip: is the attempt applied already, and has this entry
+	// been seen (marking it so). A seen marker set for an outcome that
+	// turns out applied is dropped with the acknowledgement.
+	p := o.rdb.Pipeline()
+	applied := p.Exists(ctx, marker)
+	seen := p.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL)
+	if _, err := p.Exec(ctx); err != nil {
 		return err
 	}
-	if n == 1 {
+	if applied.Val() == 1 {
 		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID)
 		return nil
 	}
-	first, err := o.rdb.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL).Result()
-	if err != nil {
-		return err
-	}
+	first := seen.Val()
 	if err := apply(outcome{tok: tok, redelivered: !first}); err != nil {
 		return err
 	}
