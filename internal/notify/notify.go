@@ -111,12 +111,12 @@ var advanceScript = redis.NewScript(advanceLua)
 //go:embed scripts/write.lua
 var writeLua string
 
+var writeScript = redis.NewScript(writeLua)
+
 //go:embed scripts/unread.lua
 var unreadLua string
 
 var unreadScript = redis.NewScript(unreadLua)
-
-var writeScript = redis.NewScript(writeLua)
 
 // ErrNoSession: a notification needs a session id.
 var ErrNoSession = errors.New("notify: no session id")
@@ -138,7 +138,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
 }
 
 // Notify appends n to the session's stream and announces it to every
-// process's Hub. Empty Timestamp and Priority are filled in. An empty
+// process's Hub, in one script call. Empty Timestamp and Priority are filled in. An empty
 // NotificationID gets a random one; a NotificationID given by the caller
 // (see StableID) is written at most once per session within DedupeTTL:
 // writing it again adds nothing and returns n with an empty ID, so a
@@ -166,7 +166,7 @@ func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification)
 		return n, fmt.Errorf("notify: encode: %w", err)
 	}
 	id, err := writeScript.Run(ctx, s.rdb, keys, string(body), s.cfg.MaxLen,
-		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second)).Text()
+		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second), s.keys.channel(), sessionID).Text()
 	if errors.Is(err, redis.Nil) {
 		return n, nil // written before
 	}
@@ -174,10 +174,6 @@ func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification)
 		return n, fmt.Errorf("notify: write %s: %w", keys[0], err)
 	}
 	n.ID = id
-	if err := s.rdb.Publish(ctx, s.keys.channel(), sessionID).Err(); err != nil {
-		// Stored: pollers and the next interaction still see it.
-		return n, fmt.Errorf("notify: announce: %w", err)
-	}
 	return n, nil
 }
 
