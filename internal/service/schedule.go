@@ -182,14 +182,14 @@ func (s *Service) ownSchedule(ctx context.Context, p auth.Principal, id string) 
 		return nil, cron.Schedule{}, Invalid("invalid_parameter", "schedule_id", "schedule_id %q is not a valid schedule id", truncate(id, 64))
 	}
 	sc, err := cr.Get(ctx, id)
+	if err == nil && !p.Admin && sc.SessionID != p.SessionID {
+		err = cron.ErrNotFound // another session's: as a missing one (authorize)
+	}
 	if errors.Is(err, cron.ErrNotFound) {
 		return nil, cron.Schedule{}, &Error{Kind: KindNotFound, Code: "schedule_not_found", Field: "schedule_id", Message: "no schedule " + id}
 	}
 	if err != nil {
 		return nil, cron.Schedule{}, storeErr("", err)
-	}
-	if !p.Admin && sc.SessionID != p.SessionID {
-		return nil, cron.Schedule{}, Forbidden("schedule %s belongs to another session", id)
 	}
 	return cr, sc, nil
 }

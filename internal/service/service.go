@@ -225,7 +225,7 @@ func storeErr(id string, err error) error {
 		return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: ve.Field, Message: ve.Field + " " + ve.Reason, Err: err}
 	}
 	if errors.Is(err, task.ErrNotFound) {
-		return &Error{Kind: KindNotFound, Code: "task_not_found", Message: fmt.Sprintf("no task %s", id), Err: err}
+		return taskNotFound(id, err)
 	}
 	if errors.Is(err, task.ErrDuplicateTaskID) {
 		return &Error{Kind: KindConflict, Code: "duplicate_task_id", Field: "task_id", Message: "a task with this id already exists", Err: err}
@@ -251,7 +251,10 @@ func isConnErr(err error) bool {
 }
 
 // authorize checks that p may touch t: the admin always, a session only its
-// own tasks.
+// own tasks. Another session's task is answered exactly as a task that does
+// not exist (taskNotFound), so a session cannot learn which ids are taken:
+// this is the one ownership rule of every front end (tasks, results,
+// schedules, depends_on, notifications).
 func authorize(p auth.Principal, t *task.Task) error {
 	if p.Admin {
 		return nil
@@ -260,9 +263,15 @@ func authorize(p auth.Principal, t *task.Task) error {
 		return Unauthenticated("credentials required")
 	}
 	if t.SessionID != p.SessionID {
-		return Forbidden("task %s belongs to another session", t.ID)
+		return taskNotFound(t.ID, nil)
 	}
 	return nil
+}
+
+// taskNotFound is the answer for a task id the caller cannot see: missing,
+// or another session's.
+func taskNotFound(id string, err error) *Error {
+	return &Error{Kind: KindNotFound, Code: "task_not_found", Message: fmt.Sprintf("no task %s", id), Err: err}
 }
 
 func requireAdmin(p auth.Principal) error {

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -93,10 +94,18 @@ func TestRulesWithoutHTTP(t *testing.T) {
 	out, err := b.svc.Submit(ctx, p1, service.SubmitInput{TaskType: "noop"})
 	require.NoError(t, err)
 
+	// another session's task is answered as a missing one: same kind,
+	// code, field and wording
 	_, err = b.svc.Get(ctx, p2, out.TaskID)
-	require.ErrorIs(t, err, service.ErrForbidden)
+	var se, missing *service.Error
+	require.ErrorAs(t, err, &se)
+	_, err = b.svc.Get(ctx, p1, "no-such-"+out.TaskID[8:])
+	require.ErrorAs(t, err, &missing)
+	require.Equal(t, service.KindNotFound, se.Kind)
+	require.Equal(t, missing.Code, se.Code)
+	require.Equal(t, missing.Field, se.Field)
+	require.Equal(t, strings.Replace(missing.Message, "no-such-"+out.TaskID[8:], out.TaskID, 1), se.Message)
 	_, err = b.svc.Get(ctx, nobody, out.TaskID)
-	var se *service.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, service.KindUnauthenticated, se.Kind)
 	_, err = b.svc.Get(ctx, admin, out.TaskID)
