@@ -146,6 +146,10 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	if err != nil {
 		return nil, err
 	}
+	x, err := apiMounts(m, cfg, rdb, st, au)
+	if err != nil {
+		return nil, err
+	}
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
 		TaskTypes: func() []string { return append([]string(nil), types...) },
@@ -159,22 +163,16 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 		// can only fail)
 		ParamSchemas: paramSchema,
 		SessionLimit: sessionLimit,
+		// results, notifications and plan runs go through the service too
+		Results: x.results, Notifications: x.notifier, NotificationHub: x.hub,
+		OnNotificationDelivered: x.orch.Delivered, Plans: x.plans,
 	})
 	if err != nil {
+		for _, c := range x.close {
+			c()
+		}
 		return nil, err
 	}
-	x, err := apiMounts(m, cfg, rdb, st, au)
-	if err != nil {
-		svc.Close()
-		return nil, err
-	}
-	// Result retrieval (spec 003): get_task_result, list_user_tasks (orchestrator.go).
-	rm, closeResults, err := resultMounts(m, st, svc, au, cfg.DatabaseURL, cfg.Namespace)
-	if err != nil {
-		svc.Close()
-		return nil, err
-	}
-	x.mounts, x.close = append(x.mounts, rm...), append(x.close, closeResults)
 	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
 		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})

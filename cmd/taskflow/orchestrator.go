@@ -20,10 +20,8 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/archive"
-	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/result"
@@ -92,13 +90,11 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	return nil
 }
 
-// resultMounts are the result-retrieval endpoints (spec 003's
-// get_task_result and list_user_tasks) for the API server to mount behind
-// its authentication (a session or the admin; a session only sees its own
-// tasks), so the session's unread notifications ride on their answers as
-// on any other. With a DATABASE_URL, results that have left Redis are
-// read back from the archive; the returned func closes it.
-func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authenticator, databaseURL, namespace string) ([]httpapi.Mount, func(), error) {
+// openResults builds the result retrieval (spec 003's get_task_result
+// and list_user_tasks) the service layer answers with. With a
+// DATABASE_URL, results that have left Redis are read back from the
+// archive; the returned func closes it.
+func openResults(m *Main, st *store.Store, databaseURL, namespace string) (*result.Results, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
 	if databaseURL != "" {
@@ -110,13 +106,7 @@ func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authe
 		}
 		closeFn = arc.Close
 	}
-	h := result.New(st, result.Config{Namespace: namespace, Archive: arc, Lister: lister}).Handler(au)
-	return []httpapi.Mount{
-		{Method: "GET", Path: result.PathGet, Access: "session", Handler: h, Tag: "results",
-			Summary: "get_task_result: per status the result, error, progress/ETA, queue position or timeout message"},
-		{Method: "GET", Path: result.PathList, Access: "session", Handler: h, Tag: "results",
-			Summary: "list_user_tasks: the session's tasks, ?status_filter=all|pending|processing|completed|failed|timeout"},
-	}, closeFn, nil
+	return result.New(st, result.Config{Namespace: namespace, Archive: arc}), closeFn, nil
 }
 
 // runOrchestrator runs the agent-group consumer until ctx ends (also used

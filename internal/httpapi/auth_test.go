@@ -52,6 +52,12 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/schedules", nil, "session"},
 		{"GET", "/api/v1/schedules/{sid}", nil, "owner"},
 		{"DELETE", "/api/v1/schedules/{sid}", nil, "owner"},
+		{"GET", "/api/v1/results", nil, "session"},
+		{"GET", "/api/v1/results/{id}", nil, "owner"},
+		{"GET", "/api/v1/notifications", nil, "session"},
+		{"GET", "/api/v1/notifications/ws", nil, "session"},
+		{"GET", "/api/v1/notifications/stream", nil, "session"},
+		{"POST", "/api/v1/plans/{name}/execute", map[string]any{"user_id": 1}, "session"},
 	}
 }
 
@@ -61,7 +67,15 @@ type streamBundle struct{ *testBundle }
 
 func (b *streamBundle) do(method, path, token string, body any) resp {
 	b.t.Helper()
-	if !strings.HasPrefix(path, "/api/v1/queues/status/stream") {
+	if strings.HasPrefix(path, "/api/v1/notifications/ws") {
+		c, code, err := dialWS(b.t, b.testBundle, token, "")
+		if err != nil { // refused before the upgrade: read the envelope
+			return b.testBundle.do(method, path, token, body)
+		}
+		c.CloseNow()
+		return resp{code: code, body: map[string]any{}}
+	}
+	if !strings.HasPrefix(path, "/api/v1/queues/status/stream") && !strings.HasPrefix(path, "/api/v1/notifications/stream") {
 		return b.testBundle.do(method, path, token, body)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,6 +93,13 @@ func (b *streamBundle) do(method, path, token string, body any) resp {
 		out.raw, err = io.ReadAll(res.Body)
 		require.NoError(b.t, err)
 		require.NoError(b.t, json.Unmarshal(out.raw, &out.body), "body: %s", out.raw)
+		return out
+	}
+	if strings.HasPrefix(path, "/api/v1/notifications/stream") {
+		line, err := bufio.NewReader(res.Body).ReadString('\n')
+		require.NoError(b.t, err)
+		require.Equal(b.t, ": connected\n", line)
+		out.raw = []byte(line)
 		return out
 	}
 	ch := make(chan sseEvent, 10)
@@ -115,7 +136,7 @@ func TestAuthMatrix(t *testing.T) {
 			b := &streamBundle{b.with(t)}
 			id := b.submit(owner.Token, "A task of the owner. It has two sentences.")
 			sid := b.schedule(owner.Token)
-			path := strings.NewReplacer("{id}", id, "{sid}", sid).Replace(e.path)
+			path := strings.NewReplacer("{id}", id, "{sid}", sid, "{name}", "follows").Replace(e.path)
 			if e.access == "public" {
 				r := b.do(e.method, path, "", e.body)
 				if e.path == "/health" { // no worker runs in this test: unhealthy, but answered

@@ -71,6 +71,9 @@ func (s *Server) routes() {
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Cancelled", 202: "Cancelled", 409: "Error"}}})
 
 	s.scheduleRoutes(add)
+	s.planRoutes(add)
+	s.resultRoutes(add)
+	s.notificationRoutes(add)
 
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
 		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio (spec 001)",
@@ -269,6 +272,17 @@ func (q *query) int(name string) int {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
 		q.err = service.Invalid("invalid_parameter", name, "%s must be a non-negative integer (got %q)", name, truncate(v, 40))
+	}
+	return n
+}
+
+// limit reads ?limit= for a service whose 0 means "the default": an
+// explicit 0 is passed on as -1, out of range, so the service refuses it
+// with the range in the message.
+func (q *query) limit() int {
+	n := q.int("limit")
+	if q.err == nil && q.str("limit") != "" && n == 0 {
+		return -1
 	}
 	return n
 }

@@ -161,4 +161,29 @@ var apiSchemas = map[string]any{
 		"timestamp": ts(""),
 	}),
 	"Probe": obj([]string{"status"}, map[string]any{"status": str("")}),
+	"Result": obj([]string{"task_id", "task_type", "status", "state", "message", "source"}, map[string]any{
+		"task_id": str(""), "task_type": str(""),
+		"status":      map[string]any{"type": "string", "enum": []string{"pending", "processing", "completed", "failed", "timeout", "cancelled"}},
+		"state":       stateEnum,
+		"result":      map[string]any{"description": "completed: the task's result"},
+		"error":       obj([]string{"code", "message"}, map[string]any{"code": str(""), "message": str(""), "retry_count": integer(""), "max_retries": integer(""), "will_retry": boolean(""), "retry_at": ts(""), "history": arr(map[string]any{"type": "object"}), "details": map[string]any{"type": "object"}}),
+		"progress":    obj(nil, map[string]any{"percent": num(""), "message": str(""), "eta_seconds": num(""), "reported_by": str(""), "at": ts("")}),
+		"eta_seconds": num("processing: seconds left, by the last estimate"), "queue_position": integer("pending: 1 = next"),
+		"waiting_on": arr(str("task id")), "message": str("what the status means, in words"),
+		"created_at": ts(""), "updated_at": ts(""), "completed_at": ts(""),
+		"source": map[string]any{"type": "string", "enum": []string{"redis", "cache", "archive"}},
+	}),
+	"ResultList": obj([]string{"session_id", "status_filter", "tasks"}, map[string]any{
+		"session_id": str(""), "status_filter": str(""),
+		"tasks": arr(obj([]string{"task_id", "task_type", "status", "state", "summary"}, map[string]any{
+			"task_id": str(""), "task_type": str(""), "status": str(""), "state": stateEnum, "summary": str("one line, in words"),
+			"created_at": ts(""), "updated_at": ts(""), "archived": boolean("read from the archive"), "waiting_on": arr(str("task id")),
+		})),
+	}),
+	"NotificationPage": obj([]string{"session_id", "notifications", "cursor", "unread"}, map[string]any{
+		"session_id":    str(""),
+		"notifications": arr(map[string]any{"type": "object", "description": "a notification (docs/notifications.md)"}),
+		"cursor":        str("pass as ?after= next time"),
+		"unread":        integer("still unread after this call (counted up to 1000)"),
+	}),
 }

@@ -175,6 +175,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.mountDocs = append(s.mountDocs, route{method: m.Method, path: m.Path, access: acc, doc: doc})
 	}
+	s.router.shadowLiterals()
 	s.handler = s.recoverer(s.instrument(s.router))
 	return s, nil
 }

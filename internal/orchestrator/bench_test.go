@@ -224,9 +224,27 @@ func BenchmarkCompletionToWebSocket(b *testing.B) {
 	go func() { _ = hub.Run(hctx); close(hubDone) }()
 	defer func() { stopHub(); <-hubDone }()
 	<-hub.Ready()
-	h, err := notify.NewHandler(bb.note, notify.HandlerConfig{Auth: au, Hub: hub})
-	require.NoError(b, err)
-	srv := httptest.NewServer(h)
+	// the API's live feed (internal/httpapi) without the API around it:
+	// the session's notifications through the Hub to a WebSocket
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		fctx := c.CloseRead(r.Context())
+		after, err := bb.note.Cursor(fctx, sess.ID)
+		if err != nil {
+			return
+		}
+		_ = bb.note.Follow(fctx, hub, sess.ID, after, time.Minute, func(n notify.Notification) error {
+			msg, err := json.Marshal(n)
+			if err != nil {
+				return err
+			}
+			return c.Write(fctx, websocket.MessageText, msg)
+		}, func() error { return c.Ping(fctx) }, nil)
+	}))
 	defer srv.Close()
 	defer srv.CloseClientConnections()
 	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+notify.PathWebSocket,

@@ -1,7 +1,9 @@
-// Package planapi serves the plan engine to the rest of taskflow: a
-// synchronous HTTP endpoint, POST /api/v1/plans/{name}/execute, and the
-// worker handler of task_type "plan" whose result is the plan's output.
-// Both read plans by name from one directory and share one plan.Engine.
+// Package planapi serves the plan engine to the rest of taskflow: named
+// runs for the service layer (internal/service's RunPlan, which the HTTP
+// API's POST /api/v1/plans/{name}/execute calls) and the worker handler of
+// task_type "plan" whose result is the plan's output. Both read plans by
+// name from one directory and share one plan.Engine. Errors carry the HTTP
+// status they mean (Error.Status); the service maps them to its kinds.
 package planapi
 
 import (
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,8 +40,6 @@ type Config struct {
 	// NodeTimeout bounds each node unless the request sets
 	// node_timeout_ms. Default 0 (none: the deadline bounds the run).
 	NodeTimeout time.Duration
-	// MaxBodyBytes bounds an HTTP request body. Default 1 MiB.
-	MaxBodyBytes int64
 	// Logger receives failures that are the server's fault. Default: discard.
 	Logger *slog.Logger
 }
@@ -53,9 +54,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxDeadline <= 0 {
 		c.MaxDeadline = 30 * time.Second
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 1 << 20
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -202,18 +200,81 @@ func codeOf(kind string) string {
 	return "invalid_request"
 }
 
+// MaxNameLen is the longest plan name. A name becomes a file name
+// (<name>.plan.json) and file systems refuse names of 255 bytes or more;
+// no plan needs a name near that.
+const MaxNameLen = 128
+
+// CheckName says why name cannot name a plan (nil when it can): empty,
+// longer than MaxNameLen, or not of the registry's plan-name characters
+// (letters, digits and _ in the shipped validation.toml). It is checked
+// before a name reaches the file system, by the HTTP route and the plan
+// task alike (both go through Plan), and at submit (CheckTask).
+func (s *Service) CheckName(name string) error {
+	switch {
+	case name == "":
+		return &Error{Status: 400, Code: "invalid_plan_name", Field: "name", Message: "the plan name is empty"}
+	case len(name) > MaxNameLen:
+		return &Error{Status: 400, Code: "invalid_plan_name", Field: "name",
+			Message: fmt.Sprintf("the plan name is %d bytes long; at most %d", len(name), MaxNameLen)}
+	case !s.eng.Registry().Validation.ValidPlanName(name):
+		return &Error{Status: 400, Code: "invalid_plan_name", Field: "name",
+			Message: fmt.Sprintf("plan name %q may hold only letters, digits and _", truncate(name, 40))}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "..."
+}
+
+// CheckTask checks the params of a plan task before it is queued: the
+// request fields, the plan's name (CheckName) and that the plan exists and
+// compiles. The error's Field is the params field at fault ("plan_name"
+// for the name).
+func (s *Service) CheckTask(params json.RawMessage) error {
+	var head struct {
+		PlanName *string `json:"plan_name"`
+	}
+	if len(params) == 0 || json.Unmarshal(params, &head) != nil {
+		return &Error{Status: 400, Code: "invalid_request", Field: "", Message: "params must be a JSON object with plan_name and user_id"}
+	}
+	if head.PlanName == nil {
+		return &Error{Status: 400, Code: "invalid_request", Field: "plan_name", Message: "plan_name is required: the plan to run"}
+	}
+	if _, err := s.parseInput(params, "plan_name"); err != nil {
+		return err
+	}
+	if _, err := s.Plan(*head.PlanName); err != nil {
+		var pe *Error
+		if errors.As(err, &pe) && pe.Field == "name" {
+			cp := *pe
+			cp.Field = "plan_name"
+			return &cp
+		}
+		return err
+	}
+	return nil
+}
+
 // Plan returns the compiled plan called name, recompiling it when its file
 // changed.
 func (s *Service) Plan(name string) (*plan.Compiled, error) {
-	if !s.eng.Registry().Validation.ValidPlanName(name) {
-		return nil, &Error{Status: 400, Code: "invalid_plan_name", Field: "name",
-			Message: fmt.Sprintf("plan name %q must match [A-Za-z0-9_]+", name)}
+	if err := s.CheckName(name); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(s.cfg.PlanDir, name+".plan.json")
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, &Error{Status: 404, Code: "plan_not_found", Field: "name", Message: fmt.Sprintf("no plan named %q", name)}
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) && errors.Is(pe.Err, syscall.ENAMETOOLONG) { // a registry pattern allowing more than the file system
+			return nil, &Error{Status: 400, Code: "invalid_plan_name", Field: "name", Message: "the plan name is too long for a file name", Err: err}
 		}
 		return nil, err
 	}

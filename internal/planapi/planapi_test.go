@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +38,6 @@ const broken = `{"schema_version":1,"plan_name":"broken","nodes":[
 
 type bundle struct {
 	svc *planapi.Service
-	srv *httptest.Server
 	dir string
 }
 
@@ -58,27 +54,37 @@ func setup(t *testing.T) *bundle {
 	}
 	svc, err := planapi.New(eng, planapi.Config{PlanDir: dir, DefaultDeadline: 5 * time.Second})
 	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle(planapi.Route, svc.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		require.NoError(t, eng.Close())
-	})
-	return &bundle{svc: svc, srv: srv, dir: dir}
+	t.Cleanup(func() { require.NoError(t, eng.Close()) })
+	return &bundle{svc: svc, dir: dir}
 }
 
 func (b *bundle) post(t *testing.T, name, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(b.srv.URL+"/api/v1/plans/"+name+"/execute", "application/json", strings.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(raw, &out), string(raw))
-	return resp.StatusCode, out
+	return run(t, b.svc, name, body)
+}
+
+// run runs plan name with body as the API does (ParseInput, Execute) and
+// returns what the API answers: the status the error means, and the body
+// (rankd's line, or the error's code, message and field).
+func run(t *testing.T, svc *planapi.Service, name, body string) (int, map[string]any) {
+	t.Helper()
+	in, err := svc.ParseInput([]byte(body))
+	var out json.RawMessage
+	if err == nil {
+		out, err = svc.Execute(context.Background(), name, in)
+	}
+	if err != nil {
+		var pe *planapi.Error
+		require.True(t, errors.As(err, &pe), "not a *planapi.Error: %v", err)
+		e := map[string]any{"code": pe.Code, "message": pe.Message}
+		if pe.Field != "" {
+			e["field"] = pe.Field
+		}
+		return pe.Status, map[string]any{"error": e}
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out, &m), string(out))
+	return 200, m
 }
 
 func TestExecute(t *testing.T) {
@@ -116,6 +122,10 @@ func TestExecuteErrors(t *testing.T) {
 		{"PlanNameInBody", "follows", `{"user_id":1,"plan_name":"slow"}`, 400, "invalid_request", "plan_name"},
 		{"UnknownPlan", "nothere", `{"user_id":1}`, 404, "plan_not_found", "name"},
 		{"BadPlanName", "a.b", `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"EmptyPlanName", "", `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"LongPlanName", strings.Repeat("p", planapi.MaxNameLen+1), `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"FileSystemLongPlanName", strings.Repeat("p", 300), `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"LongestPlanName", strings.Repeat("p", planapi.MaxNameLen), `{"user_id":1}`, 404, "plan_not_found", "name"},
 		{"InvalidPlan", "broken", `{"user_id":1}`, 500, "plan_invalid", ""},
 		{"Deadline", "slow", `{"user_id":1,"deadline_ms":30}`, 504, "deadline_exceeded", ""},
 		{"NodeTimeout", "slow", `{"user_id":1,"node_timeout_ms":30}`, 504, "node_timeout", ""},

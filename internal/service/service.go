@@ -20,7 +20,10 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
+	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -66,6 +69,24 @@ type Config struct {
 	// Schedules stores recurring tasks (internal/cron). Default nil: the
 	// schedule endpoints answer 409 schedules_unavailable.
 	Schedules *cron.Cron
+	// Results builds get_task_result / list_user_tasks answers (Result,
+	// ListResults). Default nil: those answer 409 results_unavailable.
+	Results *result.Results
+	// Notifications holds the sessions' notifications (Notifications,
+	// OpenNotifications). Default nil: those answer 409
+	// notifications_unavailable.
+	Notifications *notify.Notifier
+	// NotificationHub wakes live feeds (OpenNotifications); its Run must
+	// be running. Default nil: no live feeds.
+	NotificationHub *notify.Hub
+	// OnNotificationDelivered, when set, is called for each notification
+	// a poll returns ("poll") or a live feed sends (its Via), with the
+	// delivery time. Default nil.
+	OnNotificationDelivered func(via string, n Notification, at time.Time)
+	// Plans runs named plans (RunPlan) and checks plan tasks at submit.
+	// Default nil: RunPlan answers 409 plans_unavailable and plan tasks'
+	// params are checked only by their schema.
+	Plans *planapi.Service
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock (health timestamps, run_at checks). Default time.Now.

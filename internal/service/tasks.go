@@ -97,6 +97,9 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	if err := s.checkParams(r.Type, r.Params); err != nil {
 		return r, err
 	}
+	if err := s.checkPlanTask(context.Background(), r.Type, r.Params); err != nil {
+		return r, err
+	}
 	if in.TaskType == TaskTypeSummarize {
 		if err := s.summarizeText(r); err != nil {
 			return r, err
