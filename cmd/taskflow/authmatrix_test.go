@@ -26,8 +26,6 @@ type authRow struct {
 	// itself).
 	access string
 	body   string
-	// selfAuth: the route authenticates the session itself (notifications)
-	selfAuth bool
 	// stream: the answer is Server-Sent Events; the first event is read
 	stream bool
 }
@@ -66,9 +64,9 @@ var authMatrix = map[string]authRow{
 	"POST /api/v1/plans/{name}/execute":          {access: "session", body: `{"user_id":"u1"}`},
 	"GET /api/v1/results":                        {access: "session"},
 	"GET /api/v1/results/{task_id}":              {access: "owner"},
-	"GET /api/v1/notifications":                  {access: "session", selfAuth: true},
-	"GET /api/v1/notifications/ws":               {access: "session", selfAuth: true},
-	"GET /api/v1/notifications/stream":           {access: "session", selfAuth: true, stream: true},
+	"GET /api/v1/notifications":                  {access: "session"},
+	"GET /api/v1/notifications/ws":               {access: "session"},
+	"GET /api/v1/notifications/stream":           {access: "session", stream: true},
 }
 
 // TestAuthMatrixEveryRoute: on the assembled server (`taskflow dev` with an
