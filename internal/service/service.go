@@ -183,10 +183,6 @@ func New(cfg Config) (*Service, error) {
 // Close stops the batchers after the submits in flight are written.
 func (s *Service) Close() { s.batch.close() }
 
-// Store returns the underlying store (for front ends that need raw access,
-// e.g. the event stream).
-func (s *Service) Store() *store.Store { return s.st }
-
 // CreateSession opens a new session; anyone may, within SessionLimit per
 // client address (client: the caller's address as the front end knows it;
 // "" = unknown, then not limited).
