@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/taskflow/taskflow/internal/version"
 )
 
 // Main holds what every subcommand shares: its streams and logger. Tests
@@ -56,7 +58,9 @@ func (m *Main) Root() *cobra.Command {
 		Short:         "taskflow: a durable task queue, external services over Redis Streams, and a plan engine",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Read().String(), // taskflow --version
 	}
+	root.SetVersionTemplate("taskflow {{.Version}}\n")
 	root.SetIn(m.Stdin)
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
