@@ -14,9 +14,10 @@ func init() {
 	register("status", func(m *Main) *cobra.Command {
 		var asJSON bool
 		cmd := &cobra.Command{
-			Use:   "status [TASK_ID]",
-			Short: "Show queue depths and tasks per state, or one task's state",
-			Args:  cobra.MaximumNArgs(1),
+			Use:               "status [TASK_ID]",
+			Short:             "Show queue depths and tasks per state, or one task's state",
+			Args:              cobra.MaximumNArgs(1),
+			ValidArgsFunction: completeTaskIDs(m),
 		}
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
