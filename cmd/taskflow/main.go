@@ -12,9 +12,11 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/taskflow/taskflow/internal/version"
 )
@@ -61,6 +63,11 @@ func (m *Main) Root() *cobra.Command {
 		Version:       version.Read().String(), // taskflow --version
 	}
 	root.SetVersionTemplate("taskflow {{.Version}}\n")
+	// One flag convention: kebab-case. A snake_case spelling (--redis_url,
+	// as rankd's reference flags are written) names the same flag.
+	root.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
 	root.SetIn(m.Stdin)
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
