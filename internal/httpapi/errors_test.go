@@ -176,3 +176,24 @@ func TestRedisDown(t *testing.T) {
 	r = b.do("GET", "/api/v1/tasks", tok, nil)
 	require.Equal(t, http.StatusServiceUnavailable, r.code, string(r.raw))
 }
+
+// A value of the wrong JSON type is named in words a person reads: the
+// field, what it must be, and the value given.
+func TestTypeErrorMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	tok := b.session().Token
+	for body, want := range map[string]string{
+		`{"task_type":"noop","max_retries":2.5}`:   "field max_retries must be a whole number in range, not 2.5",
+		`{"task_type":"noop","max_retries":1e30}`:  "field max_retries must be a whole number in range, not 1e30",
+		`{"task_type":"noop","max_retries":"3"}`:   "field max_retries must be a number, not a string",
+		`{"task_type":"summarize","content":12}`:   "field content must be a string, not a number",
+		`{"task_type":"summarize","content":true}`: "field content must be a string, not a boolean",
+		`{"task_type":"noop","priority":["high"]}`: "field priority must be a string, not an array",
+	} {
+		r := b.do("POST", "/api/v1/tasks", tok, body)
+		require.Equal(t, http.StatusBadRequest, r.code, body)
+		require.Equal(t, "invalid_type", r.errCode(), body)
+		require.Contains(t, string(r.raw), want, body)
+	}
+}
