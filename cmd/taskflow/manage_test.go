@@ -65,7 +65,10 @@ func TestManageCommands(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "(0)")
 
-	// workers and breakers
+	// workers and breakers; `status` shows the workers too
+	out, _, err = client(t, base, "", "status")
+	require.NoError(t, err)
+	require.Regexp(t, `(?s)QUEUE\s+DEPTH.*retry ratio.*WORKER\s+HOST\s+BUSY`, out)
 	out, _, err = client(t, base, "", "workers")
 	require.NoError(t, err)
 	require.Regexp(t, `WORKER\s+HOST\s+BUSY`, out)

@@ -77,6 +77,14 @@ func init() {
 				fmt.Fprintf(w, "%s\t%d\n", s, qs.States[s])
 			}
 			fmt.Fprintf(w, "\nretry ratio\t%.2f (%s)\n", qs.RetryRatio, qs.Pressure)
+			// the workers too, when the token may see them (the admin)
+			var wraw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/workers", nil, &wraw); err == nil {
+				if ws, err := decodeWorkers(wraw); err == nil {
+					fmt.Fprintln(w)
+					printWorkers(w, ws)
+				}
+			}
 			return w.Flush()
 		})
 	})
