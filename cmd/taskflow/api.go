@@ -25,6 +25,7 @@ import (
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
+	"github.com/taskflow/taskflow/internal/version"
 )
 
 func init() {
@@ -175,7 +176,7 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	}
 	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
-		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
+		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {
 		a.close()
 		return nil, err

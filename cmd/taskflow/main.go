@@ -12,9 +12,13 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/taskflow/taskflow/internal/version"
 )
 
 // Main holds what every subcommand shares: its streams and logger. Tests
@@ -56,7 +60,14 @@ func (m *Main) Root() *cobra.Command {
 		Short:         "taskflow: a durable task queue, external services over Redis Streams, and a plan engine",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Read().String(), // taskflow --version
 	}
+	root.SetVersionTemplate("taskflow {{.Version}}\n")
+	// One flag convention: kebab-case. A snake_case spelling (--redis_url,
+	// as rankd's reference flags are written) names the same flag.
+	root.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
 	root.SetIn(m.Stdin)
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)

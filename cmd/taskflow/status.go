@@ -14,9 +14,10 @@ func init() {
 	register("status", func(m *Main) *cobra.Command {
 		var asJSON bool
 		cmd := &cobra.Command{
-			Use:   "status [TASK_ID]",
-			Short: "Show queue depths and tasks per state, or one task's state",
-			Args:  cobra.MaximumNArgs(1),
+			Use:               "status [TASK_ID]",
+			Short:             "Show queue depths and tasks per state, or one task's state",
+			Args:              cobra.MaximumNArgs(1),
+			ValidArgsFunction: completeTaskIDs(m),
 		}
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
@@ -76,6 +77,14 @@ func init() {
 				fmt.Fprintf(w, "%s\t%d\n", s, qs.States[s])
 			}
 			fmt.Fprintf(w, "\nretry ratio\t%.2f (%s)\n", qs.RetryRatio, qs.Pressure)
+			// the workers too, when the token may see them (the admin)
+			var wraw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/workers", nil, &wraw); err == nil {
+				if ws, err := decodeWorkers(wraw); err == nil {
+					fmt.Fprintln(w)
+					printWorkers(w, ws)
+				}
+			}
 			return w.Flush()
 		})
 	})

@@ -209,6 +209,7 @@ func TestSchedules(t *testing.T) {
 		"NoCron":      {map[string]any{"task_type": "noop"}, 422, "cron"},
 		"BadCron":     {map[string]any{"cron": "61 * * * *", "task_type": "noop"}, 422, "cron"},
 		"SixFields":   {map[string]any{"cron": "0 0 0 * * *", "task_type": "noop"}, 422, "cron"},
+		"NeverDue":    {map[string]any{"cron": "0 0 30 2 *", "task_type": "noop"}, 422, "cron"},
 		"NoType":      {map[string]any{"cron": "@hourly"}, 422, "task_type"},
 		"UnknownType": {map[string]any{"cron": "@hourly", "task_type": "mystery"}, 422, "task_type"},
 		"BadID":       {map[string]any{"id": "a/b", "cron": "@hourly", "task_type": "noop"}, 422, "id"},
@@ -222,6 +223,8 @@ func TestSchedules(t *testing.T) {
 		require.Equal(t, tc.code, r.code, "%s: %s", name, r.raw)
 		require.Equal(t, tc.field, r.errField(), "%s: %s", name, r.raw)
 	}
+	r0 := b.do("POST", "/api/v1/schedules", own.Token, map[string]any{"cron": "0 0 30 2 *", "task_type": "noop"})
+	require.Contains(t, string(r0.raw), "never comes due", "30 February is refused with the reason")
 
 	r := b.do("POST", "/api/v1/schedules/", own.Token, map[string]any{"id": "nightly", "cron": "0 3 * * *", "task_type": "noop",
 		"params": map[string]any{"k": "v"}, "priority": "high", "timeout": 60})
@@ -240,6 +243,7 @@ func TestSchedules(t *testing.T) {
 	r = b.do("POST", "/api/v1/schedules", other.Token, map[string]any{"id": "nightly", "cron": "@hourly", "task_type": "noop"})
 	require.Equal(t, http.StatusConflict, r.code, "an id in use is not replaced: %s", r.raw)
 	require.Equal(t, "duplicate_schedule_id", r.errCode())
+	require.Contains(t, string(r.raw), "a schedule with id nightly exists", "the message names the id")
 
 	require.Equal(t, http.StatusNotFound, b.do("GET", "/api/v1/schedules/nightly", other.Token, nil).code)
 	require.Equal(t, http.StatusNotFound, b.do("DELETE", "/api/v1/schedules/nightly", other.Token, nil).code)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -111,9 +112,9 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	}
 	r.Priority = prio
 	if in.Timeout != nil {
-		d := time.Duration(*in.Timeout * float64(time.Second))
-		if *in.Timeout <= 0 || d > MaxTimeout {
-			return r, Unprocessable("timeout", "timeout must be between 0 and %d seconds (got %v)", int(MaxTimeout.Seconds()), *in.Timeout)
+		d, err := seconds.Within(*in.Timeout, time.Nanosecond, MaxTimeout)
+		if err != nil {
+			return r, Unprocessable("timeout", "timeout must be more than 0 and at most %d seconds (got %v)", int(MaxTimeout.Seconds()), *in.Timeout)
 		}
 		r.Timeout = d
 	}
@@ -135,13 +136,18 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 		r.RunAt = at
 	}
 	if in.Delay != nil {
-		d := time.Duration(*in.Delay * float64(time.Second))
-		switch {
-		case in.RunAt != nil && *in.RunAt != "":
+		if in.RunAt != nil && *in.RunAt != "" {
 			return r, Unprocessable("delay", "give run_at or delay, not both")
-		case *in.Delay < 0 || d > MaxRunAhead:
-			return r, Unprocessable("delay", "delay must be between 0 and %d seconds (got %v)", int(MaxRunAhead.Seconds()), *in.Delay)
-		case d > 0:
+		}
+		d, err := seconds.Within(*in.Delay, 0, MaxRunAhead)
+		if err != nil {
+			hint := ""
+			if *in.Delay > 1e9 { // 2001 onwards as Unix seconds (or milliseconds)
+				hint = "; it looks like a timestamp: give run_at (RFC 3339) for a time"
+			}
+			return r, Unprocessable("delay", "delay must be between 0 and %d seconds (got %v)%s", int(MaxRunAhead.Seconds()), *in.Delay, hint)
+		}
+		if d > 0 {
 			r.RunAt = s.cfg.Now().Add(d)
 		}
 	}

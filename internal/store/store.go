@@ -8,10 +8,13 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +29,9 @@ type Store struct {
 	rdb  redis.UniversalClient
 	cfg  Config
 	keys keys
+	// callPrefix and calls name enqueue calls (enqueueCallID).
+	callPrefix string
+	calls      atomic.Uint64
 }
 
 // New returns a Store over client with cfg (defaults applied). The client
@@ -38,7 +44,11 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("store: nil redis client")
 	}
-	return &Store{rdb: client, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("store: random enqueue-call prefix: %w", err)
+	}
+	return &Store{rdb: client, cfg: cfg, keys: newKeys(cfg.Namespace), callPrefix: hex.EncodeToString(rnd[:]) + "-"}, nil
 }
 
 // Config returns the store's configuration (defaults applied).
