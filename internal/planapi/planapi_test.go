@@ -197,6 +197,30 @@ func TestColdPlanCompiledOnce(t *testing.T) {
 	require.EqualValues(t, 2, planapi.Compiles(b.svc))
 }
 
+// TestCheckTask: a plan task's params are checked as its run would be,
+// naming the params field at fault.
+func TestCheckTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.svc.CheckTask(json.RawMessage(`{"plan_name":"follows","user_id":1}`)))
+	for params, field := range map[string]string{
+		``: "", `[]`: "", `{"user_id":1}`: "plan_name", `{"plan_name":"follows"}`: "user_id",
+		`{"plan_name":"nothere","user_id":1}`: "plan_name", `{"plan_name":"a.b","user_id":1}`: "plan_name",
+		`{"plan_name":"` + strings.Repeat("p", 300) + `","user_id":1}`: "plan_name",
+		`{"plan_name":"follows","user_id":1,"deadline":5}`: "deadline",
+	} {
+		err := b.svc.CheckTask(json.RawMessage(params))
+		var pe *planapi.Error
+		require.True(t, errors.As(err, &pe), "%.40s: %v", params, err)
+		require.Equal(t, field, pe.Field, "%.40s: %v", params, err)
+		require.Less(t, pe.Status, 500, "%.40s", params)
+	}
+	// broken compiles to an error: not the caller's to fix, but refused too
+	var pe *planapi.Error
+	require.True(t, errors.As(b.svc.CheckTask(json.RawMessage(`{"plan_name":"broken","user_id":1}`)), &pe))
+	require.Equal(t, "plan_invalid", pe.Code)
+}
+
 func TestTaskHandler(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -218,7 +242,7 @@ func TestTaskHandler(t *testing.T) {
 
 	var perm *task.PermanentError
 	for _, params := range []string{``, `[]`, `{"user_id":1}`, `{"plan_name":"follows"}`, `{"plan_name":"nothere","user_id":1}`, `{"plan_name":"broken","user_id":1}`,
-		`{"plan_name":"follows","user_id":1,"deadline":5}`} {
+		`{"plan_name":"follows","user_id":1,"deadline":5}`, `{"plan_name":"` + strings.Repeat("p", 300) + `","user_id":1}`, `{"plan_name":"../follows","user_id":1}`} {
 		_, err := run(params)
 		require.True(t, errors.As(err, &perm), "%s: %v", params, err)
 	}
