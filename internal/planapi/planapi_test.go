@@ -207,7 +207,7 @@ func TestCheckTask(t *testing.T) {
 		``: "", `[]`: "", `{"user_id":1}`: "plan_name", `{"plan_name":"follows"}`: "user_id",
 		`{"plan_name":"nothere","user_id":1}`: "plan_name", `{"plan_name":"a.b","user_id":1}`: "plan_name",
 		`{"plan_name":"` + strings.Repeat("p", 300) + `","user_id":1}`: "plan_name",
-		`{"plan_name":"follows","user_id":1,"deadline":5}`: "deadline",
+		`{"plan_name":"follows","user_id":1,"deadline":5}`:             "deadline",
 	} {
 		err := b.svc.CheckTask(json.RawMessage(params))
 		var pe *planapi.Error
