@@ -81,7 +81,7 @@ func (m *Metrics) Gap(follower string) func() {
 	return c.Inc
 }
 
-// Delivered is notify.HandlerConfig.OnDelivered (and the middleware's hook).
+// Delivered is service.Config.OnNotificationDelivered (and the notify middleware's hook).
 func (m *Metrics) Delivered(via string, n notify.Notification, at time.Time) {
 	m.delivery.WithLabelValues(via).Observe(at.Sub(n.Timestamp).Seconds())
 }
