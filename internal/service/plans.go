@@ -45,7 +45,7 @@ func (s *Service) RunPlan(ctx context.Context, p auth.Principal, in PlanRunInput
 
 // checkPlanTask refuses at submit a plan task that could only fail: bad
 // params, a bad plan name, a plan that does not exist or does not compile.
-func (s *Service) checkPlanTask(ctx context.Context, taskType string, params json.RawMessage) error {
+func (s *Service) checkPlanTask(taskType string, params json.RawMessage) error {
 	if taskType != planapi.TaskType || s.cfg.Plans == nil {
 		return nil
 	}
@@ -61,7 +61,7 @@ func (s *Service) checkPlanTask(ctx context.Context, taskType string, params jso
 		}
 		return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: field, Message: pe.Message, Err: err}
 	}
-	return s.planErr(ctx, "", err)
+	return s.planErr(context.Background(), "", err) // validation takes no context: only the log line would use it
 }
 
 // planErr maps a planapi failure to the service's kinds; the codes stay

@@ -98,7 +98,7 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	if err := s.checkParams(r.Type, r.Params); err != nil {
 		return r, err
 	}
-	if err := s.checkPlanTask(context.Background(), r.Type, r.Params); err != nil {
+	if err := s.checkPlanTask(r.Type, r.Params); err != nil {
 		return r, err
 	}
 	if in.TaskType == TaskTypeSummarize {
