@@ -87,7 +87,8 @@ func (s *Server) notificationsWebSocket(w http.ResponseWriter, r *http.Request, 
 		return // Accept wrote the error response
 	}
 	defer c.CloseNow()
-	ctx := c.CloseRead(r.Context()) // the client only listens; its close ends ctx
+	ctx, cancel := s.untilClosing(c.CloseRead(r.Context())) // the client only listens; its close ends ctx
+	defer cancel()
 	err = feed.Follow(ctx, s.cfg.Heartbeat, func(n service.Notification) error {
 		b, err := json.Marshal(n)
 		if err != nil {
@@ -120,15 +121,8 @@ func (s *Server) notificationsSSE(w http.ResponseWriter, r *http.Request, p auth
 	w.WriteHeader(http.StatusOK)
 	_, _ = fmt.Fprint(w, ": connected\n\n")
 	_ = rc.Flush()
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.untilClosing(r.Context())
 	defer cancel()
-	go func() { // the server's shutdown ends the stream (CloseStreams)
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	_ = feed.Follow(ctx, s.cfg.Heartbeat, func(n service.Notification) error {
 		b, err := json.Marshal(n)
 		if err != nil {
@@ -144,4 +138,19 @@ func (s *Server) notificationsSSE(w http.ResponseWriter, r *http.Request, p auth
 		}
 		return rc.Flush()
 	})
+}
+
+// untilClosing is ctx, also ended when the server shuts down
+// (CloseStreams): a live feed never goes idle by itself, and a hijacked
+// WebSocket connection is not waited for by http.Server.Shutdown.
+func (s *Server) untilClosing(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

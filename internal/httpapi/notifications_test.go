@@ -224,3 +224,34 @@ func TestNotificationSSE(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, resp2.StatusCode, string(raw))
 	require.Contains(t, string(raw), `"field":"after"`)
 }
+
+// TestCloseStreamsEndsNotificationFeeds: the server's shutdown ends the
+// live notification feeds, SSE and WebSocket alike.
+func TestCloseStreamsEndsNotificationFeeds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := b.session()
+	req, err := http.NewRequest(http.MethodGet, b.srv.URL+"/api/v1/notifications/stream", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	resp, err := b.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	c, _, err := dialWS(t, b, a.Token, "")
+	require.NoError(t, err)
+	defer c.CloseNow()
+
+	b.api.CloseStreams()
+	sseDone := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); sseDone <- err }()
+	select {
+	case err := <-sseDone:
+		require.NoError(t, err, "the SSE feed ends cleanly")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the SSE feed did not end")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err = c.Read(ctx)
+	require.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(err), "the WebSocket is closed by the server: %v", err)
+}
