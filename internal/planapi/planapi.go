@@ -2,8 +2,9 @@
 // runs for the service layer (internal/service's RunPlan, which the HTTP
 // API's POST /api/v1/plans/{name}/execute calls) and the worker handler of
 // task_type "plan" whose result is the plan's output. Both read plans by
-// name from one directory and share one plan.Engine. Errors carry the HTTP
-// status they mean (Error.Status); the service maps them to its kinds.
+// name from one directory and share one plan.Engine. Errors say what kind
+// of failure they are (Error.Kind); the service maps the kinds to its own,
+// and the HTTP API those to statuses.
 package planapi
 
 import (
@@ -101,14 +102,41 @@ func New(eng *plan.Engine, cfg Config) (*Service, error) {
 	return &Service{eng: eng, cfg: cfg, cache: map[string]cached{}}, nil
 }
 
-// Error is a failure with an HTTP status, a stable code and, for bad
-// input, the field at fault.
+// ErrorKind is the class of a failure: whose fault it is and whether
+// trying again can help.
+type ErrorKind int
+
+// Kinds of errors.
+const (
+	// KindInvalid: the request or the plan name is malformed.
+	KindInvalid ErrorKind = iota + 1
+	// KindNotFound: no plan of that name.
+	KindNotFound
+	// KindEvaluation: the plan's own computation failed on this request
+	// (e.g. a param it needs is unset); the same request fails again.
+	KindEvaluation
+	// KindPlanInvalid: the plan file does not compile (the operator's to fix).
+	KindPlanInvalid
+	// KindUpstream: the plans' data store failed (Redis down); retry later.
+	KindUpstream
+	// KindTimeout: the run or a node passed its deadline.
+	KindTimeout
+)
+
+// Error is a failure with its kind, a stable code and, for bad input, the
+// field at fault.
 type Error struct {
-	Status  int
+	Kind    ErrorKind
 	Code    string
 	Message string
 	Field   string
 	Err     error
+}
+
+// CallersFault reports whether the request itself is at fault (invalid,
+// unknown plan, an evaluation failure): sending it again cannot succeed.
+func (e *Error) CallersFault() bool {
+	return e.Kind == KindInvalid || e.Kind == KindNotFound || e.Kind == KindEvaluation
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -142,14 +170,14 @@ func (s *Service) parseInput(body []byte, extra string) (*Input, error) {
 			if field == "" {
 				field = "body"
 			}
-			return nil, &Error{Status: 400, Code: codeOf(re.Kind), Message: re.Kind + ": " + re.Detail, Field: field, Err: err}
+			return nil, &Error{Kind: KindInvalid, Code: codeOf(re.Kind), Message: re.Kind + ": " + re.Detail, Field: field, Err: err}
 		}
 		return nil, err
 	}
 	// ParseRequest accepted body: it is a JSON object.
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(body, &top); err != nil {
-		return nil, &Error{Status: 400, Code: "invalid_json", Message: "the body must be a JSON object", Field: "body", Err: err}
+		return nil, &Error{Kind: KindInvalid, Code: "invalid_json", Message: "the body must be a JSON object", Field: "body", Err: err}
 	}
 	unknown := make([]string, 0, 1)
 	for k := range top {
@@ -163,7 +191,7 @@ func (s *Service) parseInput(body []byte, extra string) (*Input, error) {
 		if extra != "" {
 			allowed += ", " + extra
 		}
-		return nil, &Error{Status: 400, Code: "invalid_request", Field: unknown[0],
+		return nil, &Error{Kind: KindInvalid, Code: "invalid_request", Field: unknown[0],
 			Message: fmt.Sprintf("unknown field '%s' (allowed: %s)", unknown[0], allowed)}
 	}
 	in := &Input{Request: req, Deadline: s.cfg.DefaultDeadline, NodeTimeout: s.cfg.NodeTimeout}
@@ -178,7 +206,7 @@ func (s *Service) parseInput(body []byte, extra string) (*Input, error) {
 		var ms float64
 		// Compare in milliseconds: a huge value overflows a Duration.
 		if json.Unmarshal(raw, &ms) != nil || !(ms > 0 && ms <= float64(s.cfg.MaxDeadline.Milliseconds())) {
-			return nil, &Error{Status: 400, Code: "invalid_request", Field: f.name,
+			return nil, &Error{Kind: KindInvalid, Code: "invalid_request", Field: f.name,
 				Message: fmt.Sprintf("%s must be a number of milliseconds above 0 and at most %d", f.name, s.cfg.MaxDeadline.Milliseconds())}
 		}
 		*f.into = time.Duration(ms * float64(time.Millisecond))
@@ -213,12 +241,12 @@ const MaxNameLen = 128
 func (s *Service) CheckName(name string) error {
 	switch {
 	case name == "":
-		return &Error{Status: 400, Code: "invalid_plan_name", Field: "name", Message: "the plan name is empty"}
+		return &Error{Kind: KindInvalid, Code: "invalid_plan_name", Field: "name", Message: "the plan name is empty"}
 	case len(name) > MaxNameLen:
-		return &Error{Status: 400, Code: "invalid_plan_name", Field: "name",
+		return &Error{Kind: KindInvalid, Code: "invalid_plan_name", Field: "name",
 			Message: fmt.Sprintf("the plan name is %d bytes long; at most %d", len(name), MaxNameLen)}
 	case !s.eng.Registry().Validation.ValidPlanName(name):
-		return &Error{Status: 400, Code: "invalid_plan_name", Field: "name",
+		return &Error{Kind: KindInvalid, Code: "invalid_plan_name", Field: "name",
 			Message: fmt.Sprintf("plan name %q may hold only letters, digits and _", truncate(name, 40))}
 	}
 	return nil
@@ -240,10 +268,10 @@ func (s *Service) CheckTask(params json.RawMessage) error {
 		PlanName *string `json:"plan_name"`
 	}
 	if len(params) == 0 || json.Unmarshal(params, &head) != nil {
-		return &Error{Status: 400, Code: "invalid_request", Field: "", Message: "params must be a JSON object with plan_name and user_id"}
+		return &Error{Kind: KindInvalid, Code: "invalid_request", Field: "", Message: "params must be a JSON object with plan_name and user_id"}
 	}
 	if head.PlanName == nil {
-		return &Error{Status: 400, Code: "invalid_request", Field: "plan_name", Message: "plan_name is required: the plan to run"}
+		return &Error{Kind: KindInvalid, Code: "invalid_request", Field: "plan_name", Message: "plan_name is required: the plan to run"}
 	}
 	if _, err := s.parseInput(params, "plan_name"); err != nil {
 		return err
@@ -270,11 +298,11 @@ func (s *Service) Plan(name string) (*plan.Compiled, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, &Error{Status: 404, Code: "plan_not_found", Field: "name", Message: fmt.Sprintf("no plan named %q", name)}
+			return nil, &Error{Kind: KindNotFound, Code: "plan_not_found", Field: "name", Message: fmt.Sprintf("no plan named %q", name)}
 		}
 		var pe *os.PathError
 		if errors.As(err, &pe) && errors.Is(pe.Err, syscall.ENAMETOOLONG) { // a registry pattern allowing more than the file system
-			return nil, &Error{Status: 400, Code: "invalid_plan_name", Field: "name", Message: "the plan name is too long for a file name", Err: err}
+			return nil, &Error{Kind: KindInvalid, Code: "invalid_plan_name", Field: "name", Message: "the plan name is too long for a file name", Err: err}
 		}
 		return nil, err
 	}
@@ -297,7 +325,7 @@ func (s *Service) Plan(name string) (*plan.Compiled, error) {
 		return c, nil
 	})
 	if err != nil {
-		return nil, &Error{Status: 500, Code: "plan_invalid", Message: fmt.Sprintf("plan %q is invalid: %v", name, err), Err: err}
+		return nil, &Error{Kind: KindPlanInvalid, Code: "plan_invalid", Message: fmt.Sprintf("plan %q is invalid: %v", name, err), Err: err}
 	}
 	return v.(*plan.Compiled), nil
 }
@@ -320,13 +348,13 @@ func runError(err error) error {
 	var ne *plan.NodeError
 	switch {
 	case errors.Is(err, plan.ErrDeadlineExceeded):
-		return &Error{Status: 504, Code: "deadline_exceeded", Message: err.Error(), Err: err}
+		return &Error{Kind: KindTimeout, Code: "deadline_exceeded", Message: err.Error(), Err: err}
 	case errors.Is(err, plan.ErrNodeTimeout):
-		return &Error{Status: 504, Code: "node_timeout", Message: err.Error(), Err: err}
+		return &Error{Kind: KindTimeout, Code: "node_timeout", Message: err.Error(), Err: err}
 	case errors.Is(err, ir.ErrEval):
-		return &Error{Status: 422, Code: "plan_failed", Message: err.Error(), Err: err}
+		return &Error{Kind: KindEvaluation, Code: "plan_failed", Message: err.Error(), Err: err}
 	case errors.As(err, &ne):
-		return &Error{Status: 502, Code: "plan_failed", Message: err.Error(), Err: err}
+		return &Error{Kind: KindUpstream, Code: "plan_failed", Message: err.Error(), Err: err}
 	}
 	return err
 }

@@ -30,15 +30,15 @@ func (s *Service) RunPlan(ctx context.Context, p auth.Principal, in PlanRunInput
 		return nil, Conflict("plans_unavailable", "this server runs no plans")
 	}
 	if err := s.cfg.Plans.CheckName(in.Name); err != nil {
-		return nil, s.planErr(ctx, in.Name, err)
+		return nil, planErr(ctx, err)
 	}
 	req, err := s.cfg.Plans.ParseInput(in.Request)
 	if err != nil {
-		return nil, s.planErr(ctx, in.Name, err)
+		return nil, planErr(ctx, err)
 	}
 	out, err := s.cfg.Plans.Execute(ctx, in.Name, req)
 	if err != nil {
-		return nil, s.planErr(ctx, in.Name, err)
+		return nil, planErr(ctx, err)
 	}
 	return out, nil
 }
@@ -54,19 +54,19 @@ func (s *Service) checkPlanTask(taskType string, params json.RawMessage) error {
 		return nil
 	}
 	var pe *planapi.Error
-	if errors.As(err, &pe) && pe.Status < 500 {
+	if errors.As(err, &pe) && pe.CallersFault() {
 		field := "params"
 		if pe.Field != "" && pe.Field != "body" {
 			field += "." + pe.Field
 		}
 		return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: field, Message: pe.Message, Err: err}
 	}
-	return s.planErr(context.Background(), "", err) // validation takes no context: only the log line would use it
+	return planErr(context.Background(), err) // validation takes no context
 }
 
 // planErr maps a planapi failure to the service's kinds; the codes stay
 // planapi's (invalid_plan_name, plan_not_found, deadline_exceeded, ...).
-func (s *Service) planErr(ctx context.Context, name string, err error) error {
+func planErr(ctx context.Context, err error) error {
 	if (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() != nil { // the caller went away
 		return Unavailable(err)
 	}
@@ -74,28 +74,22 @@ func (s *Service) planErr(ctx context.Context, name string, err error) error {
 	if !errors.As(err, &pe) {
 		return Internal(err)
 	}
-	k := KindInternal
-	switch {
-	case pe.Status == 400:
+	var k Kind
+	switch pe.Kind {
+	case planapi.KindInvalid:
 		k = KindInvalid
-	case pe.Status == 404:
+	case planapi.KindNotFound:
 		k = KindNotFound
-	case pe.Status == 413:
-		k = KindTooLarge
-	case pe.Status == 422:
+	case planapi.KindEvaluation:
 		k = KindUnprocessable
-	case pe.Status == 502:
+	case planapi.KindUpstream:
 		k = KindUpstream
-	case pe.Status == 503:
-		k = KindUnavailable
-	case pe.Status == 504:
+	case planapi.KindTimeout:
 		k = KindTimeout
-	}
-	if k == KindInternal && pe.Code != "plan_invalid" {
+	case planapi.KindPlanInvalid: // the operator's to fix: said as is (a 500 is logged by the front end)
+		k = KindInternal
+	default:
 		return Internal(err)
-	}
-	if k == KindInternal { // a plan file that does not compile: the operator's to fix, said as is
-		s.cfg.Logger.ErrorContext(ctx, "plan does not compile", "plan", name, "err", err)
 	}
 	return &Error{Kind: k, Code: pe.Code, Field: pe.Field, Message: pe.Message, Err: err}
 }
