@@ -15,9 +15,9 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/builtin"
-	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
@@ -30,7 +30,7 @@ import (
 
 func init() {
 	register("api", func(m *Main) *cobra.Command {
-		cfg, envErr := config.FromEnv(m.Getenv)
+		cfg, envErr := app.Load(m.Getenv)
 		cmd := &cobra.Command{
 			Use:   "api",
 			Short: "Serve the HTTP API (any number of API processes may share one Redis)",
@@ -51,13 +51,13 @@ every request without credentials acts as the admin).`,
 				if cfg.AdminKey == "" && !cfg.Insecure {
 					return errors.New("TASKFLOW_ADMIN_KEY is not set: refusing to serve operator endpoints without an admin key (set it, or pass --insecure to run open)")
 				}
-				rdb, err := openRedis(cmd.Context(), cfg.RedisURL)
+				ap, err := app.Open(cmd.Context(), cfg, m.Logger)
 				if err != nil {
 					return err
 				}
-				defer rdb.Close()
+				defer ap.Close()
 				tuneGC(m.Getenv)
-				a, err := newAPI(m, cfg, rdb, cfg.Insecure && cfg.AdminKey == "")
+				a, err := newAPI(m, ap, cfg.Insecure && cfg.AdminKey == "")
 				if err != nil {
 					return err
 				}
@@ -119,19 +119,10 @@ type apiProc struct {
 	log    *slog.Logger
 }
 
-// newAPI wires store, auth, service and HTTP server on rdb.
-func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*apiProc, error) {
-	eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.SessionTTL > 0 {
-		eng.Store.SessionIndexTTL = cfg.SessionTTL
-	}
-	st, err := store.New(rdb, eng.Store)
-	if err != nil {
-		return nil, err
-	}
+// newAPI wires auth, service and HTTP server on the process's app (its
+// Redis client and store).
+func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
+	cfg, rdb, st := ap.Config.Config, ap.Redis, ap.Store
 	au, err := auth.New(rdb, auth.Config{Namespace: cfg.Namespace, AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
 	if err != nil {
 		return nil, err

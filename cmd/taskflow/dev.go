@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/devredis"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 )
@@ -19,7 +19,7 @@ const DevAddr = "127.0.0.1:8080"
 
 func init() {
 	register("dev", func(m *Main) *cobra.Command {
-		cfg, envErr := config.FromEnv(m.Getenv)
+		cfg, envErr := app.Load(m.Getenv)
 		if m.Getenv("TASKFLOW_ADDR") == "" {
 			cfg.Addr = DevAddr
 		}
@@ -69,7 +69,7 @@ the admin), which is safe only because it listens on 127.0.0.1.`,
 	})
 }
 
-func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error {
+func runDev(ctx context.Context, m *Main, cfg app.Config, addr string) error {
 	out := m.Stderr
 	if cfg.RedisURL == "" {
 		emb, err := devredis.Start()
@@ -83,11 +83,12 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	} else {
 		fmt.Fprintf(out, "taskflow dev: using Redis at %s\n", redactedURL(cfg.RedisURL))
 	}
-	rdb, err := openRedis(ctx, cfg.RedisURL)
+	// one app for everything this process runs: one Redis client, one store
+	ap, err := app.Open(ctx, cfg, m.Logger)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
+	defer ap.Close()
 	// Packages that read REDIS_URL themselves (the plan engine) must see the
 	// Redis this process uses, embedded or not.
 	dm := *m
@@ -101,7 +102,7 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	m = &dm
 
 	open := cfg.AdminKey == ""
-	a, err := newAPI(m, cfg, rdb, open)
+	a, err := newAPI(m, ap, open)
 	if err != nil {
 		return err
 	}
@@ -118,21 +119,17 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	fmt.Fprintf(out, "taskflow dev: try  curl -s -X POST %s/api/v1/tasks/summarize/ -H 'Content-Type: application/json' -d '{\"content\":\"...\"}'\n", base)
 	fmt.Fprintf(out, "taskflow dev: or   echo 'some text. more text.' | TASKFLOW_URL=%s taskflow submit --wait\n", base)
 
-	eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 3)
 	go func() {
-		errc <- runEngine(ctx, m, rdb, eng, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
-			grace: cfg.ShutdownGrace, namespace: cfg.Namespace})
+		errc <- runEngine(ctx, m, ap, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
+			grace: cfg.ShutdownGrace})
 	}()
 	go func() { errc <- a.serve(ctx, ln, cfg.ShutdownGrace) }()
 	// External services' outcomes, cron, dependencies (orchestrator.go),
 	// counted on the API's /metrics: one process, one registry.
-	go func() { errc <- runOrchestrator(ctx, m, rdb, cfg.Namespace, "", cfg.DatabaseURL, a.extras.orch) }()
+	go func() { errc <- runOrchestrator(ctx, m, ap, "", a.extras.orch) }()
 	first := <-errc
 	cancel()
 	second, third := <-errc, <-errc

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -19,14 +20,14 @@ func TestEngineFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{}
 	get := func(k string) string { return env[k] }
-	e, err := engineFromEnv(get, "ns1")
+	e, err := app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, "ns1", e.Store.Namespace)
 	require.Zero(t, e.Store.DefaultMaxRetries, "unset keeps the package default")
 
 	env = map[string]string{"MAX_RETRIES": "5", "MAX_TASK_AGE": "90", "CIRCUIT_TIMEOUT": "2m", "DEFAULT_RETRY_RATIO": "0.25",
 		"TASKFLOW_LEASE": "10s", "TASKFLOW_RETRY_SCALE": "0.001", "RETRY_QUEUE_WARNING": "10", "RETRY_QUEUE_CRITICAL": "20"}
-	e, err = engineFromEnv(get, "ns1")
+	e, err = app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, 5, e.Store.DefaultMaxRetries)
 	require.Equal(t, 90*time.Second, e.Store.MaxTaskAge)
@@ -37,13 +38,13 @@ func TestEngineFromEnv(t *testing.T) {
 	require.Nil(t, e.Worker.Retry.Schedules, "unset: spec 001's schedules")
 
 	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "RateLimitError=30,90s; Default=1"}
-	e, err = engineFromEnv(get, "ns1")
+	e, err = app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second}, e.Worker.Retry.Schedules[task.ErrTypeRateLimit])
 	require.Equal(t, []time.Duration{time.Second}, e.Worker.Retry.Schedules[task.ErrTypeDefault])
 	require.Equal(t, retry.DefaultSchedules()[task.ErrTypeNetworkTimeout], e.Worker.Retry.Schedules[task.ErrTypeNetworkTimeout])
 	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "Default=soon"}
-	_, err = engineFromEnv(get, "ns1")
+	_, err = app.EngineFromEnv(get, "ns1")
 	require.ErrorContains(t, err, `TASKFLOW_RETRY_SCHEDULES: retry schedules: Default: delay "soon"`)
 
 	for name, val := range map[string]string{
@@ -54,7 +55,7 @@ func TestEngineFromEnv(t *testing.T) {
 		"TASKFLOW_LEASE":       "1ms",
 	} {
 		env = map[string]string{name: val}
-		_, err := engineFromEnv(get, "ns1")
+		_, err := app.EngineFromEnv(get, "ns1")
 		require.Error(t, err, name)
 		if name != "DEFAULT_RETRY_RATIO" && name != "RETRY_QUEUE_CRITICAL" && name != "TASKFLOW_LEASE" {
 			require.ErrorContains(t, err, name)
@@ -70,7 +71,7 @@ func TestEngineFromEnvExplicitZero(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"MAX_RETRIES": "0", "DEFAULT_RETRY_RATIO": "0", "RETRY_RATIO_WARNING": "0.0",
 		"RETRY_RATIO_CRITICAL": "0", "MAX_TASK_AGE": "0"}
-	e, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+	e, err := app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
 	require.NoError(t, err)
 	cfg := e.Store.WithDefaults()
 	require.NoError(t, cfg.Validate())
@@ -82,20 +83,20 @@ func TestEngineFromEnvExplicitZero(t *testing.T) {
 
 	for _, name := range []string{"RETRY_QUEUE_WARNING", "CIRCUIT_FAILURE_THRESHOLD", "CIRCUIT_VOLUME_THRESHOLD",
 		"CIRCUIT_TIMEOUT", "TASKFLOW_LEASE", "TASKFLOW_TASK_TIMEOUT", "TASKFLOW_FETCH_BATCH", "TASKFLOW_RETRY_SCALE",
-		"TASKFLOW_SCHEDULER_INTERVAL", "TASKFLOW_SESSION_TTL"} {
+		"TASKFLOW_SCHEDULER_INTERVAL"} {
 		env = map[string]string{name: "0"}
-		_, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+		_, err := app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
 		require.ErrorContains(t, err, name+": \"0\" must be more than 0", name)
 	}
 	for name, val := range map[string]string{"MAX_RETRIES": "-1", "DEFAULT_RETRY_RATIO": "-0.1", "RETRY_RATIO_CRITICAL": "2"} {
 		env = map[string]string{name: val}
-		_, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+		_, err := app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
 		require.ErrorContains(t, err, name, val)
 	}
 	// a value that does not parse is reported once
 	env = map[string]string{"TASKFLOW_LEASE": "forever"}
-	_, err = engineFromEnv(func(k string) string { return env[k] }, "ns1")
-	require.EqualError(t, err, `TASKFLOW_LEASE: "forever" is not a duration (e.g. 90s) or a number of seconds`)
+	_, err = app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
+	require.EqualError(t, err, `TASKFLOW_LEASE: "forever" is not seconds (30, 0.5) or a duration (90s, 1h)`)
 }
 
 func TestEngineCommandsNeedRedis(t *testing.T) {
@@ -152,7 +153,7 @@ func TestWorkerCommandRunsTasks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx, []string{"worker", "--concurrency", "2"}) }()
 	// a noop task enqueued through the store is completed by the command's worker
-	eng, err := engineFromEnv(m.Getenv, ns)
+	eng, err := app.EngineFromEnv(m.Getenv, ns)
 	require.NoError(t, err)
 	st, err := store.New(rdb, eng.Store)
 	require.NoError(t, err)

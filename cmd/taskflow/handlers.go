@@ -5,6 +5,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/planapi"
+	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -15,6 +16,9 @@ type taskDeps struct {
 	Redis redis.UniversalClient
 	// Namespace is the deployment's key namespace.
 	Namespace string
+	// Store is the process's task store (the dispatcher of external types
+	// hands tasks off through it); nil in a process that only lists types.
+	Store *store.Store
 }
 
 // newTaskMux builds the handler registry that `taskflow worker` and

@@ -15,16 +15,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -81,9 +82,9 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.New(d.Redis, store.Config{Namespace: d.Namespace})
-	if err != nil {
-		return err
+	st := d.Store
+	if st == nil {
+		return errors.New("external task types: the dispatcher needs the process's store")
 	}
 	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
@@ -112,15 +113,16 @@ func openResults(m *Main, st *store.Store, databaseURL, namespace string) (*resu
 // runOrchestrator runs the agent-group consumer until ctx ends (also used
 // by `taskflow dev`). databaseURL "" runs without the archive; mt counts
 // the outcomes it applies (nil: none are counted).
-func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, namespace, consumer, databaseURL string, mt *orchestrator.Metrics) error {
+//
+// It works on the process's one store (a.Store): the transitions it applies
+// (failures of external tasks, cron firings, dependency releases) follow the
+// same MAX_TASK_AGE, MAX_RETRIES and retry ratios as the workers'.
+func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, mt *orchestrator.Metrics) error {
 	bo, err := backoffFromEnv(m.Getenv)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	st, err := store.New(rdb, store.Config{Namespace: namespace})
-	if err != nil {
-		return err
-	}
+	rdb, st, namespace, databaseURL := a.Redis, a.Store, a.Config.Config.Namespace, a.Config.DatabaseURL
 	note, err := notify.New(rdb, notify.Config{Namespace: namespace})
 	if err != nil {
 		return err
@@ -206,9 +208,9 @@ func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 		if v == "" {
 			continue
 		}
-		x, err := time.ParseDuration(v)
+		x, err := seconds.Parse(v) // the one rule: seconds or a duration
 		if err != nil || x <= 0 {
-			return b, fmt.Errorf("%s: %q is not a positive duration like 1s or 500ms", d.name, v)
+			return b, fmt.Errorf("%s: %q is not a positive number of seconds or duration like 1, 0.5 or 500ms", d.name, v)
 		}
 		*d.into = x
 	}
@@ -227,9 +229,8 @@ func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 }
 
 func newOrchestratorCommand(m *Main) *cobra.Command {
-	var (
-		redisURL, namespace, consumer, metricsAddr string
-	)
+	cfg, envErr := app.Load(m.Getenv)
+	var consumer, metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
 		Short: "Apply external services' outcomes (consumer group agent-group): results, notifications, archive",
@@ -239,15 +240,17 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 			"(" + EnvExternalTypes + ").",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if redisURL == "" {
+			if envErr != nil {
+				return &ExitError{Code: 2, Err: envErr}
+			}
+			if cfg.RedisURL == "" {
 				return &ExitError{Code: 2, Err: errors.New("orchestrator: REDIS_URL (or --redis-url) is required")}
 			}
-			opt, err := redis.ParseURL(redisURL)
+			a, err := app.Open(cmd.Context(), cfg, m.Logger)
 			if err != nil {
-				return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: REDIS_URL: %w", err)}
+				return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: %w", err)}
 			}
-			rdb := redis.NewClient(opt)
-			defer rdb.Close()
+			defer a.Close()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			if metricsAddr != "" {
@@ -262,16 +265,16 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 				defer srv.Close()
 				fmt.Fprintf(m.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 			}
-			mt, err := orchestrator.NewMetrics(reg, rdb, namespace)
+			mt, err := orchestrator.NewMetrics(reg, a.Redis, cfg.Config.Namespace)
 			if err != nil {
 				return err
 			}
-			return runOrchestrator(cmd.Context(), m, rdb, namespace, consumer, m.Getenv("DATABASE_URL"), mt)
+			return runOrchestrator(cmd.Context(), m, a, consumer, mt)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&redisURL, "redis-url", m.Getenv("REDIS_URL"), "Redis to use (REDIS_URL)")
-	f.StringVar(&namespace, "namespace", serviceEnvOr(m, "TASKFLOW_NAMESPACE", "taskflow"), "key namespace (TASKFLOW_NAMESPACE)")
+	f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis to use (REDIS_URL)")
+	f.StringVar(&cfg.Config.Namespace, "namespace", cfg.Config.Namespace, "key namespace (TASKFLOW_NAMESPACE)")
 	f.StringVar(&consumer, "consumer", "", "consumer name in agent-group (default agent-<host>-<pid>)")
 	f.StringVar(&metricsAddr, "metrics-addr", serviceEnvOr(m, "TASKFLOW_ORCHESTRATOR_METRICS_ADDR", ""), "serve Prometheus metrics here, e.g. 127.0.0.1:9102 (TASKFLOW_ORCHESTRATOR_METRICS_ADDR)")
 	return cmd

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/taskflow/taskflow/internal/seconds"
 )
 
 // Config is the configuration shared by `taskflow api`, `taskflow dev` and
@@ -45,7 +47,8 @@ type Config struct {
 	// larger content gets 413. Default 512 KiB, or MaxBodyBytes if smaller.
 	MaxContentBytes int
 	// SessionTTL is how long a session and its token live after creation
-	// (TASKFLOW_SESSION_TTL, e.g. "24h"). Default 24h (spec 003's 86400 s).
+	// (TASKFLOW_SESSION_TTL: seconds or a duration, "86400" or "24h"), and
+	// with them the session's task index. Default 24h. Read here only.
 	SessionTTL time.Duration
 	// ShutdownGrace bounds a graceful shutdown (TASKFLOW_SHUTDOWN_GRACE).
 	// Default 10s.
@@ -214,9 +217,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		dst  *time.Duration
 	}{{"TASKFLOW_SESSION_TTL", &c.SessionTTL}, {"TASKFLOW_SHUTDOWN_GRACE", &c.ShutdownGrace}} {
 		if v := getenv(d.name); v != "" {
-			x, err := time.ParseDuration(v)
+			x, err := seconds.Parse(v) // the one rule: seconds or a Go duration
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s: %q is not a duration like 30s or 24h", ErrInvalid, d.name, v))
+				errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, d.name, err))
 				unparsed[d.name] = true
 			}
 			*d.dst = x
@@ -260,7 +263,22 @@ func (c *Config) ServerFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AdminKey, "admin-key", c.AdminKey, "operator bearer token (TASKFLOW_ADMIN_KEY)")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without an admin key: unauthenticated requests act as the admin")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted (TASKFLOW_MAX_BODY_BYTES)")
-	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "lifetime of a session token (TASKFLOW_SESSION_TTL)")
+	fs.Var((*durationFlag)(&c.SessionTTL), "session-ttl", "lifetime of a session token: seconds or a duration (TASKFLOW_SESSION_TTL)")
+}
+
+// durationFlag is a duration flag read by the same rule as the variables:
+// seconds ("86400") or a Go duration ("24h").
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+func (d *durationFlag) Type() string   { return "duration" }
+func (d *durationFlag) Set(v string) error {
+	x, err := seconds.Parse(v)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(x)
+	return nil
 }
 
 // ClientFlags binds the client commands' flags to c.
