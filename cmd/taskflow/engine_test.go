@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -106,41 +105,6 @@ func TestEngineCommandsNeedRedis(t *testing.T) {
 		err := testMain(map[string]string{}, &out).Run(context.Background(), []string{cmd})
 		require.ErrorContains(t, err, "REDIS_URL", cmd)
 	}
-	var out bytes.Buffer
-	err := testMain(map[string]string{}, &out).Run(context.Background(), []string{"bench"})
-	require.ErrorContains(t, err, "REDIS_URL")
-}
-
-func TestBenchCommand(t *testing.T) {
-	t.Parallel()
-	testredis.Client(t) // fails loudly without a Redis
-	var out bytes.Buffer
-	m := testMain(map[string]string{"REDIS_URL": testredis.URL()}, &out)
-	err := m.Run(context.Background(), []string{"bench", "--tasks", "300", "--concurrency", "4", "--rate", "200", "--latency-duration", "500ms", "--json"})
-	require.NoError(t, err)
-	// one JSON object on one line, with the key names the issue and
-	// docs/benchmarks.md promise (decoded without benchResult, so renaming
-	// a struct tag fails here)
-	require.Equal(t, 1, bytes.Count(out.Bytes(), []byte("\n")), "one line: %s", out.String())
-	require.True(t, bytes.HasSuffix(out.Bytes(), []byte("\n")))
-	var raw map[string]any
-	require.NoError(t, json.Unmarshal(out.Bytes(), &raw))
-	for _, k := range []string{"enqueue_per_sec", "processed_per_sec", "start_p50_ms", "start_p99_ms"} {
-		v, ok := raw[k].(float64)
-		require.True(t, ok, "key %q missing or not a number in %s", k, out.String())
-		require.Positive(t, v, k)
-	}
-	var res benchResult
-	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
-	require.Equal(t, raw["start_p99_ms"], res.StartP99Ms)
-	require.Equal(t, 300, res.Tasks)
-	require.Positive(t, res.EnqueueSinglePerSec)
-	require.Positive(t, res.EnqueuePerSec)
-	require.Positive(t, res.ProcessedPerSec)
-	require.Positive(t, res.ProcessedWithProducerPerSec)
-	require.Equal(t, 100, res.LatencyN)
-	require.Positive(t, res.StartP99Ms)
-	require.GreaterOrEqual(t, res.StartP99Ms, res.StartP50Ms)
 }
 
 func TestWorkerCommandRunsTasks(t *testing.T) {

@@ -68,15 +68,7 @@ func TestOnlyTheCompositionRootBuildsAStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// bench.go stays allowed until the benchmark tool leaves the
-	// production command
-	var bad []string
-	for _, f := range found {
-		if filepath.ToSlash(f) != "cmd/taskflow/bench.go" {
-			bad = append(bad, f)
-		}
-	}
-	if len(bad) > 0 {
-		t.Fatalf("store.New outside the composition root (internal/app): %v", bad)
+	if len(found) > 0 {
+		t.Fatalf("store.New outside the composition root (internal/app): %v", found)
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/taskflow/taskflow/internal/worker"
 )
 
-// benchResult is what `taskflow bench --json` prints.
+// benchResult is what `taskflow-bench bench --json` prints.
 type benchResult struct {
 	Tasks       int `json:"tasks"`
 	Concurrency int `json:"concurrency"`
@@ -69,8 +69,8 @@ type benchOpts struct {
 	ackBatch    int
 }
 
-func init() {
-	register("bench", func(m *Main) *cobra.Command {
+func newBenchCommand(m *Main) *cobra.Command {
+	{
 		var o benchOpts
 		cmd := &cobra.Command{
 			Use:   "bench",
@@ -135,7 +135,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
 		return cmd
-	})
+	}
 }
 
 func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
