@@ -24,6 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
@@ -66,7 +67,7 @@ type Config struct {
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
-		c.Namespace = "taskflow"
+		c.Namespace = keyspace.DefaultName // TASKFLOW_NAMESPACE's default
 	}
 	if c.Consumer == "" {
 		host, _ := os.Hostname()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
@@ -44,7 +45,11 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	k := stream.NewKeys(cfg.Namespace)
+	ns, err := keyspace.Parse(cfg.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("extsvc: Namespace: %w", err)
+	}
+	k := stream.NewKeys(ns)
 	return &Service{
 		rdb: rdb, cfg: cfg, keys: k,
 		pub:       stream.NewPublisher(rdb, cfg.Retention, cfg.Now),

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -371,7 +372,7 @@ func redisUsec(ctx context.Context, rdb *redis.Client) int64 {
 
 // cleanNamespace deletes the bench namespace's keys (and only those).
 func cleanNamespace(ctx context.Context, rdb *redis.Client, ns string) {
-	iter := rdb.Scan(ctx, 0, "{"+ns+"}:*", 5000).Iterator()
+	iter := rdb.Scan(ctx, 0, keyspace.MustParse(ns).Pattern(), 5000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())

@@ -123,7 +123,7 @@ type apiProc struct {
 // Redis client and store).
 func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	cfg, rdb, st := ap.Config.Config, ap.Redis, ap.Store
-	au, err := auth.New(rdb, auth.Config{Namespace: cfg.Namespace, AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
+	au, err := auth.New(rdb, auth.Config{Namespace: st.Namespace(), AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	types := mux.Types()
 	// POST /api/v1/sessions per client address, shared by every API process
 	sessionLimit, err := ratelimit.New(rdb, ratelimit.Config{Limit: max(cfg.SessionRateLimit, 0), Interval: time.Minute,
-		Name: "sessions", Namespace: cfg.Namespace})
+		Name: "sessions", Namespace: st.Namespace()})
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +148,8 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		Breakers:  newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs
 		// the release and firing loops (orchestrator.go)
-		Dependencies: depend.New(st, depend.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
-		Schedules:    cron.New(st, cron.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
+		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),
+		Schedules:    cron.New(st, cron.Config{Logger: m.Logger}),
 		// spec 003 §10: params checked before task.create is published;
 		// the built-in types' too (a bad sleep is a 422, not a task that
 		// can only fail)

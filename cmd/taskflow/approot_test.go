@@ -95,7 +95,7 @@ func TestOrchestratorHonoursTheEngineSettings(t *testing.T) {
 	// takes MAX_RETRIES
 	first, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "noop", RunAt: time.Now().Add(500 * time.Millisecond)})
 	require.NoError(t, err)
-	after, err := depend.New(st, depend.Config{Namespace: ns}).Submit(ctx, store.EnqueueRequest{Type: "noop"}, []string{first.ID})
+	after, err := depend.New(st, depend.Config{}).Submit(ctx, store.EnqueueRequest{Type: "noop"}, []string{first.ID})
 	require.NoError(t, err)
 	var released *task.Task
 	require.Eventually(t, func() bool {
@@ -105,7 +105,7 @@ func TestOrchestratorHonoursTheEngineSettings(t *testing.T) {
 	require.Equal(t, 7, released.MaxRetries, "the orchestrator's release reads MAX_RETRIES")
 
 	// a cron firing by the orchestrator takes MAX_RETRIES
-	require.NoError(t, cron.New(st, cron.Config{Namespace: ns}).Put(ctx, cron.Schedule{ID: "every-second", Expr: "@every 1s", TaskType: "noop"}))
+	require.NoError(t, cron.New(st, cron.Config{}).Put(ctx, cron.Schedule{ID: "every-second", Expr: "@every 1s", TaskType: "noop"}))
 	var fired *task.Task
 	require.Eventually(t, func() bool {
 		ids, err := rdb.ZRange(ctx, "{"+ns+"}:tasks:state:COMPLETED", 0, -1).Result()

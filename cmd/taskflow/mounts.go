@@ -49,7 +49,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	// Spec 003 §9's series on the API's /metrics: notification delivery
 	// latency (observed here, where notifications are delivered) and the
 	// streams' consumer lag and DLQ size (read at scrape).
-	om, err := orchestrator.NewMetrics(x.registry, rdb, cfg.Namespace)
+	om, err := orchestrator.NewMetrics(x.registry, rdb, st.Namespace())
 	if err != nil {
 		return x, err
 	}
@@ -64,7 +64,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 
 	// Session notifications (spec 003): polling, WebSocket, SSE; and the
 	// unread ones riding on a session's next response.
-	if x.notifier, err = notify.New(rdb, notify.Config{Namespace: cfg.Namespace, TTL: cfg.SessionTTL}); err != nil {
+	if x.notifier, err = notify.New(rdb, notify.Config{Namespace: st.Namespace(), TTL: cfg.SessionTTL}); err != nil {
 		return x, err
 	}
 	x.hub = notify.NewHub(x.notifier)
@@ -72,7 +72,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	x.middleware = x.notifier.Middleware(om.Delivered)
 
 	// Result retrieval (spec 003): get_task_result, list_user_tasks.
-	res, closeResults, err := openResults(m, st, cfg.DatabaseURL, cfg.Namespace)
+	res, closeResults, err := openResults(m, st, cfg.DatabaseURL)
 	if err != nil {
 		x.plans.Close()
 		return x, err
@@ -85,5 +85,5 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 // breakers: commands published to every worker over Redis pub/sub (each
 // worker holds its breakers in memory).
 func newBreakerControl(st *store.Store) service.BreakerControl {
-	return service.NewRedisBreakerControl(st.Client(), st.Config().Namespace, nil)
+	return service.NewRedisBreakerControl(st.Client(), st.Namespace(), nil)
 }

@@ -86,7 +86,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	if st == nil {
 		return errors.New("external task types: the dispatcher needs the process's store")
 	}
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, InFlight: inFlight})
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
 	return nil
 }
@@ -95,7 +95,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 // and list_user_tasks) the service layer answers with. With a
 // DATABASE_URL, results that have left Redis are read back from the
 // archive; the returned func closes it.
-func openResults(m *Main, st *store.Store, databaseURL, namespace string) (*result.Results, func(), error) {
+func openResults(m *Main, st *store.Store, databaseURL string) (*result.Results, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
 	if databaseURL != "" {
@@ -107,7 +107,7 @@ func openResults(m *Main, st *store.Store, databaseURL, namespace string) (*resu
 		}
 		closeFn = arc.Close
 	}
-	return result.New(st, result.Config{Namespace: namespace, Archive: arc}), closeFn, nil
+	return result.New(st, result.Config{Archive: arc}), closeFn, nil
 }
 
 // runOrchestrator runs the agent-group consumer until ctx ends (also used
@@ -122,8 +122,8 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	rdb, st, namespace, databaseURL := a.Redis, a.Store, a.Config.Config.Namespace, a.Config.DatabaseURL
-	note, err := notify.New(rdb, notify.Config{Namespace: namespace})
+	rdb, st, databaseURL := a.Redis, a.Store, a.Config.DatabaseURL
+	note, err := notify.New(rdb, notify.Config{Namespace: st.Namespace()})
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	} else {
 		m.Logger.Warn("DATABASE_URL is not set: finished tasks are not archived (results live 24 h in Redis)")
 	}
-	cfg := orchestrator.Config{Namespace: namespace, Consumer: consumer, Logger: m.Logger, Backoff: bo}
+	cfg := orchestrator.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo}
 	if mt != nil {
 		cfg.Observe = mt.Observe
 	}
@@ -146,18 +146,18 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	}
 	// Recurring schedules fire from every orchestrator: each due time
 	// creates one task whatever the number of processes.
-	cr := cron.New(st, cron.Config{Namespace: namespace, Logger: m.Logger})
+	cr := cron.New(st, cron.Config{Logger: m.Logger})
 	cronDone := make(chan error, 1)
 	go func() { cronDone <- cr.Run(ctx) }()
 	// Tasks waiting for others are released (or cancelled) as their
 	// dependencies finish.
-	deps := depend.New(st, depend.Config{Namespace: namespace, Logger: m.Logger})
+	deps := depend.New(st, depend.Config{Logger: m.Logger})
 	depsDone := make(chan error, 1)
 	go func() { depsDone <- deps.Run(ctx) }()
 	// Every finished task, in-process ones too, goes to the archive.
 	archDone := make(chan error, 1)
 	if arc != nil {
-		a := orchestrator.NewArchiver(st, arc, namespace, m.Logger)
+		a := orchestrator.NewArchiver(st, arc, m.Logger)
 		if mt != nil {
 			a.OnGap(mt.Gap("archiver"))
 		}
@@ -167,7 +167,7 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	}
 	// Sessions hear of their in-process tasks' ends as of external ones'
 	// (the orchestrator announces those).
-	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{Namespace: namespace,
+	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{
 		External: externalTypes(m), Since: processStart, Logger: m.Logger})
 	if mt != nil {
 		nt.OnGap(mt.Gap("notifier"))
@@ -265,7 +265,7 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 				defer srv.Close()
 				fmt.Fprintf(m.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 			}
-			mt, err := orchestrator.NewMetrics(reg, a.Redis, cfg.Config.Namespace)
+			mt, err := orchestrator.NewMetrics(reg, a.Redis, a.Store.Namespace())
 			if err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func TestSummarizeRegistration(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
 
-	mux, err := newTaskMux(testMain(nil, io.Discard), taskDeps{Redis: rdb, Namespace: ns, Store: st})
+	mux, err := newTaskMux(testMain(nil, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.NoError(t, err)
 	h, ok := mux.Handler(summarize.TaskType)
 	require.True(t, ok)
@@ -43,7 +43,7 @@ func TestSummarizeRegistration(t *testing.T) {
 	require.Contains(t, string(raw), `"summarizer":"extractive"`)
 
 	withKey := map[string]string{"OPENROUTER_API_KEY": "sk-x", "OPENROUTER_BASE_URL": "http://127.0.0.1:1/v1"}
-	mux, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: ns, Store: st})
+	mux, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.NoError(t, err)
 	require.Equal(t, summarize.Dependency, taskDependencies(mux)[summarize.TaskType])
 
@@ -53,7 +53,7 @@ func TestSummarizeRegistration(t *testing.T) {
 	require.Contains(t, mux.Types(), summarize.TaskType)
 
 	withKey["OPENROUTER_TIMEOUT"] = "soon"
-	_, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: ns, Store: st})
+	_, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.ErrorContains(t, err, "OPENROUTER_TIMEOUT")
 }
 

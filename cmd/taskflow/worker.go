@@ -86,7 +86,7 @@ func runEngine(ctx context.Context, m *Main, a *app.App, r engineRun) error {
 		go func() { errc <- s.Run(ctx) }()
 	}
 	if r.workers {
-		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: a.Redis, Namespace: a.Config.Config.Namespace, Store: st})
+		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: a.Redis, Namespace: st.Namespace(), Store: st})
 		if err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/seconds"
 )
 
@@ -75,7 +76,7 @@ type Config struct {
 // Defaults, named so that docs and tests can refer to them.
 const (
 	DefaultAddr             = ":8080"
-	DefaultNamespace        = "taskflow"
+	DefaultNamespace        = keyspace.DefaultName
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxContentBytes  = 512 << 10
 	DefaultSessionTTL       = 24 * time.Hour
@@ -138,8 +139,8 @@ func (c Config) Validate() error {
 			bad("REDIS_URL", "%q is not a redis://, rediss:// or unix:// URL", redactURL(c.RedisURL))
 		}
 	}
-	if c.Namespace == "" || strings.ContainsAny(c.Namespace, " {}\t\n") {
-		bad("TASKFLOW_NAMESPACE", "%q must be non-empty without spaces or braces", c.Namespace)
+	if _, err := keyspace.Parse(c.Namespace); err != nil {
+		bad("TASKFLOW_NAMESPACE", "%v", err)
 	}
 	if c.AdminKey != "" && len(c.AdminKey) < 16 {
 		bad("TASKFLOW_ADMIN_KEY", "must be at least 16 characters long (it is %d)", len(c.AdminKey))

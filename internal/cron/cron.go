@@ -97,8 +97,6 @@ func (s Schedule) Validate() error {
 
 // Config configures a Cron.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Interval between ticks. Default 1s.
 	Interval time.Duration
 	// MaxCatchUp is the most missed due times one schedule fires in a tick
@@ -120,9 +118,6 @@ type Cron struct {
 
 // New returns a Cron over st.
 func New(st *store.Store, cfg Config) *Cron {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "taskflow"
-	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
@@ -135,7 +130,7 @@ func New(st *store.Store, cfg Config) *Cron {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cron{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(cfg.Namespace)}
+	return &Cron{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(st.Namespace())}
 }
 
 // Put creates or replaces a schedule; due times from now on fire.

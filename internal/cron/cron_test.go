@@ -27,8 +27,8 @@ func TestEachDueTimeFiresOnceWithSeveralSchedulers(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
 	require.NoError(t, err)
 	ctx := context.Background()
-	a := New(st, Config{Namespace: ns, Clock: clk})
-	b := New(st, Config{Namespace: ns, Clock: clk})
+	a := New(st, Config{Clock: clk})
+	b := New(st, Config{Clock: clk})
 	require.NoError(t, a.Put(ctx, Schedule{ID: "every-minute", Expr: "* * * * *", TaskType: "report.generate",
 		Params: json.RawMessage(`{"quarter":"Q1","year":2026}`), SessionID: "s1"}))
 
@@ -73,7 +73,7 @@ func TestCatchUpAfterDowntimeFiresOnlyTheLatest(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
 	require.NoError(t, err)
 	ctx := context.Background()
-	c := New(st, Config{Namespace: ns, Clock: clk})
+	c := New(st, Config{Clock: clk})
 	require.NoError(t, c.Put(ctx, Schedule{ID: "hourly", Expr: "@hourly", TaskType: "data.export"}))
 	clk.Set(start.Add(5*time.Hour + 30*time.Minute))
 	got, err := c.Tick(ctx)
@@ -136,7 +136,7 @@ func TestLastHandledNeverMovesBack(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
 	require.NoError(t, err)
 	ctx := context.Background()
-	c := New(st, Config{Namespace: ns, Clock: clk})
+	c := New(st, Config{Clock: clk})
 	require.NoError(t, c.Put(ctx, Schedule{ID: "m", Expr: "* * * * *", TaskType: "noop"}))
 	last := func() string { return rdb.HGet(ctx, c.k.last(), "m").Val() }
 

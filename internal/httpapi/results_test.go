@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
@@ -189,7 +190,7 @@ func TestResultETACountsDown(t *testing.T) {
 	reported := b.submitAs(sa, service.SubmitInput{Timeout: &timeout})
 	got := b.activate(1)
 	require.Len(t, got, 1)
-	require.NoError(t, b.st.Client().HSet(ctx, result.NewKeys(b.ns).Progress(reported),
+	require.NoError(t, b.st.Client().HSet(ctx, result.NewKeys(keyspace.MustParse(b.ns)).Progress(reported),
 		"percent", "40", "eta_seconds", "10", "at_ms", at.UnixMilli()).Err())
 	v := view(t, b.do("GET", "/api/v1/results/"+reported, sa.Token, nil))
 	require.Equal(t, "processing", v.Status)
@@ -203,7 +204,7 @@ func TestResultETACountsDown(t *testing.T) {
 	started := got[0].StartedAt
 	require.NotNil(t, started)
 	clk.Set(started.Add(time.Minute))
-	require.NoError(t, b.st.Client().Del(ctx, result.NewKeys(b.ns).Progress(reported)).Err())
+	require.NoError(t, b.st.Client().Del(ctx, result.NewKeys(keyspace.MustParse(b.ns)).Progress(reported)).Err())
 	v = view(t, b.do("GET", "/api/v1/results/"+reported, sa.Token, nil))
 	require.NotNil(t, v.ETASeconds)
 	require.InDelta(t, 240, *v.ETASeconds, 0.001)

@@ -26,6 +26,7 @@ import (
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/planapi"
@@ -103,20 +104,20 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	if opt.open {
 		key = ""
 	}
-	au, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: key, Open: opt.open})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), AdminKey: key, Open: opt.open})
 	require.NoError(t, err)
 	b := &testBundle{t: t, st: st, ns: ns, clock: clk, types: []string{"summarize", "noop", "sleep"}}
 	if opt.breakerControl {
-		opt.breakers = service.NewRedisBreakerControl(rdb, ns, nil)
+		opt.breakers = service.NewRedisBreakerControl(rdb, keyspace.MustParse(ns), nil)
 	}
-	b.cron, b.deps = cron.New(st, cron.Config{Namespace: ns, Clock: clk}), depend.New(st, depend.Config{Namespace: ns})
+	b.cron, b.deps = cron.New(st, cron.Config{Clock: clk}), depend.New(st, depend.Config{})
 	var sessionLimit *ratelimit.Limiter
 	if opt.sessionLimit > 0 {
 		var err error
-		sessionLimit, err = ratelimit.New(rdb, ratelimit.Config{Limit: opt.sessionLimit, Interval: time.Minute, Name: "sessions", Namespace: ns, Clock: clk})
+		sessionLimit, err = ratelimit.New(rdb, ratelimit.Config{Limit: opt.sessionLimit, Interval: time.Minute, Name: "sessions", Namespace: keyspace.MustParse(ns), Clock: clk})
 		require.NoError(t, err)
 	}
-	b.note, err = notify.New(rdb, notify.Config{Namespace: ns})
+	b.note, err = notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	hub := notify.NewHub(b.note)
 	hubCtx, stopHub := context.WithCancel(context.Background())
@@ -139,7 +140,7 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	require.NoError(t, err)
 	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
 		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema, SessionLimit: sessionLimit,
-		Results:       result.New(st, result.Config{Namespace: ns, Archive: b.arc, Clock: opt.resultClock}),
+		Results:       result.New(st, result.Config{Archive: b.arc, Clock: opt.resultClock}),
 		Notifications: b.note, NotificationHub: hub, OnNotificationDelivered: opt.onDelivered, Plans: plans}
 	if !opt.withoutTypes {
 		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }

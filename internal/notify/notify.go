@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
+
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,8 +56,8 @@ func (n Notification) MarshalJSON() ([]byte, error) {
 
 // Config configures a Notifier.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
+	// Namespace is the deployment's namespace. Required.
+	Namespace keyspace.Namespace
 	// MaxLen caps a session's notification stream (approximate). Default 1000.
 	MaxLen int64
 	// TTL is how long a session's notifications live after the newest one
@@ -71,9 +73,6 @@ type Config struct {
 
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.MaxLen == 0 {
 		c.MaxLen = 1000
 	}
@@ -133,6 +132,9 @@ func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Namespace.IsZero() {
+		return nil, errors.New("notify: Config.Namespace is required")
 	}
 	return &Notifier{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -33,9 +34,9 @@ type bundle struct {
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	n, err := New(rdb, Config{Namespace: ns})
+	n, err := New(rdb, Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
-	a, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: "admin-key"})
+	a, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), AdminKey: "admin-key"})
 	require.NoError(t, err)
 	hub := NewHub(n)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -278,7 +279,7 @@ func TestFollowDeliversThenLive(t *testing.T) {
 // random ids are all written.
 func TestStableIDWrittenOnce(t *testing.T) {
 	rdb, ns := testredis.Client(t)
-	n, err := New(rdb, Config{Namespace: ns})
+	n, err := New(rdb, Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	id := StableID(KindCompleted, "task-1", "tok-1")
@@ -302,4 +303,12 @@ func TestStableIDWrittenOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, l, 3)
 	require.Equal(t, id, l[0].NotificationID)
+}
+
+// The namespace has one source (the store's, the configuration's): a
+// Notifier given none refuses to start instead of defaulting it.
+func TestNamespaceIsRequired(t *testing.T) {
+	t.Parallel()
+	_, err := New(nil, Config{})
+	require.ErrorContains(t, err, "Namespace is required")
 }

@@ -1,19 +1,19 @@
 package orchestrator
 
+import "github.com/taskflow/taskflow/internal/keyspace"
+
 // ACLRules are the ACL SETUSER rules of the Redis user the taskflow
 // processes (API, workers, scheduler, orchestrator) run as: every key and
 // pub/sub channel of the namespace — "{NS}:…" (the engine, streams,
 // notifications, results) and "NS:…" (sessions) — and every command except
 // the dangerous ones (FLUSHALL, KEYS, CONFIG, DEBUG, …). Use them as
 // ACL SETUSER <user> on ><password> <rules…>.
-func ACLRules(namespace string) []string {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
+func ACLRules(ns keyspace.Namespace) []string {
+	name := ns.Name()
 	return []string{
 		"resetkeys", "resetchannels",
-		"~{" + namespace + "}:*", "~" + namespace + ":*",
-		"&{" + namespace + "}:*", "&" + namespace + ":*",
+		"~" + ns.Pattern(), "~" + name + ":*",
+		"&" + ns.Pattern(), "&" + name + ":*",
 		"-@all", "+@all", "-@dangerous",
 		// Harmless reads go-redis and the health checks use.
 		"+info", "+client|setname",
@@ -34,11 +34,8 @@ func ACLRules(namespace string) []string {
 // No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
 // outcomes. A service can still publish an outcome for any task id; the
 // orchestrator applies only one carrying the attempt's token.
-func ServiceACLRules(namespace string) []string {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
-	p := "{" + namespace + "}:agent:"
+func ServiceACLRules(ns keyspace.Namespace) []string {
+	p := ns.Key("agent") + ":"
 	return []string{
 		"resetkeys", "resetchannels", "-@all",
 		"~" + p + "stream:task.create", "~" + p + "stream:task.cancel",

@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -214,7 +215,7 @@ func BenchmarkCompletionToWebSocket(b *testing.B) {
 	}
 	bb := setup(b, options{handlers: map[string]extsvc.HandlerFunc{"ws.run": work}, skipArchive: true})
 	ctx := context.Background()
-	au, err := auth.New(bb.rdb, auth.Config{Namespace: bb.ns})
+	au, err := auth.New(bb.rdb, auth.Config{Namespace: keyspace.MustParse(bb.ns)})
 	require.NoError(b, err)
 	sess, err := au.CreateSession(ctx)
 	require.NoError(b, err)

@@ -34,7 +34,7 @@ func TestErrorDetailsReachTheTask(t *testing.T) {
 	require.NotEmpty(t, got.ErrorHistory)
 	require.JSONEq(t, `{"rows":3,"needed":10}`, string(got.ErrorHistory[len(got.ErrorHistory)-1].Details))
 
-	v, err := result.New(b.st, result.Config{Namespace: b.ns}).Read(ctx, tk.ID)
+	v, err := result.New(b.st, result.Config{}).Read(ctx, tk.ID)
 	require.NoError(t, err)
 	require.NotNil(t, v.Error)
 	require.Equal(t, "INSUFFICIENT_DATA", v.Error.Code)
@@ -60,7 +60,7 @@ func TestErrorDetailsReachTheTask(t *testing.T) {
 			require.JSONEq(t, `{}`, string(raw.Error["details"]), "empty details sent as {}")
 		}
 	}
-	v, err = result.New(b.st, result.Config{Namespace: b.ns}).Read(ctx, other.ID)
+	v, err = result.New(b.st, result.Config{}).Read(ctx, other.ID)
 	require.NoError(t, err)
 	require.Nil(t, v.Error.Details, "no details recorded for an empty object")
 }

@@ -21,8 +21,6 @@ import (
 
 // DispatcherConfig configures a Dispatcher.
 type DispatcherConfig struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// DefaultTimeout is the attempt's timeout for a task that sets none.
 	// Default 5m (the worker's DefaultTimeout).
 	DefaultTimeout time.Duration
@@ -57,9 +55,6 @@ type DispatcherConfig struct {
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.DefaultTimeout == 0 {
 		c.DefaultTimeout = 5 * time.Minute
 	}
@@ -130,7 +125,7 @@ func InFlightFromEnv(getenv func(string) string) (int, error) {
 // NewDispatcher returns the dispatcher of st's namespace.
 func NewDispatcher(st *store.Store, cfg DispatcherConfig) *Dispatcher {
 	cfg = cfg.withDefaults()
-	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace),
+	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
 }
 

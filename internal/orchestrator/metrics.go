@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
@@ -24,7 +25,7 @@ type Metrics struct {
 
 // NewMetrics registers the metrics on reg. rdb and namespace feed the
 // stream gauges (consumer lag, pending, DLQ stream size), read at scrape.
-func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace string) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace keyspace.Namespace) (*Metrics, error) {
 	m := &Metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "taskflow_external_task_outcomes_total",

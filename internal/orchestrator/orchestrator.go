@@ -36,8 +36,6 @@ import (
 
 // Config configures an Orchestrator.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Consumer is this process's name in agent-group. Default
 	// agent-<hostname>-<pid>.
 	Consumer string
@@ -85,9 +83,6 @@ type Config struct {
 
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.Consumer == "" {
 		host, _ := os.Hostname()
 		c.Consumer = fmt.Sprintf("agent-%s-%d", host, os.Getpid())
@@ -183,7 +178,7 @@ func New(st *store.Store, note *notify.Notifier, arc *archive.Archive, cfg Confi
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace), rk: result.NewKeys(cfg.Namespace),
+	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()), rk: result.NewKeys(st.Namespace()),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), note: note, arc: arc}, nil
 }
 

@@ -232,7 +232,7 @@ func TestOrchestratorKilledMidEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{noOrch: true, handlers: map[string]extsvc.HandlerFunc{"echo.run": echo}})
 	ctx := context.Background()
-	dying, err := New(b.st, b.note, b.arc, Config{Namespace: b.ns, Consumer: "agent-dying", Block: 50 * time.Millisecond})
+	dying, err := New(b.st, b.note, b.arc, Config{Consumer: "agent-dying", Block: 50 * time.Millisecond})
 	require.NoError(t, err)
 	crashed := make(chan struct{})
 	dying.crashAfterApply = func(m stream.Message) bool { close(crashed); return true }

@@ -72,8 +72,6 @@ type View struct {
 
 // Config configures a Results.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Archive is read when a task or its result has left Redis. Optional.
 	Archive *archive.Archive
 	// QueueScan bounds the queue-position search. Default 10000.
@@ -92,16 +90,13 @@ type Results struct {
 
 // New returns a Results over st.
 func New(st *store.Store, cfg Config) *Results {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "taskflow"
-	}
 	if cfg.QueueScan == 0 {
 		cfg.QueueScan = 10000
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(cfg.Namespace)}
+	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(st.Namespace())}
 }
 
 // StatusOf maps a state to spec 003's status name.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
@@ -24,12 +25,12 @@ func TestFrontDoorWithoutHTTP(t *testing.T) {
 	rdb, ns := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
-	au, err := auth.New(rdb, auth.Config{Namespace: ns})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
-	n, err := notify.New(rdb, notify.Config{Namespace: ns})
+	n, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Store: st, Auth: au, Notifications: n,
-		Results: result.New(st, result.Config{Namespace: ns})})
+		Results: result.New(st, result.Config{})})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	b := &bundle{svc: svc, st: st, au: au}

@@ -165,7 +165,6 @@ type Service struct {
 	cfg   Config
 	st    *store.Store
 	rdb   redis.UniversalClient
-	ns    string
 	batch *batcher
 }
 
@@ -175,7 +174,7 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, st: cfg.Store, rdb: cfg.Store.Client(), ns: cfg.Store.Config().Namespace}
+	s := &Service{cfg: cfg, st: cfg.Store, rdb: cfg.Store.Client()}
 	s.batch = newBatcher(s, cfg.BatchMax, cfg.BatchWorkers)
 	return s, nil
 }

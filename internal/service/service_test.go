@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -29,7 +30,7 @@ func setup(t *testing.T, cfg service.Config) *bundle {
 	rdb, ns := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
-	au, err := auth.New(rdb, auth.Config{Namespace: ns})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	cfg.Store, cfg.Auth = st, au
 	svc, err := service.New(cfg)

@@ -1,23 +1,20 @@
 package stream
 
+import "github.com/taskflow/taskflow/internal/keyspace"
+
 // Keys builds the name of every stream of spec 003 §2 under one configurable
 // namespace. All names carry the hash tag {namespace}, the same tag the
 // store's keys carry, so a script may touch a task and its streams in one
 // Redis Cluster slot.
 //
-// With the default namespace "taskflow" the create stream is
+// In the namespace "taskflow" the create stream is
 // "{taskflow}:agent:stream:task.create"; docs/protocol.md lists them all.
 type Keys struct {
-	ns string // "{namespace}:"
+	ns string // the namespace's prefix, "{namespace}:"
 }
 
-// NewKeys returns the stream names of namespace ("" means "taskflow").
-func NewKeys(namespace string) Keys {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
-	return Keys{ns: "{" + namespace + "}:"}
-}
+// NewKeys returns the stream names of the namespace ns.
+func NewKeys(ns keyspace.Namespace) Keys { return Keys{ns: ns.Prefix()} }
 
 // Prefix is the namespace prefix every name starts with ("{taskflow}:").
 func (k Keys) Prefix() string { return k.ns }

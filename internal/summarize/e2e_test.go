@@ -19,6 +19,7 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/llmfake"
 	"github.com/taskflow/taskflow/internal/ratelimit"
@@ -90,7 +91,7 @@ func TestEndToEnd(t *testing.T) {
 	client, err := llm.New(llm.Config{APIKey: key, BaseURL: base, Model: "fake/model", Timeout: 3 * time.Second}, hc)
 	require.NoError(t, err)
 	// Low enough that the two workers (2 × 25 handlers) run into it.
-	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 300, Interval: 250 * time.Millisecond, Name: summarize.Dependency, Namespace: ns})
+	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 300, Interval: 250 * time.Millisecond, Name: summarize.Dependency, Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	h, err := summarize.New(summarize.Config{LLM: client, Limiter: lim})
 	require.NoError(t, err)
@@ -204,7 +205,7 @@ type apiClient struct {
 
 func startAPI(t *testing.T, rdb redis.UniversalClient, st *store.Store, ns string) *apiClient {
 	t.Helper()
-	au, err := auth.New(rdb, auth.Config{Namespace: ns, Open: true})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), Open: true})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Store: st, Auth: au,
 		TaskTypes: func() []string { return []string{summarize.TaskType} }})

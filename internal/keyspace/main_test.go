@@ -1,4 +1,4 @@
-package keys_test
+package keyspace_test
 
 import (
 	"testing"
