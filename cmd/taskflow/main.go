@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/version"
 )
 
@@ -83,7 +84,16 @@ func (m *Main) Root() *cobra.Command {
 }
 
 // Run executes the command line args and returns the error to report.
+// LOG_LEVEL and LOG_FORMAT, when set, replace the logger every command
+// uses.
 func (m *Main) Run(ctx context.Context, args []string) error {
+	if lv, lf := m.Getenv("LOG_LEVEL"), m.Getenv("LOG_FORMAT"); lv != "" || lf != "" {
+		l, err := config.NewLogger(strings.ToLower(strings.TrimSpace(lv)), strings.ToLower(strings.TrimSpace(lf)), m.Stderr)
+		if err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		m.Logger = l
+	}
 	root := m.Root()
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)

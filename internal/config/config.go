@@ -7,6 +7,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
@@ -71,6 +73,12 @@ type Config struct {
 	// address (TASKFLOW_CLIENT_IP_HEADER, e.g. X-Forwarded-For: its last
 	// value is used). Default empty: the connection's address.
 	ClientIPHeader string
+	// LogLevel is the least severe level logged (LOG_LEVEL: debug, info,
+	// warn, error). Default "info".
+	LogLevel string
+	// LogFormat is how log lines are written (LOG_FORMAT: text or json).
+	// Default "text".
+	LogFormat string
 }
 
 // Defaults, named so that docs and tests can refer to them.
@@ -84,6 +92,8 @@ const (
 	DefaultConcurrency      = 10
 	DefaultAPIURL           = "http://127.0.0.1:8080"
 	DefaultSessionRateLimit = 30
+	DefaultLogLevel         = "info"
+	DefaultLogFormat        = "text"
 )
 
 // ErrInvalid is wrapped by every error Validate and FromEnv return.
@@ -120,6 +130,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SessionRateLimit == 0 {
 		c.SessionRateLimit = DefaultSessionRateLimit
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = DefaultLogLevel
+	}
+	if c.LogFormat == "" {
+		c.LogFormat = DefaultLogFormat
 	}
 	return c
 }
@@ -165,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.ClientIPHeader, " :\t\r\n") {
 		bad("TASKFLOW_CLIENT_IP_HEADER", "%q is not a header name", c.ClientIPHeader)
+	}
+	if _, err := NewLogger(c.LogLevel, c.LogFormat, io.Discard); err != nil {
+		errs = append(errs, err)
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("TASKFLOW_URL", "%q is not an http(s) URL", c.APIURL)
@@ -227,6 +246,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	c.ClientIPHeader = strings.TrimSpace(getenv("TASKFLOW_CLIENT_IP_HEADER"))
+	c.LogLevel = strings.ToLower(strings.TrimSpace(getenv("LOG_LEVEL")))
+	c.LogFormat = strings.ToLower(strings.TrimSpace(getenv("LOG_FORMAT")))
 	if v := strings.TrimSpace(getenv("TASKFLOW_SESSION_RATE_LIMIT")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -286,6 +307,33 @@ func (d *durationFlag) Set(v string) error {
 func (c *Config) ClientFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.APIURL, "url", c.APIURL, "taskflow API base URL (TASKFLOW_URL)")
 	fs.StringVar(&c.Token, "token", c.Token, "bearer token: a session token or the admin key (TASKFLOW_TOKEN, else TASKFLOW_ADMIN_KEY)")
+}
+
+// NewLogger builds the process's logger: level is debug, info, warn or
+// error; format is text or json. A wrong value is an error naming
+// LOG_LEVEL or LOG_FORMAT.
+func NewLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	switch level {
+	case "debug":
+		lv = slog.LevelDebug
+	case "info", "":
+		lv = slog.LevelInfo
+	case "warn", "warning":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		return nil, fmt.Errorf("%w: LOG_LEVEL: %q is not debug, info, warn or error", ErrInvalid, level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("%w: LOG_FORMAT: %q is not text or json", ErrInvalid, format)
 }
 
 // redactURL hides a password in a URL for error messages.
