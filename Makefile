@@ -13,8 +13,8 @@ FUZZPKGS ?= ./...
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-run: ## Run taskflow dev (API + workers + scheduler; embedded Redis when REDIS_URL is unset)
-	$(GO) run ./cmd/taskflow dev
+run: ## Run taskflow dev with the example services and the plans' demo data (embedded Redis when REDIS_URL is unset)
+	$(GO) run ./cmd/taskflow dev --services all --demo-data
 
 # The commit the binaries report (taskflow version, rankd --version) when the
 # build has no VCS information of its own (GOFLAGS=-buildvcs=false, go run).

@@ -19,7 +19,7 @@ var ParamSchemas = map[string]param.Schema{
 		{Name: "year", Kind: param.Integer, Required: true, Min: 1900, Max: 2200, Description: "the year of the quarter"},
 		{Name: "format", Kind: param.String, Enum: []string{"md", "html", "csv", "pdf"}, FoldCase: true, Description: "output format; default md"},
 		{Name: "title", Kind: param.String, MaxLen: 200, Description: "default \"<quarter> <year> report\""},
-		{Name: "data", Kind: param.Object, Description: "metric name → its values in the quarter"},
+		{Name: "data", Kind: param.Object, Required: true, Description: "metric name → its values in the quarter, e.g. {\"revenue\": [120, 135, 150]}; {} fails the task (INSUFFICIENT_DATA)"},
 	}},
 	"data.analyze": {Fields: []param.Field{
 		{Name: "csv", Kind: param.String, Required: true, MaxLen: MaxCSVBytes, Description: "the data, with a header row"},

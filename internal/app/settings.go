@@ -71,7 +71,7 @@ var Settings = []Setting{
 	{Vars: []string{"OPENROUTER_TIMEOUT"}, Default: "`30`"},
 	{Vars: []string{"OPENROUTER_RATE_LIMIT"}, Default: "`60`"},
 	{Vars: []string{"OPENROUTER_RATE_INTERVAL"}, Default: "`60`"},
-	{Vars: []string{"TASKFLOW_PLAN_DIR"}, Default: "`plans`"},
+	{Vars: []string{"TASKFLOW_PLAN_DIR"}, Default: "(unset: the plans built into the binary)"},
 	{Vars: []string{"TASKFLOW_PLAN_REDIS_URL"}, Default: "`REDIS_URL`, else the registry's `ep_0001` address"},
 	{Vars: []string{"RANKD_KEY_PREFIX"}, Default: "(empty)"},
 	{Vars: []string{"TASKFLOW_PLAN_DEADLINE_MS"}, Default: "`1000`"},

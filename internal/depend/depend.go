@@ -236,7 +236,7 @@ func (g *Graph) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := g.Sweep(ctx); err != nil {
+	if err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
 		g.cfg.Logger.Warn("dependency sweep", "err", err)
 	}
 	next := time.Now().Add(g.cfg.Sweep)
@@ -260,14 +260,14 @@ func (g *Graph) Run(ctx context.Context) error {
 				continue
 			}
 			for _, w := range ws {
-				if err := g.check(ctx, w); err != nil {
+				if err := g.check(ctx, w); err != nil && ctx.Err() == nil {
 					g.cfg.Logger.Warn("dependency check", "task_id", w, "err", err)
 				}
 			}
 		}
 		if time.Now().After(next) {
 			next = time.Now().Add(g.cfg.Sweep)
-			if err := g.Sweep(ctx); err != nil {
+			if err := g.Sweep(ctx); err != nil && ctx.Err() == nil { // a stop is not a failure
 				g.cfg.Logger.Warn("dependency sweep", "err", err)
 			}
 		}

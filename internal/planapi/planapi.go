@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,6 +23,8 @@ import (
 	"syscall"
 	"time"
 
+	builtin "github.com/taskflow/taskflow/plans"
+
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
@@ -31,7 +34,9 @@ import (
 
 // Config configures a Service.
 type Config struct {
-	// PlanDir holds the plans, <name>.plan.json. Default "plans".
+	// PlanDir holds the plans, <name>.plan.json. Default empty: the plans
+	// built into the binary (the repository's plans/), so a process finds
+	// them from any working directory.
 	PlanDir string
 	// DefaultDeadline bounds a run whose request names no deadline_ms.
 	// Default 1s.
@@ -47,9 +52,6 @@ type Config struct {
 
 // WithDefaults fills unset fields.
 func (c Config) WithDefaults() Config {
-	if c.PlanDir == "" {
-		c.PlanDir = "plans"
-	}
 	if c.DefaultDeadline <= 0 {
 		c.DefaultDeadline = time.Second
 	}
@@ -294,6 +296,9 @@ func (s *Service) Plan(name string) (*plan.Compiled, error) {
 	if err := s.CheckName(name); err != nil {
 		return nil, err
 	}
+	if s.cfg.PlanDir == "" {
+		return s.builtinPlan(name)
+	}
 	path := filepath.Join(s.cfg.PlanDir, name+".plan.json")
 	st, err := os.Stat(path)
 	if err != nil {
@@ -324,6 +329,45 @@ func (s *Service) Plan(name string) (*plan.Compiled, error) {
 		s.mu.Unlock()
 		return c, nil
 	})
+	if err != nil {
+		return nil, &Error{Kind: KindPlanInvalid, Code: "plan_invalid", Message: fmt.Sprintf("plan %q is invalid: %v", name, err), Err: err}
+	}
+	return v.(*plan.Compiled), nil
+}
+
+// builtinPlan compiles (once) the plan called name from the plans built
+// into the binary.
+func (s *Service) builtinPlan(name string) (*plan.Compiled, error) {
+	s.mu.Lock()
+	hit, ok := s.cache[name]
+	s.mu.Unlock()
+	if ok {
+		return hit.c, nil
+	}
+	v, err, _ := s.loads.Do(name, func() (any, error) {
+		data, err := fs.ReadFile(builtin.FS(), name+builtin.Suffix)
+		if err != nil {
+			return nil, err
+		}
+		s.compiles.Add(1)
+		p, err := plan.Parse(data, name+builtin.Suffix)
+		if err != nil {
+			return nil, err
+		}
+		c, err := s.eng.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.cache[name] = cached{c: c}
+		s.mu.Unlock()
+		return c, nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		names, _ := builtin.Names(builtin.FS())
+		return nil, &Error{Kind: KindNotFound, Code: "plan_not_found", Field: "name",
+			Message: fmt.Sprintf("no plan named %q (the plans are: %s)", name, strings.Join(names, ", "))}
+	}
 	if err != nil {
 		return nil, &Error{Kind: KindPlanInvalid, Code: "plan_invalid", Message: fmt.Sprintf("plan %q is invalid: %v", name, err), Err: err}
 	}

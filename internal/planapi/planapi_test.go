@@ -256,3 +256,30 @@ func TestTaskHandler(t *testing.T) {
 	require.True(t, errors.As(err, &tr), "%v", err)
 	require.Equal(t, task.ErrTypeNetworkTimeout, tr.Type)
 }
+
+// With no plan directory the plans built into the binary are served, from
+// any working directory (this test's has no plans/ folder); an unknown
+// name is a 404 that lists them.
+func TestBuiltInPlans(t *testing.T) {
+	t.Parallel()
+	c, ns := testredis.Client(t)
+	_, err := plan.Seed(context.Background(), c, ns+":", plan.Demo())
+	require.NoError(t, err)
+	eng, err := plan.New(plan.Config{RedisURL: testredis.URL(), KeyPrefix: ns + ":"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, eng.Close()) })
+	svc, err := planapi.New(eng, planapi.Config{DefaultDeadline: 5 * time.Second})
+	require.NoError(t, err)
+	_, err = os.Stat("plans")
+	require.True(t, os.IsNotExist(err))
+	in, err := svc.ParseInput([]byte(`{"user_id":1,"request_id":"b"}`))
+	require.NoError(t, err)
+	out, err := svc.Execute(context.Background(), "complex_dag", in)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"candidates":[{"id":`)
+	_, err = svc.Execute(context.Background(), "no_such_plan", in)
+	var pe *planapi.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "plan_not_found", pe.Code)
+	require.Contains(t, pe.Message, "the plans are: complex_dag, diamond,")
+}
