@@ -52,8 +52,12 @@ var Settings = []Setting{
 		s := c.Engine.Store.WithDefaults()
 		return strconv.Itoa(s.RetryQueueCritical) + "` / `" + num(s.RetryRatioCritical)
 	}},
-	{Vars: []string{"CIRCUIT_FAILURE_THRESHOLD"}, Default: "`0.5`", Effective: func(c Config) string { return num(c.Engine.Worker.WithDefaults().Breaker.WithDefaults().FailureThreshold) }},
-	{Vars: []string{"CIRCUIT_VOLUME_THRESHOLD"}, Default: "`10`", Effective: func(c Config) string { return strconv.Itoa(c.Engine.Worker.WithDefaults().Breaker.WithDefaults().VolumeThreshold) }},
+	{Vars: []string{"CIRCUIT_FAILURE_THRESHOLD"}, Default: "`0.5`", Effective: func(c Config) string {
+		return num(c.Engine.Worker.WithDefaults().Breaker.WithDefaults().FailureThreshold)
+	}},
+	{Vars: []string{"CIRCUIT_VOLUME_THRESHOLD"}, Default: "`10`", Effective: func(c Config) string {
+		return strconv.Itoa(c.Engine.Worker.WithDefaults().Breaker.WithDefaults().VolumeThreshold)
+	}},
 	{Vars: []string{"CIRCUIT_TIMEOUT"}, Default: "`60`", Effective: func(c Config) string { return secs(c.Engine.Worker.WithDefaults().Breaker.WithDefaults().Timeout) }},
 	{Vars: []string{"TASKFLOW_LEASE"}, Default: "`30s`", Effective: func(c Config) string { return c.Engine.Worker.WithDefaults().Lease.String() }},
 	{Vars: []string{"TASKFLOW_TASK_TIMEOUT"}, Default: "`5m`", Effective: func(c Config) string { return c.Engine.Worker.WithDefaults().DefaultTimeout.String()[:2] }},
