@@ -135,7 +135,9 @@ func (s *Service) Run(ctx context.Context) error {
 	timer.Stop()
 	stopBG()
 	bgWG.Wait()
-	s.unregister(context.WithoutCancel(ctx))
+	// The registration is not deleted: other instances of the service
+	// may still run, and it expires by itself 3 heartbeats after the last
+	// one stops (see register).
 	s.cfg.Logger.Info("service stopped", "service", s.cfg.Name, "consumer", s.cfg.Consumer)
 	if loopErr != nil && !errors.Is(loopErr, context.Canceled) && ctx.Err() == nil {
 		return loopErr
@@ -444,13 +446,4 @@ func (s *Service) register(ctx context.Context) error {
 		return fmt.Errorf("extsvc: register: %w", err)
 	}
 	return nil
-}
-
-func (s *Service) unregister(ctx context.Context) {
-	// Other workers of the service may still run: only this consumer's
-	// registration is dropped when it is the one recorded.
-	cur, err := s.rdb.HGet(ctx, s.keys.Service(s.cfg.Name), "consumer").Result()
-	if err == nil && cur == s.cfg.Consumer {
-		s.rdb.Del(ctx, s.keys.Service(s.cfg.Name))
-	}
 }

@@ -29,7 +29,7 @@ func ACLRules(ns keyspace.Namespace) []string {
 //   - task.cancel: XREAD / XREVRANGE;
 //   - task.completed, task.failed, task.progress: XADD only;
 //   - the registry: SADD agent:services; HSET, HGET, PEXPIRE and DEL of
-//     its agent:service:<name> hash (DEL when it stops).
+//     its agent:service:<name> hash (it is never deleted: it expires).
 //
 // No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
 // outcomes. A service can still publish an outcome for any task id; the
@@ -43,6 +43,6 @@ func ServiceACLRules(ns keyspace.Namespace) []string {
 		"+xinfo|groups", "+ping", "+hello", "+client|setname",
 		"(~" + p + "stream:task.completed ~" + p + "stream:task.failed ~" + p + "stream:task.progress +xadd)",
 		"(~" + p + "services +sadd)",
-		"(~" + p + "service:* +hset +hget +pexpire +del)",
+		"(~" + p + "service:* +hset +hget +pexpire)",
 	}
 }
