@@ -224,7 +224,7 @@ func (s *Service) dispatch(ctx context.Context, m stream.Message) {
 		return
 	}
 	t := &Task{ID: d.TaskID, Type: d.TaskType, SessionID: d.SessionID, Params: d.Params,
-		Timeout: time.Duration(d.Timeout) * time.Second, Priority: d.Priority, Attempt: d.Attempt,
+		Timeout: time.Duration(d.Timeout * float64(time.Second)), Priority: d.Priority, Attempt: d.Attempt,
 		CreatedAt: m.Event.Timestamp, token: d.Token, svc: s, started: s.cfg.Now()}
 
 	s.mu.Lock()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/builtin"
@@ -20,6 +22,9 @@ type taskDeps struct {
 	// Store is the process's task store (the dispatcher of external types
 	// hands tasks off through it); nil in a process that only lists types.
 	Store *store.Store
+	// DefaultTimeout is the attempt timeout of a task that sets none
+	// (TASKFLOW_TASK_TIMEOUT): the dispatcher sends it to the services.
+	DefaultTimeout time.Duration
 }
 
 // newTaskMux builds the handler registry that `taskflow worker` and

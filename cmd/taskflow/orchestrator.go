@@ -86,7 +86,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	if st == nil {
 		return errors.New("external task types: the dispatcher needs the process's store")
 	}
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Logger: m.Logger, InFlight: inFlight})
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
 	return nil
 }

@@ -86,7 +86,8 @@ func runEngine(ctx context.Context, m *Main, a *app.App, r engineRun) error {
 		go func() { errc <- s.Run(ctx) }()
 	}
 	if r.workers {
-		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: a.Redis, Namespace: st.Namespace(), Store: st})
+		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: a.Redis, Namespace: st.Namespace(), Store: st,
+			DefaultTimeout: eng.Worker.WithDefaults().DefaultTimeout})
 		if err != nil {
 			return err
 		}

@@ -146,9 +146,15 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if len(params) == 0 {
 		params = json.RawMessage("null")
 	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = d.cfg.DefaultTimeout
+	}
+	// the deadline the agent enforces, in seconds with its fraction: a
+	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
 	e, err := stream.New(stream.TypeCreate, d.cfg.Now(), stream.CreateData{
 		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
-		Timeout: int(t.Timeout / time.Second), Priority: string(t.Priority), CreatedBy: "agent",
+		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
 		Attempt: t.RetryCount + 1, Token: t.Lease,
 	})
 	if err != nil {
@@ -156,10 +162,6 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
-	}
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = d.cfg.DefaultTimeout
 	}
 	member := inflightMember(t.ID, t.Lease)
 	if err := d.admit(ctx, t, member, timeout); err != nil {

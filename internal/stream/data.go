@@ -14,8 +14,10 @@ type CreateData struct {
 	Params   json.RawMessage `json:"params"`
 	// SessionID is the owning session ("" for tasks without a session).
 	SessionID string `json:"session_id"`
-	// Timeout is in seconds; 0 means no timeout.
-	Timeout   int    `json:"timeout"`
+	// Timeout is the attempt's deadline in seconds, fractions allowed
+	// (0.5): the task's own timeout, else the workers' default the agent
+	// enforces. The agent never sends 0; a producer that does means none.
+	Timeout   float64 `json:"timeout"`
 	Priority  string `json:"priority"`
 	CreatedBy string `json:"created_by"`
 	// Attempt counts dispatches of this task, from 1 (retries add one).
@@ -230,6 +232,9 @@ func (d *CreateData) validate() error {
 	}
 	if d.Timeout < 0 {
 		return fieldErr("data.timeout", "negative")
+	}
+	if d.Timeout > 7*24*3600 {
+		return fieldErr("data.timeout", "more than 7 days")
 	}
 	if d.Priority == "" {
 		d.Priority = "normal"
