@@ -365,7 +365,14 @@ func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, event
 		return err
 	}
 	if applied.Val() == 1 {
-		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID)
+		// a second outcome of an applied attempt: ignored and, like every
+		// ignored outcome, counted as stale
+		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID, "stream", m.Stream, "entry", m.ID)
+		t, err := o.st.Get(ctx, taskID)
+		if err != nil {
+			t = &task.Task{ID: taskID, Type: "unknown"} // gone since (purged): still counted
+		}
+		o.observe("stale", t, NoDuration)
 		return nil
 	}
 	first := seen.Val()

@@ -196,7 +196,13 @@ func TestDuplicateDeliveryAppliedOnce(t *testing.T) {
 		once.Do(func() { gate <- tk })
 		return json.RawMessage(`{"n":1}`), nil
 	}
-	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"dup.run": dup}})
+	var stale atomic.Int32
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"dup.run": dup}, orchCfg: Config{
+		Observe: func(kind string, _ *task.Task, _ time.Duration) {
+			if kind == "stale" {
+				stale.Add(1)
+			}
+		}}})
 	ctx := context.Background()
 	tk := b.enqueue(t, "dup.run", "s1", `{}`, time.Minute)
 	b.waitState(t, tk.ID, task.StateCompleted)
@@ -223,6 +229,7 @@ func TestDuplicateDeliveryAppliedOnce(t *testing.T) {
 	ns, err := b.note.List(ctx, "s1", "", 100)
 	require.NoError(t, err)
 	require.Len(t, ns, 1, "one notification")
+	require.EqualValues(t, 2, stale.Load(), "each ignored duplicate is counted as stale")
 }
 
 // TestOrchestratorKilledMidEvent: a consumer that applied a completion
