@@ -18,8 +18,8 @@ type CreateData struct {
 	// (0.5): the task's own timeout, else the workers' default the agent
 	// enforces. The agent never sends 0; a producer that does means none.
 	Timeout   float64 `json:"timeout"`
-	Priority  string `json:"priority"`
-	CreatedBy string `json:"created_by"`
+	Priority  string  `json:"priority"`
+	CreatedBy string  `json:"created_by"`
 	// Attempt counts dispatches of this task, from 1 (retries add one).
 	Attempt int `json:"attempt,omitempty"`
 	// Token is the fencing token of this attempt; a service echoes it in
