@@ -144,8 +144,9 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	}
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
-		TaskTypes: func() []string { return append([]string(nil), types...) },
-		Breakers:  newBreakerControl(st),
+		TaskTypes:     func() []string { return append([]string(nil), types...) },
+		ExternalTypes: externalTypes(m),
+		Breakers:      newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,48 @@ func TestDevStopsQuietly(t *testing.T) {
 			require.NotContains(t, line, "context canceled", "a stop logged as a failure")
 		}
 	}
+}
+
+// A task whose service is not running says so, in the task, its result and
+// the CLI, and GET /api/v1/services shows which external types have no
+// live service; once a service registers, the task runs.
+func TestWaitingForAService(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	base, printed := startDev(t, nil, "--output-dir", out) // no --services
+	id, _, err := client(t, base, "", "submit", "--type", "data.export", "--params", `{"rows":[{"a":1}],"format":"csv"}`)
+	require.NoError(t, err)
+	id = strings.TrimSpace(id)
+
+	require.Eventually(t, func() bool {
+		got, _, err := client(t, base, "", "status", id)
+		return err == nil && strings.Contains(got, "no service for data.export is running")
+	}, 10*time.Second, 50*time.Millisecond)
+	raw, _, err := client(t, base, "", "status", id, "--json")
+	require.NoError(t, err)
+	require.Contains(t, raw, `"waiting_for":{"reason":"no_service"`)
+	res, err := http.Get(base + "/api/v1/results/" + id)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Contains(t, string(body), "no service for data.export is running")
+	got, _, err := client(t, base, "", "services")
+	require.NoError(t, err)
+	require.Regexp(t, `data\.export\s+none running`, got)
+
+	// a service starts (as `taskflow service export` would): the task runs
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	m := regexp.MustCompile(`embedded in-memory Redis \((127\.0\.0\.1:\d+)\)`).FindStringSubmatch(printed.String())
+	require.Len(t, m, 2, printed.String())
+	svcEnv := map[string]string{"REDIS_URL": "redis://" + m[1] + "/0", "TASKFLOW_OUTPUT_DIR": out}
+	go func() { done <- testMain(svcEnv, io.Discard).Run(ctx, []string{"service", "export"}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool {
+		got, _, err := client(t, base, "", "status", id)
+		return err == nil && strings.Contains(got, "COMPLETED")
+	}, 20*time.Second, 50*time.Millisecond)
+	got, _, err = client(t, base, "", "services")
+	require.NoError(t, err)
+	require.Regexp(t, `data\.export\s+export-service`, got)
 }

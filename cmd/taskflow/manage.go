@@ -146,6 +146,32 @@ func init() {
 		})
 	})
 	register("schedules", newSchedulesCommand)
+	register("services", func(m *Main) *cobra.Command {
+		var asJSON bool
+		cmd := &cobra.Command{
+			Use:   "services",
+			Short: "List the external services and whether a live one takes each external task type",
+			Args:  cobra.NoArgs,
+		}
+		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
+			var raw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/services", nil, &raw); err != nil {
+				return err
+			}
+			if asJSON {
+				_, err := fmt.Fprintln(m.Stdout, string(raw))
+				return err
+			}
+			sv, err := decodeServices(raw)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
+			printServices(w, sv)
+			return w.Flush()
+		})
+	})
 	register("notifications", func(m *Main) *cobra.Command {
 		var follow, keepUnread, asJSON bool
 		var after string
@@ -378,4 +404,37 @@ func newSchedulesCommand(m *Main) *cobra.Command {
 		return err
 	}))
 	return root
+}
+
+type servicesDoc struct {
+	Services []struct {
+		Name          string     `json:"name"`
+		Types         []string   `json:"task_types"`
+		Online        bool       `json:"online"`
+		LastHeartbeat *time.Time `json:"last_heartbeat"`
+	} `json:"services"`
+	ExternalTypes []struct {
+		TaskType string   `json:"task_type"`
+		Online   bool     `json:"online"`
+		Services []string `json:"services"`
+	} `json:"external_types"`
+}
+
+func decodeServices(raw json.RawMessage) (servicesDoc, error) {
+	var out servicesDoc
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, fmt.Errorf("unexpected answer from GET /api/v1/services: %w", err)
+	}
+	return out, nil
+}
+
+func printServices(w *tabwriter.Writer, sv servicesDoc) {
+	fmt.Fprintln(w, "EXTERNAL TYPE\tSERVICE")
+	for _, t := range sv.ExternalTypes {
+		who := strings.Join(t.Services, ", ")
+		if !t.Online {
+			who = "none running: its tasks wait (taskflow service NAME, or taskflow dev --services)"
+		}
+		fmt.Fprintf(w, "%s\t%s\n", t.TaskType, who)
+	}
 }

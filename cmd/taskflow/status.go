@@ -40,6 +40,9 @@ func init() {
 				if t.LastError != "" {
 					fmt.Fprintf(w, "last error\t%s: %s\n", t.ErrorType, t.LastError)
 				}
+				if t.WaitingFor != nil {
+					fmt.Fprintf(w, "waiting\t%s\n", t.WaitingFor.Message)
+				}
 				if len(t.Result) > 0 && string(t.Result) != "null" {
 					fmt.Fprintf(w, "result\t%s\n", short(string(t.Result), 200))
 				}
@@ -77,7 +80,15 @@ func init() {
 				fmt.Fprintf(w, "%s\t%d\n", s, qs.States[s])
 			}
 			fmt.Fprintf(w, "\nretry ratio\t%.2f (%s)\n", qs.RetryRatio, qs.Pressure)
-			// the workers too, when the token may see them (the admin)
+			// the external services, and the workers when the token may
+			// see them (the admin)
+			var sraw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/services", nil, &sraw); err == nil {
+				if sv, err := decodeServices(sraw); err == nil {
+					fmt.Fprintln(w)
+					printServices(w, sv)
+				}
+			}
 			var wraw json.RawMessage
 			if err := c.do(ctx, "GET", "/api/v1/workers", nil, &wraw); err == nil {
 				if ws, err := decodeWorkers(wraw); err == nil {

@@ -45,6 +45,7 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/queues/scheduled/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues/dlq/tasks", nil, "admin"},
 		{"GET", "/api/v1/workers", nil, "admin"},
+		{"GET", "/api/v1/services", nil, "session"},
 		{"POST", "/api/v1/workers/reset-circuit-breaker", nil, "admin"},
 		{"POST", "/api/v1/workers/open-circuit-breaker", nil, "admin"},
 		{"GET", "/metrics", nil, "admin"},

@@ -95,6 +95,10 @@ func (s *Server) routes() {
 			enum: []string{"primary", "primary:high", "primary:low", "retry", "scheduled", "dlq"}}}, pageParams...),
 		responses: map[int]string{200: "QueuePage"}}})
 
+	add(route{method: "GET", path: "/api/v1/services", access: principal, handler: s.services, doc: opDoc{
+		tag: "workers", summary: "External services: their registrations, and whether a live service takes each external task type",
+		description: "A task of an external type that no live service takes waits PENDING; its view says so (waiting_for).",
+		responses:   map[int]string{200: "Services"}}})
 	add(route{method: "GET", path: "/api/v1/workers", access: admin, handler: s.workers, doc: opDoc{
 		tag: "workers", summary: "Live workers: heartbeat age, concurrency, in-flight tasks, breaker state per dependency",
 		responses: map[int]string{200: "Workers"}}})
@@ -383,6 +387,15 @@ func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": name, "tasks": out.Items, "total": out.Total, "offset": out.Offset, "limit": out.Limit})
+}
+
+func (s *Server) services(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	v, err := s.svc.Services(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) workers(w http.ResponseWriter, r *http.Request, p auth.Principal) {

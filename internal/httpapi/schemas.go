@@ -82,6 +82,19 @@ var apiSchemas = map[string]any{
 		"error_history": arr(obj(nil, map[string]any{"at": ts(""), "attempt": integer(""), "error_type": str(""), "message": str(""), "worker": str("")})),
 		"state_history": arr(obj(nil, map[string]any{"at": ts(""), "from": str(""), "to": str(""), "cause": str("")})),
 		"waiting_on":    map[string]any{"type": "array", "items": str("task id"), "description": "submitted with depends_on and not released yet: the tasks it waits for"},
+		"waiting_for": obj([]string{"reason", "message"}, map[string]any{
+			"reason":  map[string]any{"type": "string", "enum": []string{"no_service"}},
+			"message": str("e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers"),
+		}),
+	}),
+	"Services": obj([]string{"services", "external_types"}, map[string]any{
+		"services": arr(obj([]string{"name", "task_types", "online"}, map[string]any{
+			"name": str(""), "task_types": arr(str("")), "online": boolean("an instance heartbeated within three heartbeats"),
+			"consumer": str("the instance that registered last"), "last_heartbeat": ts(""),
+		})),
+		"external_types": arr(obj([]string{"task_type", "online"}, map[string]any{
+			"task_type": str(""), "online": boolean("a live service takes this type"), "services": arr(str("")),
+		})),
 	}),
 	"ScheduleRequest": obj([]string{"cron", "task_type"}, map[string]any{
 		"id":        map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": "schedule id; absent = a new UUID"},

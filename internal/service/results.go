@@ -50,7 +50,11 @@ func (s *Service) Result(ctx context.Context, p auth.Principal, id string) (resu
 	if err := authorize(p, t); err != nil {
 		return result.View{}, err
 	}
-	return res.View(ctx, t, source), nil
+	v := res.View(ctx, t, source)
+	if w := s.waitingFor(ctx, t); w != nil {
+		v.Message = w.Message // the reason it is not picked up, in the answer's own words
+	}
+	return v, nil
 }
 
 // ResultListInput is list_user_tasks's query.

@@ -63,6 +63,11 @@ type Config struct {
 	// whose params do not satisfy it is refused (422 naming the field)
 	// before anything is published. Default nil: params are not checked.
 	ParamSchemas func(taskType string) (param.Schema, bool)
+	// ExternalTypes are the task types external services perform
+	// (TASKFLOW_EXTERNAL_TYPES): GET /api/v1/services says whether a live
+	// service takes each, and a task of one waiting with none running
+	// says so. Default nil.
+	ExternalTypes []string
 	// SessionLimit bounds POST /api/v1/sessions per client address (its
 	// AcquireFor, keyed by the address). Default nil: unlimited.
 	SessionLimit *ratelimit.Limiter

@@ -205,6 +205,9 @@ type TaskView struct {
 	// WaitingOn lists the tasks a task submitted with depends_on still
 	// waits for (it is PENDING, not yet in a queue).
 	WaitingOn []string `json:"waiting_on,omitempty"`
+	// WaitingFor says why a PENDING task is not picked up when no service
+	// runs for its type.
+	WaitingFor *WaitingFor `json:"waiting_for,omitempty"`
 }
 
 // ViewOf wraps t for output.
@@ -263,7 +266,9 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (TaskVie
 	if err != nil {
 		return TaskView{}, err
 	}
-	return ViewOf(t), nil
+	v := ViewOf(t)
+	v.WaitingFor = s.waitingFor(ctx, t)
+	return v, nil
 }
 
 // Retry is spec 001's manual retry: a FAILED or DLQ task goes back to

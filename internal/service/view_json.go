@@ -17,6 +17,7 @@ type taskViewJSON struct {
 	*task.Task
 	TimeoutSeconds float64         `json:"timeout,omitempty"`
 	WaitingOn      []string        `json:"waiting_on,omitempty"`
+	WaitingFor     *WaitingFor     `json:"waiting_for,omitempty"`
 	LastError      *string         `json:"last_error"`
 	ErrorType      *string         `json:"error_type"`
 	RetryAfter     *time.Time      `json:"retry_after"`
@@ -25,7 +26,7 @@ type taskViewJSON struct {
 }
 
 func (v TaskView) wire() taskViewJSON {
-	w := taskViewJSON{Task: v.Task, TimeoutSeconds: v.TimeoutSeconds, WaitingOn: v.WaitingOn}
+	w := taskViewJSON{Task: v.Task, TimeoutSeconds: v.TimeoutSeconds, WaitingOn: v.WaitingOn, WaitingFor: v.WaitingFor}
 	if t := v.Task; t != nil {
 		if t.LastError != "" {
 			w.LastError = &t.LastError
