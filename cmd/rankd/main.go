@@ -1,4 +1,4 @@
-// Command rankd runs one plan of taskflow's plan engine (spec 002) for the
+// Command rankd runs one plan of taskflow's plan engine for the
 // request on stdin and prints the candidates as one JSON line, with the
 // flags, input, output and exit codes of the reference engine rankd. See
 // docs/plan.md.

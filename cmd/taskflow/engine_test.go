@@ -34,7 +34,7 @@ func TestEngineFromEnv(t *testing.T) {
 	require.Equal(t, 0.25, e.Store.RetryRatio)
 	require.Equal(t, 10*time.Second, e.Worker.Lease)
 	require.Equal(t, 0.001, e.Worker.Retry.Scale)
-	require.Nil(t, e.Worker.Retry.Schedules, "unset: spec 001's schedules")
+	require.Nil(t, e.Worker.Retry.Schedules, "unset: schedules")
 
 	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "RateLimitError=30,90s; Default=1"}
 	e, err = app.EngineFromEnv(get, "ns1")

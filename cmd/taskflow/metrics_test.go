@@ -18,7 +18,7 @@ import (
 )
 
 // TestAPIMetricsNotificationDelivery: `taskflow api` observes notification
-// delivery latency (spec 003 §9) on its /metrics, for a poll and for the
+// delivery latency on its /metrics, for a poll and for the
 // next-interaction path, and serves the streams' gauges.
 func TestAPIMetricsNotificationDelivery(t *testing.T) {
 	t.Parallel()

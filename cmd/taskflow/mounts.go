@@ -28,7 +28,7 @@ type apiExtras struct {
 	// registry is the API's /metrics registry, shared with the packages
 	// that add series to it.
 	registry *prometheus.Registry
-	// orch is spec 003 §9's series on registry; a process that also runs
+	// orch is series on registry; a process that also runs
 	// the orchestrator (taskflow dev) counts its outcomes here.
 	orch     *orchestrator.Metrics
 	plans    *planapi.Service
@@ -55,14 +55,14 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	}
 	x.orch = om
 
-	// Plans (spec 002): POST /api/v1/plans/{name}/execute, synchronous,
+	// Plans: POST /api/v1/plans/{name}/execute, synchronous,
 	// and the submit-time check of plan tasks.
 	if x.plans, err = planapi.FromEnv(m.Getenv, m.Logger); err != nil {
 		return x, err
 	}
 	x.close = append(x.close, func() { _ = x.plans.Close() })
 
-	// Session notifications (spec 003): polling, WebSocket, SSE; and the
+	// Session notifications: polling, WebSocket, SSE; and the
 	// unread ones riding on a session's next response.
 	if x.notifier, err = notify.New(rdb, notify.Config{Namespace: st.Namespace(), TTL: cfg.SessionTTL}); err != nil {
 		return x, err
@@ -71,7 +71,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	x.run = append(x.run, x.hub.Run)
 	x.middleware = x.notifier.Middleware(om.Delivered)
 
-	// Result retrieval (spec 003): get_task_result, list_user_tasks.
+	// Result retrieval: get_task_result, list_user_tasks.
 	res, closeResults, err := openResults(m, st, cfg.DatabaseURL)
 	if err != nil {
 		x.plans.Close()

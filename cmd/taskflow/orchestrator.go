@@ -91,7 +91,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	return nil
 }
 
-// openResults builds the result retrieval (spec 003's get_task_result
+// openResults builds the result retrieval (get_task_result
 // and list_user_tasks) the service layer answers with. With a
 // DATABASE_URL, results that have left Redis are read back from the
 // archive; the returned func closes it.
@@ -187,7 +187,7 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 // not announced. `taskflow dev` serves requests only after it.
 var processStart = time.Now()
 
-// The environment variables of spec 003 §7's retry delay of external
+// The environment variables of retry delay of external
 // tasks' transient failures (the number of retries is the task's
 // max_retries: MAX_RETRIES by default).
 const (
@@ -197,7 +197,7 @@ const (
 )
 
 // backoffFromEnv reads the external retry delay; unset variables keep
-// spec 003's defaults.
+// defaults.
 func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 	var b orchestrator.Backoff
 	for _, d := range []struct {

@@ -17,7 +17,7 @@ import (
 )
 
 // TestDevServesPlans: the real server (`taskflow dev` on a Redis of the
-// test's own namespace) runs spec 002's complex_dag from plans/ over
+// test's own namespace) runs complex_dag from plans/ over
 // POST /api/v1/plans/{name}/execute and as a task of type "plan", on the
 // data `taskflow seed-demo` loads. complex_dag's answer: the media of
 // follow:1 (ids 1001..1006, recommendation:1's users have no media) scored

@@ -27,7 +27,7 @@ func newServiceCommand(m *Main) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "service NAME",
 		Short: "Run an example external service (" + strings.Join(tools.Names(), ", ") + ") over Redis Streams",
-		Long: "Runs one of spec 003's example services: it takes its task types from agent:stream:task.create\n" +
+		Long: "Runs one of the example services: it takes its task types from agent:stream:task.create\n" +
 			"through the consumer group NAME-service-group and publishes task.completed / task.failed.\n" +
 			"Services: " + strings.Join(tools.Names(), ", ") + ".",
 		Args: cobra.ExactArgs(1),

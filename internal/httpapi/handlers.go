@@ -31,7 +31,7 @@ func (s *Server) routes() {
 		responses: map[int]string{200: "SessionEnded"}}})
 
 	add(route{method: "POST", path: "/api/v1/tasks/summarize", access: principal, handler: s.submitSummarize, doc: opDoc{
-		tag: "tasks", summary: "Submit a summarization task (spec 001)", request: "SummarizeRequest",
+		tag: "tasks", summary: "Submit a summarization task", request: "SummarizeRequest",
 		responses: map[int]string{201: "Submitted"}}})
 	add(route{method: "POST", path: "/api/v1/tasks", access: principal, handler: s.submit, doc: opDoc{
 		tag: "tasks", summary: "Submit a task of any registered type", request: "SubmitRequest",
@@ -41,7 +41,7 @@ func (s *Server) routes() {
 		description: "The admin lists every task; a session lists its own. The order is global across pages. page*page_size is at most 10000, except with sort_by=updated_at and a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED (cut straight from that state's index). partial: true when a scan stopped at 10000 entries.",
 		params: []paramDoc{
 			queryParam("status", "string", "only tasks in this state (PROCESSING = ACTIVE)", "PENDING", "ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED"),
-			queryParam("limit", "integer", "page size (spec 001's name for page_size)"),
+			queryParam("limit", "integer", "page size (the same as page_size)"),
 			queryParam("page", "integer", "1-based page (default 1)"),
 			queryParam("page_size", "integer", "page size, 1..1000 (default 50)"),
 			queryParam("task_type", "string", "only tasks of this type"),
@@ -51,7 +51,7 @@ func (s *Server) routes() {
 		},
 		responses: map[int]string{200: "TaskList"}}})
 	add(route{method: "POST", path: "/api/v1/tasks/requeue-orphaned", access: admin, handler: s.requeueOrphaned, doc: opDoc{
-		tag: "tasks", summary: "Requeue ACTIVE tasks whose lease expired (spec 001)",
+		tag: "tasks", summary: "Requeue ACTIVE tasks whose lease expired",
 		description: "The scheduler does this continuously; this is the operator's manual trigger.",
 		responses:   map[int]string{200: "Requeued"}}})
 	add(route{method: "GET", path: "/api/v1/tasks/{task_id}", access: principal, handler: s.get, doc: opDoc{
@@ -62,7 +62,7 @@ func (s *Server) routes() {
 		description: "Refused with 409 task_active while the task is ACTIVE (a worker holds it): cancel it first.",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Deleted", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/retry", access: principal, handler: s.retry, doc: opDoc{
-		tag: "tasks", summary: "Retry a FAILED or DLQ task (spec 001)",
+		tag: "tasks", summary: "Retry a FAILED or DLQ task",
 		description: "Any other state is refused with 409 task_not_retryable, saying which state the task is in.",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Submitted", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/cancel", access: principal, handler: s.cancel, doc: opDoc{
@@ -76,7 +76,7 @@ func (s *Server) routes() {
 	s.notificationRoutes(add)
 
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
-		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio (spec 001)",
+		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio",
 		responses: map[int]string{200: "QueueStatus"}}})
 	add(route{method: "GET", path: "/api/v1/queues/status/stream", access: admin, queryToken: true, handler: s.statusStream, doc: opDoc{
 		tag: "queues", summary: "Live status over Server-Sent Events",
@@ -87,7 +87,7 @@ func (s *Server) routes() {
 		},
 		stream: true, responses: map[int]string{200: ""}}})
 	add(route{method: "GET", path: "/api/v1/queues/dlq", access: admin, handler: s.dlq, doc: opDoc{
-		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots (spec 001)",
+		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots",
 		params: pageParams, responses: map[int]string{200: "DLQPage"}}})
 	add(route{method: "GET", path: "/api/v1/queues/{queue}/tasks", access: admin, handler: s.queueTasks, doc: opDoc{
 		tag: "queues", summary: "Tasks waiting in a queue, in the order they will be taken",
@@ -110,7 +110,7 @@ func (s *Server) routes() {
 		responses: map[int]string{200: "BreakerResult", 202: "BreakerResult", 409: "Error"}}})
 
 	add(route{method: "GET", path: "/health", access: public, handler: s.health, doc: opDoc{
-		tag: "health", summary: "Health of Redis, workers and circuit breakers (spec 001); 503 when unhealthy",
+		tag: "health", summary: "Health of Redis, workers and circuit breakers; 503 when unhealthy",
 		responses: map[int]string{200: "Health", 503: "Health"}}})
 	add(route{method: "GET", path: "/live", access: public, handler: s.live, doc: opDoc{
 		tag: "health", summary: "Liveness: the process serves HTTP", responses: map[int]string{200: "Probe"}}})
@@ -142,7 +142,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p auth.Princ
 	writeJSON(w, http.StatusOK, map[string]any{"session_id": p.SessionID, "ended": true})
 }
 
-// summarizeRequest is spec 001's body {content} plus the optional knobs of
+// summarizeRequest is body {content} plus the optional knobs of
 // the generic form.
 type summarizeRequest struct {
 	Content    *string  `json:"content"`

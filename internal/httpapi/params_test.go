@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestParamsValidatedBeforePublishing (spec 003 §10): an external task
+// TestParamsValidatedBeforePublishing: an external task
 // type's params are checked against the schema its service declares
 // (extsvc/tools) before anything is created or published; the 422 names
 // the parameter.

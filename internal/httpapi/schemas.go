@@ -24,7 +24,7 @@ func ts(desc string) map[string]any {
 	return map[string]any{"type": "string", "format": "date-time", "description": desc}
 }
 
-// nullable marks a schema's value as possibly null (spec 001's task
+// nullable marks a schema's value as possibly null (task
 // metadata sends last_error, error_type, retry_after, completed_at and
 // result as null until known).
 func nullable(m map[string]any) map[string]any { m["nullable"] = true; return m }

@@ -10,7 +10,7 @@ type keys struct {
 
 func newKeys(ns keyspace.Namespace) keys { return keys{p: ns.Prefix()} }
 
-// stream is spec 003's user:stream:notifications:{session_id} (STREAM,
+// stream is user:stream:notifications:{session_id} (STREAM,
 // capped, expiring with the session's data).
 func (k keys) stream(sessionID string) string {
 	return k.p + "user:stream:notifications:" + sessionID

@@ -1,4 +1,4 @@
-// Package notify tells a session about its tasks, in spec 003 §5's format,
+// Package notify tells a session about its tasks, in format,
 // on the stream user:stream:notifications:{session_id}, and delivers the
 // notifications three ways: riding on the session's next API response
 // (Middleware / TakeUnread), live over WebSocket and SSE (Handler, fed by
@@ -31,7 +31,7 @@ const (
 	KindCancelled Kind = "task_cancelled"
 )
 
-// Notification is spec 003 §5's message format. ID is the stream entry id
+// Notification is message format. ID is the stream entry id
 // (the cursor for polling and resuming), not part of the spec's object.
 type Notification struct {
 	ID             string    `json:"id,omitempty"`
@@ -45,7 +45,7 @@ type Notification struct {
 	Priority       string    `json:"priority"`
 }
 
-// MarshalJSON writes the timestamp in spec 003's millisecond form.
+// MarshalJSON writes the timestamp in millisecond form.
 func (n Notification) MarshalJSON() ([]byte, error) {
 	type plain Notification
 	return json.Marshal(struct {
@@ -61,7 +61,7 @@ type Config struct {
 	// MaxLen caps a session's notification stream (approximate). Default 1000.
 	MaxLen int64
 	// TTL is how long a session's notifications live after the newest one
-	// (spec 003's 86400 s). Default 24h.
+	// (86400 s). Default 24h.
 	TTL time.Duration
 	// DedupeTTL is how long a notification id given by the caller is
 	// remembered per session, so that writing it again adds nothing.

@@ -115,7 +115,9 @@ func TestACLUsers(t *testing.T) {
 	// what a service needs is allowed
 	_, err = svcClient.XAdd(ctx, &redis.XAddArgs{Stream: b.sk.Progress(), Values: []any{"event_id", "x"}}).Result()
 	require.NoError(t, err, "XADD task.progress")
-	require.NoError(t, svcClient.Del(ctx, b.sk.Service("report-svc")).Err(), "DEL its registry entry")
+	require.NoError(t, svcClient.HSet(ctx, b.sk.Service("report-svc"), "types", "report.generate").Err(), "HSET its registry entry")
+	require.ErrorContains(t, svcClient.Del(ctx, b.sk.Service("report-svc")).Err(), "NOPERM",
+		"no DEL: registrations expire, so a stopping instance cannot unregister its live siblings")
 
 	// The service user cannot read tasks or sessions.
 	err = svcClient.HGetAll(ctx, "{"+ns+"}:task:"+tk.ID).Err()

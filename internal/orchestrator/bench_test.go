@@ -65,7 +65,7 @@ func waitAllCompleted(b *testing.B, bb *bundle, ids []string, timeout time.Durat
 	return seen
 }
 
-// BenchmarkConcurrentExternalTasks is spec 003's load test "1,000
+// BenchmarkConcurrentExternalTasks is load test "1,000
 // concurrent tasks": 1,000 tasks submitted at once go through the
 // dispatcher, an external service (Go, in process, 10 ms of work each) and
 // the orchestrator. One op = one batch of 1,000. The in-flight bound is
@@ -112,7 +112,7 @@ func BenchmarkConcurrentExternalTasks(b *testing.B) {
 	percentiles(b, "done_", lat)
 }
 
-// BenchmarkSustainedRate is spec 003's "1,000 tasks per minute": tasks
+// BenchmarkSustainedRate is "1,000 tasks per minute": tasks
 // submitted one by one at TASKFLOW_BENCH_RATE per minute (default 1000) for
 // TASKFLOW_BENCH_SECONDS (default 20); it reports the submit→completed
 // latency and whether the system kept up (backlog at the end).
@@ -202,7 +202,7 @@ func BenchmarkSustainedRate(b *testing.B) {
 	}
 }
 
-// BenchmarkCompletionToWebSocket measures spec 003's notification latency
+// BenchmarkCompletionToWebSocket measures notification latency
 // end to end: from the moment the service's handler returns (its task is
 // done) to the notification arriving at the session's connected WebSocket
 // client, through task.completed, the orchestrator's transition, the

@@ -15,7 +15,7 @@ import (
 
 // TestErrorDetailsReachTheTask: a service's error.details travel to the
 // task's error history and to get_task_result's error; a failure without
-// details is published with "details": {} (spec 003's form).
+// details is published with "details": {} (form).
 func TestErrorDetailsReachTheTask(t *testing.T) {
 	t.Parallel()
 	bad := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {

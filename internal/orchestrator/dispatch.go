@@ -184,7 +184,7 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
 	if errors.Is(prev.Err(), redis.Nil) {
-		// spec 003 §9's first lifecycle line: task.create published for it
+		// first lifecycle line: task.create published for it
 		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
 	} else {
 		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)

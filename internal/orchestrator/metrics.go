@@ -13,7 +13,7 @@ import (
 	"github.com/taskflow/taskflow/internal/task"
 )
 
-// Metrics are spec 003 §9's metrics of the external path. Per-minute rates
+// Metrics are metrics of the external path. Per-minute rates
 // are PromQL's rate() over the counters.
 type Metrics struct {
 	outcomes *prometheus.CounterVec

@@ -33,7 +33,7 @@ type NoticeConfig struct {
 
 // InProcessNotifier tells a session that one of its tasks run by in-process
 // handlers (summarize, noop, sleep, plan, any type that is not external)
-// has finished, in spec 003 §5's format, as the orchestrator does for
+// has finished, in format, as the orchestrator does for
 // external tasks: COMPLETED → task_completed ("ready", retrieve_result),
 // DLQ → task_failed with the last error (view_error), CANCELLED →
 // task_cancelled. It follows the store's lifecycle events from its own

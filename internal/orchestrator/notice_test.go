@@ -98,7 +98,7 @@ func (r *noticeRig) notes(t *testing.T, session string) []notify.Notification {
 
 // TestInProcessNotifierOnePerFinish: a session's in-process tasks that
 // complete, dead-letter and are cancelled yield exactly one notification
-// each, in spec 003's format, and so does an external type's task
+// each, in format, and so does an external type's task
 // cancelled before its dispatch; an external type's task that completes
 // or dead-letters (the orchestrator's to announce), a task without a
 // session and a task that finished before the first run's Since yield

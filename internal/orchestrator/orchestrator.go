@@ -1,4 +1,4 @@
-// Package orchestrator is spec 003's agent side: it dispatches the tasks of
+// Package orchestrator is agent side: it dispatches the tasks of
 // external services (Dispatcher, a worker handler), and in the consumer
 // group agent-group it applies what the services report — task.completed,
 // task.failed, task.timeout, task.progress — through the store's atomic
@@ -39,9 +39,9 @@ type Config struct {
 	// Consumer is this process's name in agent-group. Default
 	// agent-<hostname>-<pid>.
 	Consumer string
-	// Block is how long one read waits (spec 003: 1000 ms). Default 1s.
+	// Block is how long one read waits (1000 ms). Default 1s.
 	Block time.Duration
-	// Batch is the most events read per stream per call (spec 003: 10).
+	// Batch is the most events read per stream per call (10).
 	// Default 10.
 	Batch int64
 	// Parallel is how many events of a batch are applied at once (events
@@ -50,7 +50,7 @@ type Config struct {
 	// ClaimIdle is how long an event may stay unacknowledged by its
 	// consumer before another consumer claims it. Default 30s.
 	ClaimIdle time.Duration
-	// Backoff is the retry delay of transient failures (spec 003 §7).
+	// Backoff is the retry delay of transient failures.
 	Backoff Backoff
 	// ResultTTL is the lifetime of the task:{id}:result cache. Default 24h.
 	ResultTTL time.Duration
@@ -676,7 +676,7 @@ func readyMessage(t *task.Task) string {
 	return fmt.Sprintf("Your %s task is ready!", t.Type)
 }
 
-// TimeoutMessage is spec 003 §6's message to the user.
+// TimeoutMessage is message to the user.
 func TimeoutMessage(t *task.Task) string {
 	return fmt.Sprintf("Your %s task is taking longer than expected. The task is still running. "+
 		"I'll notify you when it completes, or you can check status with: 'Show task status for %s'", t.Type, t.ID)

@@ -125,7 +125,7 @@ func TestRetriesExhaustedGoToDLQ(t *testing.T) {
 	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"down.run": down}, maxRetries: 3})
 	tk := b.enqueue(t, "down.run", "s1", `{}`, time.Minute)
 	dl := b.waitState(t, tk.ID, task.StateDLQ)
-	require.EqualValues(t, 4, calls.Load(), "1 attempt + 3 retries (spec 003 §7)")
+	require.EqualValues(t, 4, calls.Load(), "1 attempt + 3 retries")
 	require.Equal(t, 3, dl.RetryCount)
 	b.waitNotes(t, "s1", 1) // the DLQ effects come after the transition
 	xs, err := b.rdb.XRange(context.Background(), b.sk.DLQ(), "-", "+").Result()

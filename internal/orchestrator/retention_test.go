@@ -22,7 +22,7 @@ import (
 // injected clock), exactly.
 func TestStreamsTrimmedByTimeWithoutWrites(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, 7*24*time.Hour, Config{}.WithDefaults().Retention, "spec 003's 7-day DLQ retention")
+	require.Equal(t, 7*24*time.Hour, Config{}.WithDefaults().Retention, "7-day DLQ retention")
 	rdb, ns := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)

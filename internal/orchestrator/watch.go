@@ -25,7 +25,7 @@ import (
 //     spending a retry (ACTIVE → PENDING, due after ServiceGrace, cause
 //     service_unavailable), like a task waiting for an open breaker;
 //   - the attempt's timeout passes (its entry in the handoff index is due)
-//     → ACTIVE → TIMEOUT (spec 003 §6), task.timeout published, the session
+//     → ACTIVE → TIMEOUT, task.timeout published, the session
 //     told the task still runs; a late outcome still completes it;
 //   - a TIMEOUT attempt (the service was alive, or the timeout came first)
 //     whose type no live service serves at a check, every ServiceGrace → a

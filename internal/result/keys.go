@@ -2,7 +2,7 @@ package result
 
 import "github.com/taskflow/taskflow/internal/keyspace"
 
-// Keys builds the Redis keys of spec 003's result retrieval, which the
+// Keys builds the Redis keys of result retrieval, which the
 // orchestrator writes and this package reads. They carry the deployment's
 // hash tag {namespace} like the store's keys.
 type Keys struct {
@@ -12,7 +12,7 @@ type Keys struct {
 // NewKeys returns the keys of the namespace ns.
 func NewKeys(ns keyspace.Namespace) Keys { return Keys{p: ns.Prefix()} }
 
-// Cache is spec 003's task:{id}:result (STRING, JSON {"result":…,
+// Cache is task:{id}:result (STRING, JSON {"result":…,
 // "cached_at":…}, 24 h).
 func (k Keys) Cache(taskID string) string { return k.p + "task:" + taskID + ":result" }
 

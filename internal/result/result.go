@@ -50,7 +50,7 @@ type ErrorDetails struct {
 type View struct {
 	TaskID   string `json:"task_id"`
 	TaskType string `json:"task_type"`
-	// Status is spec 003's lowercase name: pending, processing, completed,
+	// Status is lowercase name: pending, processing, completed,
 	// failed, timeout, cancelled (failed covers the DLQ; State says which).
 	Status     string          `json:"status"`
 	State      task.State      `json:"state"`
@@ -99,7 +99,7 @@ func New(st *store.Store, cfg Config) *Results {
 	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(st.Namespace())}
 }
 
-// StatusOf maps a state to spec 003's status name.
+// StatusOf maps a state to status name.
 func StatusOf(s task.State) string {
 	switch s {
 	case task.StatePending:

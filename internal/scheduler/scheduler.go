@@ -37,7 +37,7 @@ type Config struct {
 	// backlog of due entries is spread over ticks. Default 50.
 	MaxBatchesPerTick int
 	// Retention is how long COMPLETED and CANCELLED tasks stay in Redis
-	// after they finished (spec 003's 24 h of task metadata); then the
+	// after they finished (24 h of task metadata); then the
 	// hash and its index entries are deleted (the archive keeps them).
 	// Default 24h; negative keeps them forever.
 	Retention time.Duration

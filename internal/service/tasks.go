@@ -26,7 +26,7 @@ type SubmitInput struct {
 	Timeout    *float64        `json:"timeout,omitempty"` // seconds
 	MaxRetries *int            `json:"max_retries,omitempty"`
 	RunAt      *string         `json:"run_at,omitempty"` // RFC 3339
-	// Delay runs the task this many seconds from now (spec 003's delayed
+	// Delay runs the task this many seconds from now (delayed
 	// execution); an alternative to RunAt, not both.
 	Delay *float64 `json:"delay,omitempty"`
 	// DependsOn lists tasks (the caller's own) that must complete first;
@@ -41,10 +41,10 @@ const (
 	MaxRunAhead   = 30 * 24 * time.Hour
 )
 
-// TaskTypeSummarize is spec 001's summarization task type.
+// TaskTypeSummarize is summarization task type.
 const TaskTypeSummarize = "summarize"
 
-// Submitted is the answer to a submit: spec 001's TaskResponse.
+// Submitted is the answer to a submit: TaskResponse.
 type Submitted struct {
 	TaskID string     `json:"task_id"`
 	State  task.State `json:"state"`
@@ -271,7 +271,7 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (TaskVie
 	return v, nil
 }
 
-// Retry is spec 001's manual retry: a FAILED or DLQ task goes back to
+// Retry is manual retry: a FAILED or DLQ task goes back to
 // PENDING in the retry queue with retry_count 0. Another state is a 409
 // saying which state the task is in.
 func (s *Service) Retry(ctx context.Context, p auth.Principal, id string) (Submitted, error) {
@@ -370,7 +370,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error
 	return nil
 }
 
-// RequeueOrphaned is spec 001's operator action: ACTIVE tasks whose lease
+// RequeueOrphaned is operator action: ACTIVE tasks whose lease
 // expired go back to their queue now.
 func (s *Service) RequeueOrphaned(ctx context.Context, p auth.Principal) ([]string, error) {
 	if err := requireAdmin(p); err != nil {

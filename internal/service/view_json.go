@@ -42,7 +42,7 @@ func (v TaskView) wire() taskViewJSON {
 	return w
 }
 
-// MarshalJSON writes the task with spec 001's nullable fields present.
+// MarshalJSON writes the task with nullable fields present.
 func (v TaskView) MarshalJSON() ([]byte, error) {
 	if v.Task == nil {
 		return []byte("null"), nil

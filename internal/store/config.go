@@ -11,7 +11,7 @@ import (
 )
 
 // Config configures a Store. The zero value plus WithDefaults is usable;
-// names in parentheses are spec 001's Settings.
+// names in parentheses are Settings.
 type Config struct {
 	// Namespace is the deployment's namespace (keyspace.Parse's rules):
 	// every key is "{Namespace}:...", one Redis Cluster hash tag. Required:

@@ -20,11 +20,11 @@ type EnqueueRequest struct {
 	ID string
 	// Type is the task_type a worker handler is registered for.
 	Type string
-	// Content is the task's input text (spec 001's content).
+	// Content is the task's input text (content).
 	Content string
-	// Params is a JSON value for the handler (spec 003's parameters).
+	// Params is a JSON value for the handler (parameters).
 	Params json.RawMessage
-	// SessionID is the session that owns the task (spec 003), if any.
+	// SessionID is the session that owns the task, if any.
 	SessionID string
 	// Priority chooses the primary queue; empty means normal.
 	Priority task.Priority

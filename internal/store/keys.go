@@ -38,7 +38,7 @@ func (k keys) sessionTasks(sessionID string) string {
 func (k keys) taskPrefix() string { return k.p + "task:" }
 
 // primary is a primary pending queue (LIST, RPUSH + LPOP = FIFO), one per
-// priority; normal priority keeps spec 001's name tasks:pending:primary.
+// priority; normal priority keeps name tasks:pending:primary.
 func (k keys) primary(p task.Priority) string {
 	switch p {
 	case task.PriorityHigh:
@@ -74,7 +74,7 @@ func (k keys) stateIndex(s task.State) string {
 	return k.p + "tasks:state:" + string(s)
 }
 
-// dlq is spec 001's dead-letter list (LIST of ids, newest first).
+// dlq is dead-letter list (LIST of ids, newest first).
 func (k keys) dlq() string { return k.p + "dlq:tasks" }
 
 // dlqTask is the failure snapshot of a dead-lettered task (HASH).

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// CreateData is the data of task.create (spec 003 §2), plus Attempt and
+// CreateData is the data of task.create, plus Attempt and
 // Token, our extensions.
 type CreateData struct {
 	TaskID   string          `json:"task_id"`
@@ -28,7 +28,7 @@ type CreateData struct {
 	Token string `json:"token,omitempty"`
 }
 
-// CompletedData is the data of task.completed (spec 003 §2).
+// CompletedData is the data of task.completed.
 type CompletedData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "success".
@@ -45,7 +45,7 @@ type CompletedData struct {
 type ErrorInfo struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// Details is a JSON object; empty is sent as {} (spec 003's form).
+	// Details is a JSON object; empty is sent as {} (form).
 	Details json.RawMessage `json:"details"`
 	// Retryable overrides the classification by Code (an extension): true
 	// retries with backoff, false goes straight to the DLQ.
@@ -61,7 +61,7 @@ func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(e))
 }
 
-// transientCodes are the error codes of spec 003 §7's transient category.
+// transientCodes are the error codes of transient category.
 var transientCodes = map[string]bool{
 	"TIMEOUT": true, "NETWORK_TIMEOUT": true, "NETWORK_ERROR": true,
 	"SERVICE_UNAVAILABLE": true, "UNAVAILABLE": true,
@@ -69,7 +69,7 @@ var transientCodes = map[string]bool{
 }
 
 // IsTransient reports whether the failure should be retried: Retryable when
-// set, else whether Code is one of spec 003's transient categories
+// set, else whether Code is one of transient categories
 // (network timeouts, service unavailable, rate limit exceeded).
 func (e ErrorInfo) IsTransient() bool {
 	if e.Retryable != nil {
@@ -78,7 +78,7 @@ func (e ErrorInfo) IsTransient() bool {
 	return transientCodes[strings.ToUpper(e.Code)]
 }
 
-// FailedData is the data of task.failed (spec 003 §2).
+// FailedData is the data of task.failed.
 type FailedData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "failed".
@@ -89,7 +89,7 @@ type FailedData struct {
 	Token      string    `json:"token,omitempty"`
 }
 
-// TimeoutData is the data of task.timeout (spec 003 §6).
+// TimeoutData is the data of task.timeout.
 type TimeoutData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "timeout".

@@ -46,7 +46,7 @@ func (t Type) Valid() bool {
 	return false
 }
 
-// TimeFormat is spec 003's timestamp form: UTC with milliseconds and a Z.
+// TimeFormat is timestamp form: UTC with milliseconds and a Z.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // FormatTime renders t in TimeFormat (UTC).

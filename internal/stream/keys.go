@@ -45,7 +45,7 @@ func (k Keys) Progress() string { return k.ns + "agent:stream:task.progress" }
 // An extension of spec 003.
 func (k Keys) Cancel() string { return k.ns + "agent:stream:task.cancel" }
 
-// Responses are the streams the agent-group consumes (spec 003 §4), plus
+// Responses are the streams the agent-group consumes, plus
 // progress.
 func (k Keys) Responses() []string {
 	return []string{k.Completed(), k.Failed(), k.Timeout(), k.Progress()}
@@ -57,7 +57,7 @@ func (k Keys) All() []string {
 }
 
 // ServiceGroup is the consumer group of a service on the create stream
-// ({service}-group, spec 003 §4).
+// ({service}-group).
 func ServiceGroup(service string) string { return service + "-group" }
 
 // AgentGroup is the orchestrator's consumer group on the response streams.

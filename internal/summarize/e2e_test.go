@@ -33,7 +33,7 @@ import (
 	"github.com/taskflow/taskflow/internal/worker"
 )
 
-// scenario is what the fake LLM does to one task and what spec 001's rules
+// scenario is what the fake LLM does to one task and what rules
 // then say must become of it (max_retries 3: up to 4 attempts).
 type scenario struct {
 	marker   string
@@ -68,7 +68,7 @@ func scenarioOf(i int) scenario {
 // submitted through the real HTTP API, run by two workers, the scheduler,
 // the breaker and the fleet-wide rate limit against the fake LLM with
 // injected 429/503/500/400/401/timeouts. Every task must end COMPLETED or
-// DLQ exactly as spec 001's rules say (state, retry_count, error history,
+// DLQ exactly as rules say (state, retry_count, error history,
 // error type), the fake must see exactly one call per attempt, and
 // GET /api/v1/queues/status must agree with the tasks themselves.
 func TestEndToEnd(t *testing.T) {
@@ -136,7 +136,7 @@ func TestEndToEnd(t *testing.T) {
 			Concurrency:  25,
 			Dependencies: map[string]string{summarize.TaskType: summarize.Dependency},
 			Breaker:      breaker.Config{Timeout: 100 * time.Millisecond},
-			Retry:        retry.Policy{Scale: 0.001}, // spec 001's schedules in ms
+			Retry:        retry.Policy{Scale: 0.001}, // schedules in ms
 		})
 		require.NoError(t, err)
 		wg.Go(func() { require.NoError(t, w.Run(ctx)) })

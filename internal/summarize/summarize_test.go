@@ -64,7 +64,7 @@ func TestLLMSuccess(t *testing.T) {
 	require.Equal(t, "Bearer "+key, b.fake.LastAuthorization())
 }
 
-// TestOutcomeMapping checks every HTTP outcome against spec 001's classes.
+// TestOutcomeMapping checks every HTTP outcome against classes.
 func TestOutcomeMapping(t *testing.T) {
 	t.Parallel()
 	type want struct {

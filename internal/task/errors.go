@@ -16,7 +16,7 @@ const (
 	ClassPermanent Class = "permanent"
 )
 
-// Error types of spec 001's RETRY_SCHEDULES, plus the permanent ones.
+// Error types of RETRY_SCHEDULES, plus the permanent ones.
 const (
 	ErrTypeRateLimit          = "RateLimitError"
 	ErrTypeServiceUnavailable = "ServiceUnavailable"
