@@ -39,7 +39,7 @@ type Config struct {
 	// Consumer is this process's consumer name in the group. Default
 	// Name-worker-<hostname>-<pid>.
 	Consumer string
-	// Concurrency is how many tasks run at once. Default 5 (spec 003's
+	// Concurrency is how many tasks run at once. Default 5 (the original
 	// batch size).
 	Concurrency int
 	// Block is how long one read waits for new entries. Default 1s.

@@ -151,7 +151,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),
 		Schedules:    cron.New(st, cron.Config{Logger: m.Logger}),
-		// spec 003 §10: params checked before task.create is published;
+		// params checked before task.create is published;
 		// the built-in types' too (a bad sleep is a 422, not a task that
 		// can only fail)
 		ParamSchemas: paramSchema,

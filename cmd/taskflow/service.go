@@ -14,7 +14,7 @@ import (
 
 func init() { register("service", newServiceCommand) }
 
-// newServiceCommand runs one of the example external services of spec 003
+// newServiceCommand runs one of the example external services
 // (extsvc/tools) against REDIS_URL until interrupted.
 func newServiceCommand(m *Main) *cobra.Command {
 	var (

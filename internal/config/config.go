@@ -1,6 +1,6 @@
 // Package config holds the one configuration struct of the taskflow binary:
 // where it listens, which Redis it uses, how clients authenticate, and the
-// limits of the HTTP API. Values come from environment variables (spec 001's
+// limits of the HTTP API. Values come from environment variables (the original
 // names where it has them) and are overridden by command-line flags.
 package config
 

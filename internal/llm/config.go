@@ -18,7 +18,7 @@ const (
 	DefaultMaxResponseBytes = 4 << 20
 )
 
-// Environment variable names (spec 001's).
+// Environment variable names (the original).
 const (
 	EnvAPIKey  = "OPENROUTER_API_KEY"
 	EnvBaseURL = "OPENROUTER_BASE_URL"

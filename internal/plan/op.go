@@ -62,7 +62,7 @@ type ParamSpec struct {
 type OpSpec struct {
 	Name string // namespace::name
 	Kind Kind
-	// Inline marks ops always cheaper than a pool hand-off (spec 002's
+	// Inline marks ops always cheaper than a pool hand-off (the original
 	// option A, run_inline): they run on the goroutine that readied them.
 	Inline bool
 	// Expensive marks ops never inlined by the size threshold (option B).

@@ -279,7 +279,7 @@ func (r *Results) position(ctx context.Context, t *task.Task) *int64 {
 // Filter is list_user_tasks's status_filter.
 type Filter string
 
-// The filters of spec 003 §8, plus processing and timeout.
+// The filters, plus processing and timeout.
 const (
 	FilterAll        Filter = "all"
 	FilterPending    Filter = "pending"

@@ -43,7 +43,7 @@ type Config struct {
 	Retention time.Duration
 	// DLQRetention is how long DLQ tasks (with their DLQ list entry and
 	// failure snapshot) stay, so operators can inspect and retry them;
-	// spec 003 keeps the DLQ stream 7 days. Default 7 days; negative keeps
+	// the original design keeps the DLQ stream 7 days. Default 7 days; negative keeps
 	// them forever.
 	DLQRetention time.Duration
 	// Logger defaults to a discarding logger.

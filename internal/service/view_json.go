@@ -11,7 +11,7 @@ import (
 // taskViewJSON is the wire form of a TaskView. Spec 001's task metadata
 // shows last_error, error_type, retry_after, completed_at and result as
 // null until they are known; these fields shadow the embedded task's
-// (omitted when empty) so that a client written against spec 001 finds
+// (omitted when empty) so that a client written against the original design finds
 // every key.
 type taskViewJSON struct {
 	*task.Task

@@ -250,7 +250,7 @@ func (s *Store) QueueStatus(ctx context.Context) (*QueueStatus, error) {
 	return qs, nil
 }
 
-// RetryRatioFor is the adaptive ratio of spec 001 at a retry queue depth:
+// RetryRatioFor is the adaptive ratio at a retry queue depth:
 // RetryRatio below RetryQueueWarning, RetryRatioWarning up to
 // RetryQueueCritical, RetryRatioCritical above. The fetch script applies
 // the same rule.

@@ -339,7 +339,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	return Cancelled, nil
 }
 
-// Retry is the manual retry of spec 001: a FAILED or DLQ task goes back to
+// Retry is the manual retry: a FAILED or DLQ task goes back to
 // PENDING in the retry queue with retry_count 0, leaving the DLQ list (and
 // its snapshot) or the scheduled set. Other states: *task.StateError.
 func (s *Store) Retry(ctx context.Context, id string) error {

@@ -2,7 +2,7 @@ package stream
 
 import "github.com/taskflow/taskflow/internal/keyspace"
 
-// Keys builds the name of every stream of spec 003 §2 under one configurable
+// Keys builds the name of every stream under one configurable
 // namespace. All names carry the hash tag {namespace}, the same tag the
 // store's keys carry, so a script may touch a task and its streams in one
 // Redis Cluster slot.
@@ -37,12 +37,12 @@ func (k Keys) Timeout() string { return k.ns + "agent:stream:task.timeout" }
 func (k Keys) DLQ() string { return k.ns + "agent:stream:task.dlq" }
 
 // Progress is agent:stream:task.progress (STREAM, services → agent, capped):
-// progress reports and heartbeats of running tasks. An extension of spec 003.
+// progress reports and heartbeats of running tasks. An extension.
 func (k Keys) Progress() string { return k.ns + "agent:stream:task.progress" }
 
 // Cancel is agent:stream:task.cancel (STREAM, agent → services): cancel
 // requests of running tasks, read by every service worker without a group.
-// An extension of spec 003.
+// An extension.
 func (k Keys) Cancel() string { return k.ns + "agent:stream:task.cancel" }
 
 // Responses are the streams the agent-group consumes, plus

@@ -1,4 +1,4 @@
-// Package summarize is the "summarize" task type of spec 001. With an LLM
+// Package summarize is the "summarize" task type. With an LLM
 // client (OPENROUTER_API_KEY set) it makes one chat-completions call per
 // attempt, under a fleet-wide rate limit, and maps the call's outcome onto
 // the engine's error classes; without one it runs the built-in extractive

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Class is how a failure is treated by the retry rules of spec 001.
+// Class is how a failure is treated by the retry rules.
 type Class string
 
 const (

@@ -113,7 +113,7 @@ type StateChange struct {
 }
 
 // Task is the single source of truth about one task: metadata
-// plus what spec 003 needs. Times are UTC; optional times are nil when unset.
+// plus what the original design needs. Times are UTC; optional times are nil when unset.
 type Task struct {
 	ID          string          `json:"task_id"`
 	Type        string          `json:"task_type"`
