@@ -159,3 +159,16 @@ func TestWaitingForAService(t *testing.T) {
 	require.NoError(t, err)
 	require.Regexp(t, `data\.export\s+export-service`, got)
 }
+
+// `submit --wait` of a task whose result has a file says where the file is.
+func TestSubmitWaitShowsTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, _ := startDev(t, nil, "--services", "report", "--output-dir", dir)
+	out, errOut, err := client(t, base, "", "submit", "--type", "report.generate", "--wait",
+		"--params", `{"quarter":"Q4","year":2024,"format":"csv","data":{"revenue":[1,2,3]}}`)
+	require.NoError(t, err, errOut)
+	require.Contains(t, errOut, "file: "+dir)
+	require.Contains(t, errOut, "(written by the service, on the machine it runs on)")
+	require.Contains(t, out, `"file_url"`)
+}

@@ -131,6 +131,7 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	start := time.Now()
 	last := ""
 	lastPrint := start
+	toldWaiting := false
 	const stillEvery = 5 * time.Second // a line even when nothing changes
 	delay := 50 * time.Millisecond
 	for {
@@ -153,7 +154,11 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			last = t.State
 			lastPrint = time.Now()
 			delay = 50 * time.Millisecond
-		} else if time.Since(lastPrint) >= stillEvery {
+		}
+		if t.WaitingFor != nil && !toldWaiting {
+			fmt.Fprintf(m.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), t.WaitingFor.Message)
+			toldWaiting, lastPrint = true, time.Now()
+		} else if t.State == last && time.Since(lastPrint) >= stillEvery {
 			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), t.State)
 			lastPrint = time.Now()
 		}
@@ -172,14 +177,24 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	}
 }
 
-// printResult prints a summary as text, any other result as JSON.
+// printResult prints a summarize task's summary as text, any other result
+// as JSON, and says where a result's file is.
 func printResult(m *Main, raw json.RawMessage) error {
 	var r struct {
 		Summary    string `json:"summary"`
 		Summarizer string `json:"summarizer"`
 		Model      string `json:"model"`
+		FileURL    string `json:"file_url"`
 	}
-	if json.Unmarshal(raw, &r) == nil && r.Summary != "" {
+	_ = json.Unmarshal(raw, &r)
+	if r.FileURL != "" {
+		where := r.FileURL
+		if p, ok := strings.CutPrefix(where, "file://"); ok {
+			where = p + " (written by the service, on the machine it runs on)"
+		}
+		fmt.Fprintf(m.Stderr, "file: %s\n", where)
+	}
+	if r.Summary != "" && r.Summarizer != "" {
 		by := r.Summarizer
 		if r.Model != "" {
 			by += ", " + r.Model
