@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc/param"
@@ -76,25 +75,6 @@ every request without credentials acts as the admin).`,
 		cfg.ServerFlags(cmd.Flags())
 		return cmd
 	})
-}
-
-// openRedis connects to url and checks that the server answers.
-func openRedis(ctx context.Context, url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	if opt.PoolSize < 64 {
-		opt.PoolSize = 64
-	}
-	rdb := redis.NewClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redis at %s does not answer: %w", opt.Addr, err)
-	}
-	return rdb, nil
 }
 
 // apiGCPercent is the GOGC the API processes use when GOGC is unset: the

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 func init() {
@@ -37,26 +36,22 @@ anything; running it twice is harmless.`,
 				if !cmd.Flags().Changed("key-prefix") {
 					prefix = m.Getenv("RANKD_KEY_PREFIX")
 				}
-				opt, err := redis.ParseURL(redisURL)
+				addr, err := redisconn.Addrs(redisURL)
 				if err != nil {
 					return fmt.Errorf("seed-demo: --redis-url: %w", err)
 				}
 				// one clear answer at once when nothing listens there, not a
 				// dial error per retry
-				opt.DialTimeout, opt.MaxRetries = time.Second, -1
-				c := redis.NewClient(opt)
-				defer c.Close()
-				ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
-				err = c.Ping(ctx).Err()
-				cancel()
+				c, err := redisconn.Open(cmd.Context(), redisURL, redisconn.Options{PingTimeout: 2 * time.Second})
 				if err != nil {
-					return fmt.Errorf("seed-demo: cannot reach Redis at %s: %w", opt.Addr, err)
+					return fmt.Errorf("seed-demo: cannot reach Redis at %s: %w", addr, err)
 				}
+				defer c.Close()
 				n, err := plan.Seed(cmd.Context(), c, prefix, plan.Demo())
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(m.Stdout, "seeded %d demo keys into %s (key prefix %q)\n", n, opt.Addr, prefix)
+				_, err = fmt.Fprintf(m.Stdout, "seeded %d demo keys into %s (key prefix %q)\n", n, addr, prefix)
 				return err
 			},
 		}

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 func init() { register("service", newServiceCommand) }
@@ -39,11 +39,10 @@ func newServiceCommand(m *Main) *cobra.Command {
 			if redisURL == "" {
 				return &ExitError{Code: 2, Err: errors.New("service: REDIS_URL (or --redis-url) is required")}
 			}
-			opt, err := redis.ParseURL(redisURL)
+			rdb, err := redisconn.Open(cmd.Context(), redisURL, redisconn.Options{NoPing: true})
 			if err != nil {
 				return &ExitError{Code: 2, Err: fmt.Errorf("service: REDIS_URL: %w", err)}
 			}
-			rdb := redis.NewClient(opt)
 			defer rdb.Close()
 			svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: namespace, Consumer: consumer,
 				Concurrency: concurrency, Logger: m.Logger})
