@@ -29,6 +29,11 @@ var ParamSchemas = map[string]param.Schema{
 		{Name: "content", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the document's text, HTML or Markdown"},
 		{Name: "format", Kind: param.String, Enum: []string{"text", "txt", "html", "markdown", "md"}, FoldCase: true, Description: "default: guessed from the content"},
 	}},
+	// text.wordcount is the type of the Node example service
+	// (examples/node-service), which needs the text in params.text.
+	"text.wordcount": {Fields: []param.Field{
+		{Name: "text", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the text whose words are counted"},
+	}},
 	"data.export": {Fields: []param.Field{
 		{Name: "rows", Kind: param.Array, Items: param.Object, Required: true, MaxLen: MaxExportRows, Description: "the rows, JSON objects"},
 		{Name: "format", Kind: param.String, Enum: []string{"csv", "json", "jsonl"}, Description: "default csv"},
