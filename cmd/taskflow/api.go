@@ -147,7 +147,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		return nil, err
 	}
 	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
-	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
+	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout,
 		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {
 		a.close()

@@ -37,6 +37,7 @@ var Settings = []Setting{
 	{Vars: []string{"TASKFLOW_MAX_BODY_BYTES"}, Default: "`1048576`", Effective: func(c Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) }},
 	{Vars: []string{"TASKFLOW_MAX_CONTENT_BYTES"}, Default: "`524288`", Effective: func(c Config) string { return strconv.Itoa(c.MaxContentBytes) }},
 	{Vars: []string{"TASKFLOW_SHUTDOWN_GRACE"}, Default: "`10s`", Effective: func(c Config) string { return c.ShutdownGrace.String() }},
+	{Vars: []string{"TASKFLOW_REQUEST_TIMEOUT"}, Default: "`1s`", Effective: func(c Config) string { return c.RequestTimeout.String() }},
 	{Vars: []string{"GOGC"}, Default: "`400` in `taskflow api` (Go's `100` elsewhere)"},
 	{Vars: []string{"TASKFLOW_CONCURRENCY"}, Default: "`10`", Effective: func(c Config) string { return strconv.Itoa(c.Concurrency) }},
 	{Vars: []string{"LOG_LEVEL"}, Default: "`info`", Effective: func(c Config) string { return c.LogLevel }},

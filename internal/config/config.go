@@ -56,6 +56,10 @@ type Config struct {
 	// ShutdownGrace bounds a graceful shutdown (TASKFLOW_SHUTDOWN_GRACE).
 	// Default 10s.
 	ShutdownGrace time.Duration
+	// RequestTimeout bounds each API request, so a client gets a 503
+	// within it when Redis does not answer (TASKFLOW_REQUEST_TIMEOUT; live
+	// feeds and plan runs excepted). Default 1s.
+	RequestTimeout time.Duration
 	// Concurrency is the number of task goroutines of the workers that
 	// `taskflow dev` runs (TASKFLOW_CONCURRENCY, --concurrency). Default 10.
 	Concurrency int
@@ -89,6 +93,7 @@ const (
 	DefaultMaxContentBytes  = 512 << 10
 	DefaultSessionTTL       = 24 * time.Hour
 	DefaultShutdownGrace    = 10 * time.Second
+	DefaultRequestTimeout   = time.Second
 	DefaultConcurrency      = 10
 	DefaultAPIURL           = "http://127.0.0.1:8080"
 	DefaultSessionRateLimit = 30
@@ -121,6 +126,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency
@@ -235,7 +243,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"TASKFLOW_SESSION_TTL", &c.SessionTTL}, {"TASKFLOW_SHUTDOWN_GRACE", &c.ShutdownGrace}} {
+	}{{"TASKFLOW_SESSION_TTL", &c.SessionTTL}, {"TASKFLOW_SHUTDOWN_GRACE", &c.ShutdownGrace}, {"TASKFLOW_REQUEST_TIMEOUT", &c.RequestTimeout}} {
 		if v := getenv(d.name); v != "" {
 			x, err := seconds.Parse(v) // the one rule: seconds or a Go duration
 			if err != nil {
@@ -261,7 +269,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	// 0 is the fields' "unset": refuse it rather than serve the default
 	for name, zero := range map[string]bool{"TASKFLOW_MAX_BODY_BYTES": c.MaxBodyBytes == 0,
 		"TASKFLOW_MAX_CONTENT_BYTES": c.MaxContentBytes == 0, "TASKFLOW_CONCURRENCY": c.Concurrency == 0,
-		"TASKFLOW_SESSION_TTL": c.SessionTTL == 0, "TASKFLOW_SHUTDOWN_GRACE": c.ShutdownGrace == 0} {
+		"TASKFLOW_SESSION_TTL": c.SessionTTL == 0, "TASKFLOW_SHUTDOWN_GRACE": c.ShutdownGrace == 0,
+		"TASKFLOW_REQUEST_TIMEOUT": c.RequestTimeout == 0} {
 		if v := getenv(name); v != "" && zero && !unparsed[name] {
 			errs = append(errs, fmt.Errorf("%w: %s: %q must be more than 0", ErrInvalid, name, v))
 		}

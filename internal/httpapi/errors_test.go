@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -218,5 +219,34 @@ func TestTypeErrorMessages(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, r.code, body)
 		require.Equal(t, "invalid_type", r.errCode(), body)
 		require.Contains(t, string(r.raw), want, body)
+	}
+}
+
+// A Redis that stops answering (SIGSTOP: a fork, swap or frozen VM) is a
+// 503 within the request deadline (RequestTimeout, 1 s by default), for a
+// submit, a listing, the queue status and /ready alike: no request hangs
+// for the client's read timeouts and retries.
+func TestRedisStallIsAFast503(t *testing.T) {
+	t.Parallel()
+	srv := testredis.StartServer(t)
+	b := setup(t, setupOpts{server: srv})
+	tok := b.session().Token
+	require.Equal(t, http.StatusOK, b.do("GET", "/ready", "", nil).code)
+	srv.Pause()
+	defer srv.Resume()
+	for _, c := range []struct {
+		method, path, token string
+		body                any
+	}{
+		{"GET", "/ready", "", nil},
+		{"POST", "/api/v1/tasks", adminKey, map[string]any{"task_type": "noop"}},
+		{"GET", "/api/v1/tasks", tok, nil},
+		{"GET", "/api/v1/queues/status", adminKey, nil},
+	} {
+		t0 := time.Now()
+		r := b.do(c.method, c.path, c.token, c.body)
+		took := time.Since(t0)
+		require.Equal(t, http.StatusServiceUnavailable, r.code, "%s %s: %s", c.method, c.path, r.raw)
+		require.Less(t, took, 1500*time.Millisecond, "%s %s answered after %s", c.method, c.path, took)
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // planRoutes registers the synchronous plan run.
 func (s *Server) planRoutes(add func(route)) {
-	add(route{method: "POST", path: "/api/v1/plans/{name}/execute", access: principal, handler: s.runPlan, doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/plans/{name}/execute", access: principal, ownDeadline: true, handler: s.runPlan, doc: opDoc{
 		tag: "plans", summary: "Run a plan synchronously; body: rankd's request",
 		description: "The body is {user_id, request_id?, param_overrides?, deadline_ms?, node_timeout_ms?}; the answer is rankd's success line. " +
 			"A plan name is 1 to 128 letters, digits or _ (400 invalid_plan_name); an unknown plan is 404 plan_not_found; " +

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sort"
@@ -37,8 +38,12 @@ type route struct {
 	// queryToken: the route also takes its token in ?access_token= (a
 	// browser's EventSource cannot set headers); the header wins.
 	queryToken bool
-	handler    func(w http.ResponseWriter, r *http.Request, p auth.Principal)
-	doc        opDoc
+	// ownDeadline: the route bounds its own time (a plan run's
+	// deadline_ms), so Config.RequestTimeout does not apply. Live feeds
+	// (streams, queryToken routes) are exempt too.
+	ownDeadline bool
+	handler     func(w http.ResponseWriter, r *http.Request, p auth.Principal)
+	doc         opDoc
 }
 
 // router dispatches to routes. A trailing slash is ignored ("/x/" is "/x");
@@ -81,8 +86,16 @@ func (rt *router) add(r route) {
 		inner = mw(inner)
 	}
 	pattern := r.method + " " + r.path
+	bounded := !(r.doc.stream || r.queryToken || r.ownDeadline)
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
 		setRoute(w, pattern)
+		if d := rt.s.cfg.RequestTimeout; bounded && d > 0 {
+			// every call to Redis below honours this deadline (redisconn),
+			// so a stalled Redis is a 503 within it, not a hung request
+			ctx, cancel := context.WithTimeout(req.Context(), d)
+			defer cancel()
+			req = req.WithContext(ctx)
+		}
 		var p auth.Principal
 		if acc != public {
 			var err error

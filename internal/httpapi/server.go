@@ -30,6 +30,11 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies (413 beyond). Default 1 MiB.
 	MaxBodyBytes int64
+	// RequestTimeout bounds each request (live feeds and plan runs, which
+	// carry their own deadline, excepted): when Redis does not answer the
+	// client gets a 503 within it (TASKFLOW_REQUEST_TIMEOUT). Default 1s;
+	// negative: no bound.
+	RequestTimeout time.Duration
 	// Registry receives the API's metrics and is served at /metrics.
 	// Default a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
@@ -89,6 +94,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Version == "" {
 		c.Version = "dev"
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = time.Second
 	}
 	if c.Heartbeat == 0 {
 		c.Heartbeat = 15 * time.Second

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -95,7 +96,9 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	}
 	rdb, ns := testredis.Client(t)
 	if opt.server != nil {
-		rdb = opt.server.Client()
+		// as the processes build theirs (redisconn): deadlines bound reads
+		rdb = redis.NewClient(&redis.Options{Addr: opt.server.Addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = rdb.Close() })
 	}
 	clk := clock.NewFake(time.Now())
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})

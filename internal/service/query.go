@@ -744,7 +744,7 @@ func rank(state string) int {
 
 // Ready reports whether the API can serve: Redis answers.
 func (s *Service) Ready(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, time.Second) // within a load balancer's probe timeout
 	defer cancel()
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return Unavailable(fmt.Errorf("redis: %w", err))
