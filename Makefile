@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps conformance clean
+.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-check web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -19,7 +19,7 @@ run: ## Run taskflow dev (API + workers + scheduler; embedded Redis when REDIS_U
 build: ## Build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
-test: test-go test-dsl ## Run every test (Go with -race, then the DSL's)
+test: test-go test-dsl ui-check ## Run every test (Go with -race, then the DSL's, then the dashboard build check)
 
 test-go: node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
@@ -43,6 +43,17 @@ plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.jso
 	cd dsl && npm run --silent generate:check
 	cd dsl && npx tsc -p ../plans/tsconfig.json --noEmit
 	cd dsl && npm run --silent build && node bin/dslc build $(PLAN_SOURCES:%=../%) --out ../plans --check
+
+web-deps: # Install web/node_modules from the lock file when missing
+	@if [ ! -d web/node_modules ]; then cd web && npm ci --no-audit --no-fund; fi
+
+ui: web-deps ## Rebuild the web dashboard into internal/webui/dist (embedded in the binary)
+	cd web && npm run --silent build
+
+ui-check: web-deps ## Fail when the committed dashboard build differs from a fresh build of web/
+	cd web && npm run --silent build
+	git diff --exit-code --stat -- internal/webui/dist
+	@test -z "$$(git status --porcelain -- internal/webui/dist)" || (git status --porcelain -- internal/webui/dist && false)
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
