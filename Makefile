@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-check web-deps conformance clean
+.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -47,10 +47,15 @@ plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.jso
 web-deps: # Install web/node_modules from the lock file when missing
 	@if [ ! -d web/node_modules ]; then cd web && npm ci --no-audit --no-fund; fi
 
-ui: web-deps ## Rebuild the web dashboard into internal/webui/dist (embedded in the binary)
-	cd web && npm run --silent build
+ui: web-deps ## Regenerate the API types and rebuild the web dashboard into internal/webui/dist (embedded in the binary)
+	cd web && npm run --silent types && npm run --silent build
 
-ui-check: web-deps ## Fail when the committed dashboard build differs from a fresh build of web/
+ui-types: web-deps ## Regenerate web/src/api/schema.d.ts from the API's /openapi.json
+	cd web && npm run --silent types
+
+ui-check: web-deps ## Fail when the committed dashboard build or its API types differ from fresh ones
+	cd web && npm run --silent types
+	git diff --exit-code --stat -- web/src/api
 	cd web && npm run --silent build
 	git diff --exit-code --stat -- internal/webui/dist
 	@test -z "$$(git status --porcelain -- internal/webui/dist)" || (git status --porcelain -- internal/webui/dist && false)

@@ -1,3 +1,5 @@
+import type { components } from './api/schema'
+
 // The dashboard's only data source is the public HTTP API. The token (admin
 // key or session token) lives in sessionStorage, never in a URL, except for
 // EventSource which cannot set headers (the API takes ?access_token= there).
@@ -37,10 +39,5 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
   return body as T
 }
 
-export interface QueueStatus {
-  queues: Record<string, number>
-  primary_by_priority?: Record<string, number>
-  states: Record<string, number>
-  retry_ratio?: number
-  pressure?: string
-}
+// Types generated from /openapi.json (make ui-types); ui-check fails when they drift.
+export type QueueStatus = components['schemas']['QueueStatus']
