@@ -1,11 +1,16 @@
 import { useEffect, useState } from 'react'
 import { api, ApiError, getToken, setToken, type QueueStatus } from './api'
+import { Link } from './Link'
+import { route, useLocation } from './route'
+import { Submit, TaskDetail, Tasks } from './Tasks'
 
 type Auth = 'checking' | 'signed-out' | 'signed-in'
 
 export function App() {
   const [auth, setAuth] = useState<Auth>('checking')
   const [error, setError] = useState('')
+  const url = useLocation()
+  const { page, rest } = route(url.pathname)
 
   async function probe() {
     try {
@@ -30,7 +35,9 @@ export function App() {
       <header>
         <h1>taskflow</h1>
         <nav aria-label="Main">
-          <a href="/ui/">Overview</a>
+          <Link href="/ui/" aria-current={page === '' ? 'page' : undefined}>Overview</Link>{' '}
+          <Link href="/ui/tasks" aria-current={page === 'tasks' ? 'page' : undefined}>Tasks</Link>{' '}
+          <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
         </nav>
         {auth === 'signed-in' && getToken() && (
           <button
@@ -56,7 +63,11 @@ export function App() {
             }}
           />
         )}
-        {auth === 'signed-in' && <Overview />}
+        {auth === 'signed-in' && page === '' && <Overview />}
+        {auth === 'signed-in' && page === 'tasks' && rest[0] && <TaskDetail id={rest[0]} />}
+        {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} />}
+        {auth === 'signed-in' && page === 'submit' && <Submit />}
+        {auth === 'signed-in' && !['', 'tasks', 'submit'].includes(page) && <p>No page {url.pathname}.</p>}
       </main>
     </div>
   )
