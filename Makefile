@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check web-deps conformance clean
+.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -19,7 +19,7 @@ run: ## Run taskflow dev (API + workers + scheduler; embedded Redis when REDIS_U
 build: ## Build the binaries into bin/
 	$(GO) build -o bin/ ./cmd/...
 
-test: test-go test-dsl ui-check ## Run every test (Go with -race, then the DSL's, then the dashboard build check)
+test: test-go test-dsl ui-check test-ui ## Run every test (Go with -race, the DSL's, the dashboard's build check and browser tests)
 
 test-go: node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
@@ -59,6 +59,9 @@ ui-check: web-deps ## Fail when the committed dashboard build or its API types d
 	cd web && npm run --silent build
 	git diff --exit-code --stat -- internal/webui/dist
 	@test -z "$$(git status --porcelain -- internal/webui/dist)" || (git status --porcelain -- internal/webui/dist && false)
+
+test-ui: web-deps ## Run the dashboard's unit tests (vitest), then its end-to-end tests in Chromium against a real taskflow dev
+	cd web && npx tsc --noEmit && npm test && npm run test:e2e
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
