@@ -8,21 +8,31 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build test test-go node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui web-deps conformance clean
+.PHONY: help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-run: ## Run taskflow dev (API + workers + scheduler; embedded Redis when REDIS_URL is unset)
-	$(GO) run ./cmd/taskflow dev
+run: ## Run taskflow dev with the example services and the plans' demo data (embedded Redis when REDIS_URL is unset)
+	$(GO) run ./cmd/taskflow dev --services all --demo-data
+
+# The commit the binaries report (taskflow version, rankd --version) when the
+# build has no VCS information of its own (GOFLAGS=-buildvcs=false, go run).
+LDFLAGS ?= -X github.com/taskflow/taskflow/internal/version.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
 build: ## Build the binaries into bin/
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
+
+install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your PATH)
+	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/...
 
 test: test-go test-dsl ui-check test-ui ## Run every test (Go with -race, the DSL's, the dashboard's build check and browser tests)
 
-test-go: node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
+test-go: check-test-servers node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
+
+check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not answer (naming the variable to set)
+	@tools/check-test-servers
 
 node-service-deps: # Install examples/node-service/node_modules (its Go test runs the Node service) when missing
 	@if [ ! -d examples/node-service/node_modules ]; then cd examples/node-service && npm ci --no-audit --no-fund; fi

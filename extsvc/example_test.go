@@ -13,7 +13,7 @@ import (
 )
 
 // A service that takes greet.hello tasks: it reads its params, reports
-// progress, and returns spec 003's result object. Run it next to `taskflow
+// progress, and returns result object. Run it next to `taskflow
 // dev` (or any deployment sharing the Redis) with greet.hello listed in
 // TASKFLOW_EXTERNAL_TYPES.
 func Example() {

@@ -2,7 +2,7 @@
 // taskflow in Go: a process that takes the tasks of its types from the
 // agent:stream:task.create stream through its own consumer group
 // ({service}-group), runs them, reports progress, and publishes
-// task.completed or task.failed (spec 003). docs/protocol.md describes the
+// task.completed or task.failed. docs/protocol.md describes the
 // same protocol for services in other languages.
 //
 // Delivery is at least once: an entry stays pending in the group until the
@@ -24,6 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
@@ -38,7 +39,7 @@ type Config struct {
 	// Consumer is this process's consumer name in the group. Default
 	// Name-worker-<hostname>-<pid>.
 	Consumer string
-	// Concurrency is how many tasks run at once. Default 5 (spec 003's
+	// Concurrency is how many tasks run at once. Default 5 (the original
 	// batch size).
 	Concurrency int
 	// Block is how long one read waits for new entries. Default 1s.
@@ -66,7 +67,7 @@ type Config struct {
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
 	if c.Namespace == "" {
-		c.Namespace = "taskflow"
+		c.Namespace = keyspace.DefaultName // TASKFLOW_NAMESPACE's default
 	}
 	if c.Consumer == "" {
 		host, _ := os.Hostname()
@@ -180,7 +181,7 @@ type HandlerFunc func(ctx context.Context, t *Task) (json.RawMessage, error)
 // Handle calls f.
 func (f HandlerFunc) Handle(ctx context.Context, t *Task) (json.RawMessage, error) { return f(ctx, t) }
 
-// Error is a failure with spec 003's error code, message and details.
+// Error is a failure with error code, message and details.
 type Error struct {
 	Code      string
 	Message   string
@@ -203,7 +204,7 @@ var ErrCancelled = errors.New("task cancelled by the agent")
 // past its grace: the task is left for another worker.
 var errStopping = errors.New("service stopping")
 
-// Result builds spec 003's result object.
+// Result builds result object.
 func Result(fileURL, summary string, metadata map[string]any) json.RawMessage {
 	if metadata == nil {
 		metadata = map[string]any{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
@@ -44,7 +45,11 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	k := stream.NewKeys(cfg.Namespace)
+	ns, err := keyspace.Parse(cfg.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("extsvc: Namespace: %w", err)
+	}
+	k := stream.NewKeys(ns)
 	return &Service{
 		rdb: rdb, cfg: cfg, keys: k,
 		pub:       stream.NewPublisher(rdb, cfg.Retention, cfg.Now),
@@ -130,7 +135,9 @@ func (s *Service) Run(ctx context.Context) error {
 	timer.Stop()
 	stopBG()
 	bgWG.Wait()
-	s.unregister(context.WithoutCancel(ctx))
+	// The registration is not deleted: other instances of the service
+	// may still run, and it expires by itself 3 heartbeats after the last
+	// one stops (see register).
 	s.cfg.Logger.Info("service stopped", "service", s.cfg.Name, "consumer", s.cfg.Consumer)
 	if loopErr != nil && !errors.Is(loopErr, context.Canceled) && ctx.Err() == nil {
 		return loopErr
@@ -217,7 +224,7 @@ func (s *Service) dispatch(ctx context.Context, m stream.Message) {
 		return
 	}
 	t := &Task{ID: d.TaskID, Type: d.TaskType, SessionID: d.SessionID, Params: d.Params,
-		Timeout: time.Duration(d.Timeout) * time.Second, Priority: d.Priority, Attempt: d.Attempt,
+		Timeout: time.Duration(d.Timeout * float64(time.Second)), Priority: d.Priority, Attempt: d.Attempt,
 		CreatedAt: m.Event.Timestamp, token: d.Token, svc: s, started: s.cfg.Now()}
 
 	s.mu.Lock()
@@ -439,13 +446,4 @@ func (s *Service) register(ctx context.Context) error {
 		return fmt.Errorf("extsvc: register: %w", err)
 	}
 	return nil
-}
-
-func (s *Service) unregister(ctx context.Context) {
-	// Other workers of the service may still run: only this consumer's
-	// registration is dropped when it is the one recorded.
-	cur, err := s.rdb.HGet(ctx, s.keys.Service(s.cfg.Name), "consumer").Result()
-	if err == nil && cur == s.cfg.Consumer {
-		s.rdb.Del(ctx, s.keys.Service(s.cfg.Name))
-	}
 }

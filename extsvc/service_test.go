@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -28,7 +29,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	return &bundle{rdb: rdb, ns: ns, keys: stream.NewKeys(ns), pub: stream.NewPublisher(rdb, 0, nil)}
+	return &bundle{rdb: rdb, ns: ns, keys: stream.NewKeys(keyspace.MustParse(ns)), pub: stream.NewPublisher(rdb, 0, nil)}
 }
 
 func (b *bundle) create(t *testing.T, id, typ, params string) {

@@ -1,4 +1,4 @@
-// Command rankd runs one plan of taskflow's plan engine (spec 002) for the
+// Command rankd runs one plan of taskflow's plan engine for the
 // request on stdin and prints the candidates as one JSON line, with the
 // flags, input, output and exit codes of the reference engine rankd. See
 // docs/plan.md.
@@ -15,10 +15,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -27,9 +29,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/taskflow/taskflow/internal/plan"
-	"github.com/taskflow/taskflow/internal/plan/batch"
 	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
+	"github.com/taskflow/taskflow/internal/version"
+	builtin "github.com/taskflow/taskflow/plans"
 )
 
 func main() {
@@ -54,35 +57,57 @@ type options struct {
 	redisConns, flushDelayUS      int
 }
 
+// flagDef is one flag: its name in the binaries' convention (kebab-case)
+// and, for the flags the reference rankd has, its snake_case spelling, kept
+// as an alias so the reference's command lines run unchanged.
+type flagDef struct{ name, alias string }
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	var o options
 	fs := flag.NewFlagSet("rankd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.plan, "plan", "", "path of the plan JSON file")
-	fs.StringVar(&o.planName, "plan_name", "", "plan name, read from <plan_dir>/<name>.plan.json")
-	fs.StringVar(&o.planDir, "plan_dir", "plans", "plan store directory for --plan_name")
-	fs.BoolVar(&o.asyncScheduler, "async_scheduler", true, "accepted for compatibility: the engine is always asynchronous")
-	fs.IntVar(&o.deadlineMS, "deadline_ms", 0, "request deadline in ms (0: none)")
-	fs.IntVar(&o.nodeTimeoutMS, "node_timeout_ms", 0, "per-node timeout in ms (0: none)")
-	fs.IntVar(&o.bench, "bench", 0, "run the plan N times and print latency/throughput JSON")
-	fs.IntVar(&o.benchConc, "bench_concurrency", 1, "plans in flight at once during --bench")
-	fs.IntVar(&o.benchWarmup, "bench_warmup", 50, "untimed runs before --bench measures")
-	fs.Int64Var(&o.benchUserID, "bench_user_id", 1, "user_id of the --bench request")
-	fs.BoolVar(&o.trace, "trace", false, "print a per-node timeline to stderr")
-	fs.StringVar(&o.env, "env", "dev", "endpoint environment: dev, test or prod")
-	fs.StringVar(&o.registryDir, "registry_dir", "", "registry directory (default: the embedded registry/)")
-	fs.StringVar(&o.redisURL, "redis_url", getenv("REDIS_URL"), "Redis URL for every redis endpoint (default $REDIS_URL; empty: the registry's address)")
-	fs.StringVar(&o.keyPrefix, "key_prefix", getenv("RANKD_KEY_PREFIX"), "prefix of every Redis key the plan reads (default $RANKD_KEY_PREFIX)")
-	fs.StringVar(&o.cpuPolicy, "cpu_policy", plan.PolicyAuto, "where CPU nodes run: auto, pool or inline")
-	fs.IntVar(&o.inlineMaxRows, "inline_max_rows", plan.DefaultInlineMaxRows, "auto policy: inputs up to this many rows run inline (-1: never)")
-	fs.IntVar(&o.maxInflight, "max_inflight", 0, "Redis commands in flight per endpoint (0: the registry's policy)")
-	fs.BoolVar(&o.readDeadColumns, "read_dead_columns", false, "read every row's country even where no output or expression can see it (the reference's reads)")
-	fs.IntVar(&o.redisConns, "redis_conns", 1, "connections per Redis endpoint (a power of two; commands issued together share a write)")
-	fs.IntVar(&o.flushDelayUS, "flush_delay_us", 0, "µs a Redis connection may wait after a write to gather the next one (0: write at once)")
-	fs.BoolVar(&o.printManifest, "print-task-manifest", false, "print the op catalog as registry/tasks.toml and exit")
+	var defs []flagDef
+	def := func(name, alias string) string { defs = append(defs, flagDef{name, alias}); return name }
+	fs.StringVar(&o.plan, def("plan", ""), "", "path of a plan JSON file")
+	fs.StringVar(&o.planName, def("plan-name", "plan_name"), "", "name of a plan: <plan-dir>/<name>.plan.json, or one of the plans built into rankd")
+	fs.StringVar(&o.planDir, def("plan-dir", "plan_dir"), "", "folder of named plans (default: the plans built into rankd, the repository's plans/)")
+	fs.BoolVar(&o.asyncScheduler, def("async-scheduler", "async_scheduler"), true, "accepted for compatibility: the engine is always asynchronous")
+	fs.IntVar(&o.deadlineMS, def("deadline-ms", "deadline_ms"), 0, "request deadline in ms (0: none)")
+	fs.IntVar(&o.nodeTimeoutMS, def("node-timeout-ms", "node_timeout_ms"), 0, "per-node timeout in ms (0: none)")
+	fs.IntVar(&o.bench, def("bench", ""), 0, "run the plan N times and print latency/throughput JSON")
+	fs.IntVar(&o.benchConc, def("bench-concurrency", "bench_concurrency"), 1, "plans in flight at once during --bench")
+	fs.IntVar(&o.benchWarmup, def("bench-warmup", "bench_warmup"), 50, "untimed runs before --bench measures")
+	fs.Int64Var(&o.benchUserID, def("bench-user-id", "bench_user_id"), 1, "user_id of the --bench request")
+	fs.BoolVar(&o.trace, def("trace", ""), false, "print a per-node timeline to stderr")
+	fs.StringVar(&o.env, def("env", ""), "dev", "endpoint environment: dev, test or prod")
+	fs.StringVar(&o.registryDir, def("registry-dir", "registry_dir"), "", "registry folder (default: the registry built into rankd)")
+	fs.StringVar(&o.redisURL, def("redis-url", "redis_url"), getenv("REDIS_URL"), "Redis URL for every redis endpoint (default $REDIS_URL; empty: the registry's address)")
+	fs.StringVar(&o.keyPrefix, def("key-prefix", "key_prefix"), getenv("RANKD_KEY_PREFIX"), "prefix of every Redis key the plan reads (default $RANKD_KEY_PREFIX)")
+	fs.StringVar(&o.cpuPolicy, def("cpu-policy", "cpu_policy"), plan.PolicyAuto, "where CPU nodes run: auto, pool or inline")
+	fs.IntVar(&o.inlineMaxRows, def("inline-max-rows", "inline_max_rows"), plan.DefaultInlineMaxRows, "auto policy: inputs up to this many rows run inline (-1: never)")
+	fs.IntVar(&o.maxInflight, def("max-inflight", "max_inflight"), 0, "Redis commands in flight per endpoint (0: the registry's policy)")
+	fs.BoolVar(&o.readDeadColumns, def("read-dead-columns", "read_dead_columns"), false, "read every row's country even where no output or expression can see it (the reference's reads)")
+	fs.IntVar(&o.redisConns, def("redis-conns", "redis_conns"), 1, "connections per Redis endpoint: 1, 2, 4 ... 256 (commands issued together share a write)")
+	fs.IntVar(&o.flushDelayUS, def("flush-delay-us", "flush_delay_us"), 0, "µs a Redis connection may wait after a write to gather the next one (0: write at once)")
+	fs.BoolVar(&o.printManifest, def("print-task-manifest", ""), false, "print the op catalog as registry/tasks.toml and exit")
+	var showVersion bool
+	fs.BoolVar(&showVersion, def("version", ""), false, "print the version and exit")
+	for _, d := range defs {
+		if d.alias != "" {
+			f := fs.Lookup(d.name)
+			fs.Var(f.Value, d.alias, "alias of --"+d.name)
+		}
+	}
+	usageOut := stderr
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			usageOut = stdout // asked for: the help is the answer
+		}
+	}
+	fs.SetOutput(usageOut)
+	fs.Usage = func() { usage(usageOut, fs, defs) }
 	// Every error exits 1 (BEHAVIOUR.md), a bad flag too (Go's flag
 	// package would say 2); the flag package has printed the message and
-	// the usage on stderr.
+	// the usage.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -90,8 +115,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "Error: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "Error: unexpected argument %q (rankd reads the request on stdin; rankd --help)\n", fs.Arg(0))
 		return 1
+	}
+	if showVersion {
+		fmt.Fprintln(stdout, "rankd", version.Read())
+		return 0
 	}
 	if o.printManifest {
 		fmt.Fprint(stdout, plan.NewCatalog().Manifest())
@@ -118,10 +147,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if o.plan != "" {
 			return fail(errors.New("Cannot specify both --plan and --plan_name"))
 		}
-		o.plan = filepath.Join(o.planDir, o.planName+".plan.json")
+	} else if o.plan == "" && o.bench == 0 {
+		return fail(errors.New("no plan: give --plan PATH or --plan-name NAME (rankd --help lists the built-in plans)"))
 	}
-	if o.deadlineMS < 0 || o.nodeTimeoutMS < 0 || o.bench < 0 || o.benchConc < 1 || o.flushDelayUS < 0 || o.redisConns < 1 {
-		return fail(errors.New("--deadline_ms, --node_timeout_ms, --bench and --flush_delay_us must not be negative; --bench_concurrency and --redis_conns must be at least 1"))
+	if o.deadlineMS < 0 || o.nodeTimeoutMS < 0 || o.bench < 0 || o.benchConc < 1 || o.flushDelayUS < 0 {
+		return fail(errors.New("--deadline-ms, --node-timeout-ms, --bench and --flush-delay-us must not be negative; --bench-concurrency must be at least 1"))
+	}
+	if o.redisConns < 1 || o.redisConns > 256 || o.redisConns&(o.redisConns-1) != 0 {
+		return fail(fmt.Errorf("--redis-conns %d: must be a power of two from 1 to 256", o.redisConns))
 	}
 	eng, err := plan.New(plan.Config{Registry: reg, RedisURL: o.redisURL, KeyPrefix: o.keyPrefix,
 		CPUPolicy: o.cpuPolicy, InlineMaxRows: o.inlineMaxRows, MaxInflight: o.maxInflight, ReadDeadColumns: o.readDeadColumns,
@@ -157,30 +190,93 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		req.RequestID = uuid.NewString()
 	}
 	engineID := uuid.NewString()
-	var outputs []batch.RowSet
-	if o.plan == "" {
-		// No plan: the reference's fallback of five synthetic candidates.
-		outputs = []batch.RowSet{batch.Of(batch.New([]int64{1, 2, 3, 4, 5}))}
-	} else {
-		c, err := eng.Load(o.plan)
-		if err != nil {
-			return fail(err)
-		}
-		res, err := eng.Run(ctx, c, req, opts)
-		if o.trace && res != nil {
-			printTrace(stderr, c.Name, res)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		outputs = res.Outputs
+	c, err := loadPlan(eng, o)
+	if err != nil {
+		return fail(err)
 	}
-	line := plan.AppendOutput(nil, req.RequestID, engineID, outputs, reg)
+	res, err := eng.Run(ctx, c, req, opts)
+	if o.trace && res != nil {
+		printTrace(stderr, c.Name, res)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	line := plan.AppendOutput(nil, req.RequestID, engineID, res.Outputs, reg)
 	line = append(line, '\n')
 	if _, err := stdout.Write(line); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// loadPlan compiles the plan o names: --plan's file, or --plan-name's from
+// --plan-dir, or from the plans built into rankd when no folder is given.
+// An unknown name is an error that lists the plans there are.
+func loadPlan(eng *plan.Engine, o options) (*plan.Compiled, error) {
+	if o.plan != "" {
+		return eng.Load(o.plan)
+	}
+	fsys, where := builtin.FS(), "built into rankd"
+	if o.planDir != "" {
+		fsys, where = os.DirFS(o.planDir), "in "+o.planDir
+	}
+	file := o.planName + builtin.Suffix
+	data, err := fs.ReadFile(fsys, file)
+	if errors.Is(err, fs.ErrNotExist) {
+		names, lerr := builtin.Names(fsys)
+		if lerr != nil || len(names) == 0 {
+			return nil, fmt.Errorf("no plan named '%s': there are no plans %s", o.planName, where)
+		}
+		return nil, fmt.Errorf("no plan named '%s'; the plans %s are: %s", o.planName, where, strings.Join(names, ", "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	source := file
+	if o.planDir != "" {
+		source = filepath.Join(o.planDir, file)
+	}
+	p, err := plan.Parse(data, source)
+	if err != nil {
+		return nil, err
+	}
+	return eng.Compile(p)
+}
+
+// usage is rankd --help: what it does, how the request arrives, examples,
+// and every flag under its kebab-case name.
+func usage(w io.Writer, fs *flag.FlagSet, defs []flagDef) {
+	fmt.Fprint(w, `rankd runs one plan of taskflow's plan engine: a DAG of Redis reads and CPU
+steps, under a deadline. It reads one JSON request on stdin, runs the plan,
+and prints the candidates as one JSON line on stdout. Errors go to stderr
+and exit 1.
+
+Request (stdin): {"user_id": 1, "request_id": "r-1", "param_overrides": {...}}
+  user_id is required; request_id defaults to a new UUID.
+
+Examples:
+  echo '{"user_id":1}' | rankd --plan-name complex_dag
+  echo '{"user_id":1}' | rankd --plan my_plan.plan.json --trace
+  rankd --plan-name complex_dag --bench 2000 --bench-concurrency 4
+  taskflow seed-demo   # loads the demo data the built-in plans read
+
+Built-in plans: `)
+	names, _ := builtin.Names(builtin.FS())
+	fmt.Fprintln(w, strings.Join(names, ", "))
+	fmt.Fprint(w, "\nFlags (each also accepts the reference rankd's snake_case spelling, e.g. --plan_name):\n")
+	for _, d := range defs {
+		f := fs.Lookup(d.name)
+		typ, help := flag.UnquoteUsage(f)
+		line := "  --" + d.name
+		if typ != "" {
+			line += " " + typ
+		}
+		fmt.Fprintf(w, "%-28s %s", line, help)
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // errMessage strips the package sentinels' prefixes so the message is the
@@ -215,10 +311,10 @@ func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOption
 		fmt.Fprintln(stderr, "Error: "+errMessage(err))
 		return 1
 	}
-	if o.plan == "" {
-		return fail(errors.New("--bench needs --plan or --plan_name"))
+	if o.plan == "" && o.planName == "" {
+		return fail(errors.New("--bench needs --plan or --plan-name"))
 	}
-	c, err := eng.Load(o.plan)
+	c, err := loadPlan(eng, o)
 	if err != nil {
 		return fail(err)
 	}

@@ -66,11 +66,72 @@ func TestGeneratedRequestID(t *testing.T) {
 	require.Len(t, out.RequestID, 36)
 }
 
-func TestNoPlanFallback(t *testing.T) {
+// Without a plan rankd answers nothing made up: it says how to name one.
+func TestNoPlanIsAnError(t *testing.T) {
 	t.Parallel()
 	r := rankd(t, `{"user_id":1,"request_id":"x"}`)
+	require.Equal(t, 1, r.code)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "no plan: give --plan PATH or --plan-name NAME")
+}
+
+// The plans of the repository's plans/ are built in: a named plan runs from
+// a directory without a plans/ folder (this test's), and an unknown name
+// lists the plans there are.
+func TestBuiltInPlans(t *testing.T) {
+	t.Parallel()
+	_, err := os.Stat("plans")
+	require.True(t, os.IsNotExist(err), "the test needs a working directory without plans/")
+	r := rankd(t, `{"user_id":1,"request_id":"b"}`, "--plan-name", "complex_dag")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `{"request_id":"b","engine_request_id":"`)
+	require.Contains(t, r.stdout, `"candidates":[{"id":`)
+
+	r = rankd(t, `{"user_id":1}`, "--plan-name", "no_such_plan")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "no plan named 'no_such_plan'; the plans built into rankd are: complex_dag, diamond,")
+
+	r = rankd(t, `{"user_id":1}`, "--plan-dir", plans, "--plan-name", "no_such_plan")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "the plans in "+plans+" are: ")
+	require.Contains(t, r.stderr, "ranked_follows")
+}
+
+// Both spellings of a flag work: the kebab-case one of taskflow's binaries,
+// and the reference rankd's snake_case one.
+func TestFlagSpellings(t *testing.T) {
+	t.Parallel()
+	kebab := rankd(t, `{"user_id":1,"request_id":"k"}`, "--plan-dir", plans, "--plan-name", "ranked_follows", "--deadline-ms", "5000")
+	snake := rankd(t, `{"user_id":1,"request_id":"k"}`, "--plan_dir", plans, "--plan_name", "ranked_follows", "--deadline_ms", "5000")
+	require.Equal(t, 0, kebab.code, kebab.stderr)
+	require.Equal(t, engineID.ReplaceAllString(snake.stdout, "E"), engineID.ReplaceAllString(kebab.stdout, "E"))
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
+	r := rankd(t, "", "--help")
 	require.Equal(t, 0, r.code)
-	require.Contains(t, r.stdout, `"candidates":[{"id":1,"fields":{}},{"id":2,"fields":{}},{"id":3,"fields":{}},{"id":4,"fields":{}},{"id":5,"fields":{}}]}`)
+	require.Contains(t, r.stdout, "reads one JSON request on stdin")
+	require.Contains(t, r.stdout, "echo '{\"user_id\":1}' | rankd --plan-name complex_dag")
+	require.Contains(t, r.stdout, "Built-in plans: complex_dag")
+	for _, f := range []string{"--plan-name", "--plan-dir", "--redis-url", "--deadline-ms", "--bench-concurrency", "--redis-conns", "--version"} {
+		require.Contains(t, r.stdout, "\n  "+f+" ", f)
+	}
+	r = rankd(t, "", "--version")
+	require.Equal(t, 0, r.code)
+	require.Regexp(t, `^rankd \S+ commit \S+`, r.stdout)
+}
+
+// --redis-conns is what its help says: a power of two up to 256.
+func TestRedisConnsPowerOfTwo(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"0", "3", "12", "512"} {
+		r := rankd(t, `{"user_id":1}`, "--plan-dir", plans, "--plan-name", "ranked_follows", "--redis-conns", bad)
+		require.Equal(t, 1, r.code, bad)
+		require.Contains(t, r.stderr, "--redis-conns "+bad+": must be a power of two from 1 to 256")
+	}
+	r := rankd(t, `{"user_id":1}`, "--plan-dir", plans, "--plan-name", "ranked_follows", "--redis_conns", "4")
+	require.Equal(t, 0, r.code, r.stderr)
 }
 
 func TestRequestErrorsOnStdout(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -38,8 +39,8 @@ func TestDevUnderACLUsers(t *testing.T) {
 		}
 		require.NoError(t, root.Do(ctx, args...).Err())
 	}
-	setUser("taskflow", "app-pw", orchestrator.ACLRules(ns))
-	setUser("analysis", "svc-pw", orchestrator.ServiceACLRules(ns))
+	setUser("taskflow", "app-pw", orchestrator.ACLRules(keyspace.MustParse(ns)))
+	setUser("analysis", "svc-pw", orchestrator.ServiceACLRules(keyspace.MustParse(ns)))
 	require.NoError(t, root.Do(ctx, "ACL", "LOG", "RESET").Err())
 
 	const admin = "acl-dev-admin-key-0123456789"

@@ -10,14 +10,13 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/builtin"
-	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
@@ -25,11 +24,12 @@ import (
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
+	"github.com/taskflow/taskflow/internal/version"
 )
 
 func init() {
 	register("api", func(m *Main) *cobra.Command {
-		cfg, envErr := config.FromEnv(m.Getenv)
+		cfg, envErr := app.Load(m.Getenv)
 		cmd := &cobra.Command{
 			Use:   "api",
 			Short: "Serve the HTTP API (any number of API processes may share one Redis)",
@@ -50,13 +50,13 @@ every request without credentials acts as the admin).`,
 				if cfg.AdminKey == "" && !cfg.Insecure {
 					return errors.New("TASKFLOW_ADMIN_KEY is not set: refusing to serve operator endpoints without an admin key (set it, or pass --insecure to run open)")
 				}
-				rdb, err := openRedis(cmd.Context(), cfg.RedisURL)
+				ap, err := app.Open(cmd.Context(), cfg, m.Logger)
 				if err != nil {
 					return err
 				}
-				defer rdb.Close()
+				defer ap.Close()
 				tuneGC(m.Getenv)
-				a, err := newAPI(m, cfg, rdb, cfg.Insecure && cfg.AdminKey == "")
+				a, err := newAPI(m, ap, cfg.Insecure && cfg.AdminKey == "")
 				if err != nil {
 					return err
 				}
@@ -75,25 +75,6 @@ every request without credentials acts as the admin).`,
 		cfg.ServerFlags(cmd.Flags())
 		return cmd
 	})
-}
-
-// openRedis connects to url and checks that the server answers.
-func openRedis(ctx context.Context, url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
-	}
-	if opt.PoolSize < 64 {
-		opt.PoolSize = 64
-	}
-	rdb := redis.NewClient(opt)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redis at %s does not answer: %w", opt.Addr, err)
-	}
-	return rdb, nil
 }
 
 // apiGCPercent is the GOGC the API processes use when GOGC is unset: the
@@ -118,20 +99,11 @@ type apiProc struct {
 	log    *slog.Logger
 }
 
-// newAPI wires store, auth, service and HTTP server on rdb.
-func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*apiProc, error) {
-	eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.SessionTTL > 0 {
-		eng.Store.SessionIndexTTL = cfg.SessionTTL
-	}
-	st, err := store.New(rdb, eng.Store)
-	if err != nil {
-		return nil, err
-	}
-	au, err := auth.New(rdb, auth.Config{Namespace: cfg.Namespace, AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
+// newAPI wires auth, service and HTTP server on the process's app (its
+// Redis client and store).
+func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
+	cfg, rdb, st := ap.Config.Config, ap.Redis, ap.Store
+	au, err := auth.New(rdb, auth.Config{Namespace: st.Namespace(), AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -142,42 +114,41 @@ func newAPI(m *Main, cfg config.Config, rdb redis.UniversalClient, open bool) (*
 	types := mux.Types()
 	// POST /api/v1/sessions per client address, shared by every API process
 	sessionLimit, err := ratelimit.New(rdb, ratelimit.Config{Limit: max(cfg.SessionRateLimit, 0), Interval: time.Minute,
-		Name: "sessions", Namespace: cfg.Namespace})
-	if err != nil {
-		return nil, err
-	}
-	svc, err := service.New(service.Config{
-		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
-		TaskTypes: func() []string { return append([]string(nil), types...) },
-		Breakers:  newBreakerControl(st),
-		// depends_on and /api/v1/schedules; the orchestrator process runs
-		// the release and firing loops (orchestrator.go)
-		Dependencies: depend.New(st, depend.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
-		Schedules:    cron.New(st, cron.Config{Namespace: cfg.Namespace, Logger: m.Logger}),
-		// spec 003 §10: params checked before task.create is published;
-		// the built-in types' too (a bad sleep is a 422, not a task that
-		// can only fail)
-		ParamSchemas: paramSchema,
-		SessionLimit: sessionLimit,
-	})
+		Name: "sessions", Namespace: st.Namespace()})
 	if err != nil {
 		return nil, err
 	}
 	x, err := apiMounts(m, cfg, rdb, st, au)
 	if err != nil {
-		svc.Close()
 		return nil, err
 	}
-	// Result retrieval (spec 003): get_task_result, list_user_tasks (orchestrator.go).
-	rm, closeResults, err := resultMounts(m, st, svc, au, cfg.DatabaseURL, cfg.Namespace)
+	svc, err := service.New(service.Config{
+		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
+		TaskTypes:     func() []string { return append([]string(nil), types...) },
+		ExternalTypes: externalTypes(m),
+		Breakers:      newBreakerControl(st),
+		// depends_on and /api/v1/schedules; the orchestrator process runs
+		// the release and firing loops (orchestrator.go)
+		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),
+		Schedules:    cron.New(st, cron.Config{Logger: m.Logger}),
+		// params checked before task.create is published;
+		// the built-in types' too (a bad sleep is a 422, not a task that
+		// can only fail)
+		ParamSchemas: paramSchema,
+		SessionLimit: sessionLimit,
+		// results, notifications and plan runs go through the service too
+		Results: x.results, Notifications: x.notifier, NotificationHub: x.hub,
+		OnNotificationDelivered: x.orch.Delivered, Plans: x.plans,
+	})
 	if err != nil {
-		svc.Close()
+		for _, c := range x.close {
+			c()
+		}
 		return nil, err
 	}
-	x.mounts, x.close = append(x.mounts, rm...), append(x.close, closeResults)
 	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes,
-		Version: version, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
+		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {
 		a.close()
 		return nil, err

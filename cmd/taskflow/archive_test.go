@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/archive"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -105,7 +106,7 @@ func TestDevArchiveReadBack(t *testing.T) {
 	// The task and its result cache leave Redis (retention, here at once).
 	code, body = do("DELETE", "/api/v1/tasks/"+id, owner, "")
 	require.Equal(t, http.StatusOK, code, body)
-	require.NoError(t, rdb.Del(ctx, result.NewKeys(ns).Cache(id)).Err())
+	require.NoError(t, rdb.Del(ctx, result.NewKeys(keyspace.MustParse(ns)).Cache(id)).Err())
 	code, _ = do("GET", "/api/v1/tasks/"+id, owner, "")
 	require.Equal(t, http.StatusNotFound, code, "gone from Redis")
 

@@ -17,7 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
-// TestDevCancelAndTimeoutExternal: spec 003's cancellation and timeout
+// TestDevCancelAndTimeoutExternal: cancellation and timeout
 // through the program. On `taskflow dev`, with a service written with
 // extsvc whose handler waits until told (slow.job, an external type by
 // TASKFLOW_EXTERNAL_TYPES):

@@ -119,6 +119,10 @@ type taskDoc struct {
 	UpdatedAt   time.Time       `json:"updated_at"`
 	CompletedAt *time.Time      `json:"completed_at"`
 	Result      json.RawMessage `json:"result"`
+	WaitingFor  *struct {
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
+	} `json:"waiting_for"`
 }
 
 func short(s string, n int) string {

@@ -21,7 +21,7 @@ import (
 // over poll / WebSocket / SSE, plans), session B tries every route that
 // /openapi.json lists with session A's ids — a completed external task, a
 // scheduled one, one waiting on it, a schedule — and is refused each time
-// (403 or 404), never shown A's data, and changes nothing of A's. Routes
+// (404, as for ids that do not exist), never shown A's data, and changes nothing of A's. Routes
 // without ids answer B with B's own data only. Spec 003 §10: a session
 // sees only its own tasks, results and notifications.
 func TestCrossSessionEveryRoute(t *testing.T) {
@@ -187,8 +187,14 @@ func TestCrossSessionEveryRoute(t *testing.T) {
 			code, got := do(method, p, bTok, body)
 			require.Less(t, code, 500, "%s %s as B: %s", method, p, got)
 			require.Empty(t, leaks(got, p+body), "%s %s as B shows A's data: %s", method, p, got)
-			if strings.Contains(r, "{task_id}") || strings.Contains(r, "{schedule_id}") || strings.Contains(body, done) {
-				require.Contains(t, []int{http.StatusForbidden, http.StatusNotFound}, code, "%s %s as B: %s", method, p, got)
+			// one ownership rule: A's task or schedule is answered to B as
+			// one that does not exist
+			switch {
+			case strings.Contains(r, "{task_id}") || strings.Contains(r, "{schedule_id}"):
+				require.Equal(t, http.StatusNotFound, code, "%s %s as B: %s", method, p, got)
+			case strings.Contains(body, done): // depends_on: as a missing task
+				require.Equal(t, http.StatusUnprocessableEntity, code, "%s %s as B: %s", method, p, got)
+				require.Contains(t, string(got), "no task "+done)
 			}
 			// Naming A's session: refused where the admin may name one
 			// (notifications), ignored elsewhere (B gets B's own).

@@ -14,7 +14,7 @@ import (
 )
 
 // TestDevDelayedTask: on the real server a task submitted with delay runs
-// once the delay has passed, not before (spec 003's delayed execution).
+// once the delay has passed, not before (delayed execution).
 func TestDevDelayedTask(t *testing.T) {
 	t.Parallel()
 	_, ns := testredis.Client(t)

@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/devredis"
 	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // DevAddr is where `taskflow dev` listens when TASKFLOW_ADDR is unset.
@@ -19,10 +25,11 @@ const DevAddr = "127.0.0.1:8080"
 
 func init() {
 	register("dev", func(m *Main) *cobra.Command {
-		cfg, envErr := config.FromEnv(m.Getenv)
+		cfg, envErr := app.Load(m.Getenv)
 		if m.Getenv("TASKFLOW_ADDR") == "" {
 			cfg.Addr = DevAddr
 		}
+		var opts devOptions
 		cmd := &cobra.Command{
 			Use:   "dev",
 			Short: "Run everything in one process on 127.0.0.1: API, workers, scheduler (embedded Redis when REDIS_URL is unset)",
@@ -30,7 +37,14 @@ func init() {
 loopback only. With REDIS_URL unset it serves an embedded in-memory
 Redis-compatible server: nothing is kept when the process stops. Without
 TASKFLOW_ADMIN_KEY the API runs open (requests without credentials act as
-the admin), which is safe only because it listens on 127.0.0.1.`,
+the admin), which is safe only because it listens on 127.0.0.1.
+
+--services runs example external services in the same process (report,
+analyze, document, export, or all), so external tasks complete with no
+other command; --demo-data loads the plan engine's demo data into the
+Redis this process uses (the plans read it there). ` + "`make run`" + ` passes both.`,
+			Example: `  taskflow dev                                  # API, workers, scheduler, orchestrator
+  taskflow dev --services all --demo-data      # plus the example services and the plans' data (make run)`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if envErr != nil {
@@ -56,7 +70,10 @@ the admin), which is safe only because it listens on 127.0.0.1.`,
 				if host == "" || host == "localhost" {
 					host = "127.0.0.1"
 				}
-				return runDev(cmd.Context(), m, cfg, net.JoinHostPort(host, port))
+				if opts.services, err = parseServices(opts.servicesFlag); err != nil {
+					return &ExitError{Code: 2, Err: err}
+				}
+				return runDev(cmd.Context(), m, cfg, net.JoinHostPort(host, port), opts)
 			},
 		}
 		f := cmd.Flags()
@@ -65,11 +82,43 @@ the admin), which is safe only because it listens on 127.0.0.1.`,
 		f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
 		f.StringVar(&cfg.AdminKey, "admin-key", cfg.AdminKey, "admin bearer token (TASKFLOW_ADMIN_KEY); unset = open")
 		f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "handler goroutines (TASKFLOW_CONCURRENCY)")
+		f.StringVar(&opts.servicesFlag, "services", "", "example external services to run in this process: "+strings.Join(tools.Names(), ",")+", or all")
+		f.BoolVar(&opts.demoData, "demo-data", false, "load the plans' demo data into this process's Redis")
+		f.StringVar(&opts.outputDir, "output-dir", serviceEnvOr(m, "TASKFLOW_OUTPUT_DIR", "taskflow-output"), "where the example services write their files (TASKFLOW_OUTPUT_DIR)")
 		return cmd
 	})
 }
 
-func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error {
+// devOptions are what `taskflow dev` runs beyond the API and the engine.
+type devOptions struct {
+	servicesFlag string
+	services     []string // example services to run in process
+	demoData     bool
+	outputDir    string
+}
+
+// parseServices reads --services: names of extsvc/tools, comma-separated,
+// or "all"; "" runs none.
+func parseServices(v string) ([]string, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "", "none":
+		return nil, nil
+	case "all":
+		return tools.Names(), nil
+	}
+	var out []string
+	for _, n := range strings.Split(v, ",") {
+		n = strings.TrimSpace(n)
+		if _, ok := tools.Catalog[n]; !ok {
+			return nil, fmt.Errorf("--services: unknown service %q (want %s, or all)", n, strings.Join(tools.Names(), ", "))
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devOptions) error {
 	out := m.Stderr
 	if cfg.RedisURL == "" {
 		emb, err := devredis.Start()
@@ -83,11 +132,12 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	} else {
 		fmt.Fprintf(out, "taskflow dev: using Redis at %s\n", redactedURL(cfg.RedisURL))
 	}
-	rdb, err := openRedis(ctx, cfg.RedisURL)
+	// one app for everything this process runs: one Redis client, one store
+	ap, err := app.Open(ctx, cfg, m.Logger)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
+	defer ap.Close()
 	// Packages that read REDIS_URL themselves (the plan engine) must see the
 	// Redis this process uses, embedded or not.
 	dm := *m
@@ -100,8 +150,26 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	}
 	m = &dm
 
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if opts.demoData {
+		n, where, err := seedDevDemo(ctx, m, ap)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "taskflow dev: loaded %d plan demo keys into %s\n", n, where)
+	}
+	svcDone, err := startDevServices(ctx, m, ap, opts)
+	if err != nil {
+		return err
+	}
+	defer svcDone()
+	if len(opts.services) > 0 {
+		fmt.Fprintf(out, "taskflow dev: example services running in this process: %s (task types %s); files go to %s\n",
+			strings.Join(opts.services, ", "), strings.Join(serviceTypes(opts.services), ", "), opts.outputDir)
+	}
 	open := cfg.AdminKey == ""
-	a, err := newAPI(m, cfg, rdb, open)
+	a, err := newAPI(m, ap, open)
 	if err != nil {
 		return err
 	}
@@ -118,22 +186,19 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 	fmt.Fprintf(out, "taskflow dev: open %s/docs  (API %s/api/v1/, health %s/health)\n", base, base, base)
 	fmt.Fprintf(out, "taskflow dev: try  curl -s -X POST %s/api/v1/tasks/summarize/ -H 'Content-Type: application/json' -d '{\"content\":\"...\"}'\n", base)
 	fmt.Fprintf(out, "taskflow dev: or   echo 'some text. more text.' | TASKFLOW_URL=%s taskflow submit --wait\n", base)
-
-	eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
-	if err != nil {
-		return err
+	if opts.demoData {
+		fmt.Fprintf(out, "taskflow dev: plan curl -s -X POST %s/api/v1/plans/complex_dag/execute -d '{\"user_id\":1}'\n", base)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+
 	errc := make(chan error, 3)
 	go func() {
-		errc <- runEngine(ctx, m, rdb, eng, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
-			grace: cfg.ShutdownGrace, namespace: cfg.Namespace})
+		errc <- runEngine(ctx, m, ap, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
+			grace: cfg.ShutdownGrace})
 	}()
 	go func() { errc <- a.serve(ctx, ln, cfg.ShutdownGrace) }()
 	// External services' outcomes, cron, dependencies (orchestrator.go),
 	// counted on the API's /metrics: one process, one registry.
-	go func() { errc <- runOrchestrator(ctx, m, rdb, cfg.Namespace, "", cfg.DatabaseURL, a.extras.orch) }()
+	go func() { errc <- runOrchestrator(ctx, m, ap, "", a.extras.orch) }()
 	first := <-errc
 	cancel()
 	second, third := <-errc, <-errc
@@ -144,6 +209,60 @@ func runDev(ctx context.Context, m *Main, cfg config.Config, addr string) error 
 		second = nil
 	}
 	return errors.Join(first, second, third)
+}
+
+// seedDevDemo loads the plans' demo data where the plans read: the Redis
+// named by TASKFLOW_PLAN_REDIS_URL, else this process's own.
+func seedDevDemo(ctx context.Context, m *Main, ap *app.App) (int, string, error) {
+	rdb, where := ap.Redis, "this process's Redis"
+	if u := m.Getenv("TASKFLOW_PLAN_REDIS_URL"); u != "" {
+		c, err := redisconn.Open(ctx, u, redisconn.Options{PingTimeout: 2 * time.Second})
+		if err != nil {
+			return 0, "", fmt.Errorf("--demo-data: TASKFLOW_PLAN_REDIS_URL: %w", err)
+		}
+		defer c.Close()
+		rdb, where = c, redactedURL(u)
+	}
+	n, err := plan.Seed(ctx, rdb, m.Getenv("RANKD_KEY_PREFIX"), plan.Demo())
+	if err != nil {
+		return 0, "", fmt.Errorf("--demo-data: %w", err)
+	}
+	return n, where, nil
+}
+
+// startDevServices runs the example services of opts in this process on
+// its Redis; the returned func stops them and waits.
+func startDevServices(ctx context.Context, m *Main, ap *app.App, opts devOptions) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	stop := func() { cancel(); wg.Wait() }
+	for _, name := range opts.services {
+		spec := tools.Catalog[name]
+		svc, err := extsvc.New(ap.Redis, extsvc.Config{Name: spec.Service, Namespace: ap.Store.Namespace().Name(),
+			Logger: m.Logger})
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		spec.Register(svc, tools.Options{OutputDir: opts.outputDir})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := svc.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				m.Logger.Error("example service stopped", "service", spec.Service, "err", err)
+			}
+		}()
+	}
+	return stop, nil
+}
+
+// serviceTypes are the task types of the example services names.
+func serviceTypes(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, tools.Catalog[n].Types...)
+	}
+	return out
 }
 
 // redactedURL hides a password in a Redis URL.

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -144,22 +143,6 @@ func TestDevZeroSetup(t *testing.T) {
 	out, _, err = client(t, base, "", "status", id, "--json")
 	require.NoError(t, err)
 	require.Contains(t, out, `"summarizer":"extractive"`)
-
-	// The load generator, both modes, briefly.
-	for _, mode := range [][]string{{"--rate", "100"}, {}} {
-		out, errOut, err = client(t, base, "", append([]string{"loadgen", "--duration", "300ms", "--concurrency", "4", "--type", "noop", "--json"}, mode...)...)
-		require.NoError(t, err, errOut)
-		var res loadResult
-		require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-		require.Positive(t, res.OK, out)
-		require.Equal(t, res.Sent, res.OK, out)
-		require.Zero(t, res.Errors, out)
-		require.LessOrEqual(t, res.P50ms, res.P99ms)
-		if len(mode) > 0 {
-			require.Equal(t, "rate", res.Mode)
-			require.InDelta(t, 30, res.Sent, 3, "100/s for 300 ms")
-		}
-	}
 }
 
 func TestDevWithRedisURLAndAdminKey(t *testing.T) {

@@ -136,7 +136,7 @@ func (p *process) expect(t *testing.T, re string) string {
 	return m[len(m)-1]
 }
 
-// TestExampleServicesEndToEnd is spec 003's end-to-end flow on real
+// TestExampleServicesEndToEnd is end-to-end flow on real
 // processes: `taskflow dev` (API, workers, orchestrator, archiver) and the
 // four example services (`taskflow service report|analysis|document|
 // export`), each an OS process, on the real Redis and PostgreSQL. A session

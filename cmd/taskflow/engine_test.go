@@ -3,12 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -19,14 +19,14 @@ func TestEngineFromEnv(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{}
 	get := func(k string) string { return env[k] }
-	e, err := engineFromEnv(get, "ns1")
+	e, err := app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, "ns1", e.Store.Namespace)
 	require.Zero(t, e.Store.DefaultMaxRetries, "unset keeps the package default")
 
 	env = map[string]string{"MAX_RETRIES": "5", "MAX_TASK_AGE": "90", "CIRCUIT_TIMEOUT": "2m", "DEFAULT_RETRY_RATIO": "0.25",
 		"TASKFLOW_LEASE": "10s", "TASKFLOW_RETRY_SCALE": "0.001", "RETRY_QUEUE_WARNING": "10", "RETRY_QUEUE_CRITICAL": "20"}
-	e, err = engineFromEnv(get, "ns1")
+	e, err = app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, 5, e.Store.DefaultMaxRetries)
 	require.Equal(t, 90*time.Second, e.Store.MaxTaskAge)
@@ -34,16 +34,16 @@ func TestEngineFromEnv(t *testing.T) {
 	require.Equal(t, 0.25, e.Store.RetryRatio)
 	require.Equal(t, 10*time.Second, e.Worker.Lease)
 	require.Equal(t, 0.001, e.Worker.Retry.Scale)
-	require.Nil(t, e.Worker.Retry.Schedules, "unset: spec 001's schedules")
+	require.Nil(t, e.Worker.Retry.Schedules, "unset: schedules")
 
 	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "RateLimitError=30,90s; Default=1"}
-	e, err = engineFromEnv(get, "ns1")
+	e, err = app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second}, e.Worker.Retry.Schedules[task.ErrTypeRateLimit])
 	require.Equal(t, []time.Duration{time.Second}, e.Worker.Retry.Schedules[task.ErrTypeDefault])
 	require.Equal(t, retry.DefaultSchedules()[task.ErrTypeNetworkTimeout], e.Worker.Retry.Schedules[task.ErrTypeNetworkTimeout])
 	env = map[string]string{"TASKFLOW_RETRY_SCHEDULES": "Default=soon"}
-	_, err = engineFromEnv(get, "ns1")
+	_, err = app.EngineFromEnv(get, "ns1")
 	require.ErrorContains(t, err, `TASKFLOW_RETRY_SCHEDULES: retry schedules: Default: delay "soon"`)
 
 	for name, val := range map[string]string{
@@ -54,7 +54,7 @@ func TestEngineFromEnv(t *testing.T) {
 		"TASKFLOW_LEASE":       "1ms",
 	} {
 		env = map[string]string{name: val}
-		_, err := engineFromEnv(get, "ns1")
+		_, err := app.EngineFromEnv(get, "ns1")
 		require.Error(t, err, name)
 		if name != "DEFAULT_RETRY_RATIO" && name != "RETRY_QUEUE_CRITICAL" && name != "TASKFLOW_LEASE" {
 			require.ErrorContains(t, err, name)
@@ -70,7 +70,7 @@ func TestEngineFromEnvExplicitZero(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"MAX_RETRIES": "0", "DEFAULT_RETRY_RATIO": "0", "RETRY_RATIO_WARNING": "0.0",
 		"RETRY_RATIO_CRITICAL": "0", "MAX_TASK_AGE": "0"}
-	e, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+	e, err := app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
 	require.NoError(t, err)
 	cfg := e.Store.WithDefaults()
 	require.NoError(t, cfg.Validate())
@@ -82,20 +82,20 @@ func TestEngineFromEnvExplicitZero(t *testing.T) {
 
 	for _, name := range []string{"RETRY_QUEUE_WARNING", "CIRCUIT_FAILURE_THRESHOLD", "CIRCUIT_VOLUME_THRESHOLD",
 		"CIRCUIT_TIMEOUT", "TASKFLOW_LEASE", "TASKFLOW_TASK_TIMEOUT", "TASKFLOW_FETCH_BATCH", "TASKFLOW_RETRY_SCALE",
-		"TASKFLOW_SCHEDULER_INTERVAL", "TASKFLOW_SESSION_TTL"} {
+		"TASKFLOW_SCHEDULER_INTERVAL"} {
 		env = map[string]string{name: "0"}
-		_, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+		_, err := app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
 		require.ErrorContains(t, err, name+": \"0\" must be more than 0", name)
 	}
 	for name, val := range map[string]string{"MAX_RETRIES": "-1", "DEFAULT_RETRY_RATIO": "-0.1", "RETRY_RATIO_CRITICAL": "2"} {
 		env = map[string]string{name: val}
-		_, err := engineFromEnv(func(k string) string { return env[k] }, "ns1")
+		_, err := app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
 		require.ErrorContains(t, err, name, val)
 	}
 	// a value that does not parse is reported once
 	env = map[string]string{"TASKFLOW_LEASE": "forever"}
-	_, err = engineFromEnv(func(k string) string { return env[k] }, "ns1")
-	require.EqualError(t, err, `TASKFLOW_LEASE: "forever" is not a duration (e.g. 90s) or a number of seconds`)
+	_, err = app.EngineFromEnv(func(k string) string { return env[k] }, "ns1")
+	require.EqualError(t, err, `TASKFLOW_LEASE: "forever" is not seconds (30, 0.5) or a duration (90s, 1h)`)
 }
 
 func TestEngineCommandsNeedRedis(t *testing.T) {
@@ -105,41 +105,6 @@ func TestEngineCommandsNeedRedis(t *testing.T) {
 		err := testMain(map[string]string{}, &out).Run(context.Background(), []string{cmd})
 		require.ErrorContains(t, err, "REDIS_URL", cmd)
 	}
-	var out bytes.Buffer
-	err := testMain(map[string]string{}, &out).Run(context.Background(), []string{"bench"})
-	require.ErrorContains(t, err, "REDIS_URL")
-}
-
-func TestBenchCommand(t *testing.T) {
-	t.Parallel()
-	testredis.Client(t) // fails loudly without a Redis
-	var out bytes.Buffer
-	m := testMain(map[string]string{"REDIS_URL": testredis.URL()}, &out)
-	err := m.Run(context.Background(), []string{"bench", "--tasks", "300", "--concurrency", "4", "--rate", "200", "--latency-duration", "500ms", "--json"})
-	require.NoError(t, err)
-	// one JSON object on one line, with the key names the issue and
-	// docs/benchmarks.md promise (decoded without benchResult, so renaming
-	// a struct tag fails here)
-	require.Equal(t, 1, bytes.Count(out.Bytes(), []byte("\n")), "one line: %s", out.String())
-	require.True(t, bytes.HasSuffix(out.Bytes(), []byte("\n")))
-	var raw map[string]any
-	require.NoError(t, json.Unmarshal(out.Bytes(), &raw))
-	for _, k := range []string{"enqueue_per_sec", "processed_per_sec", "start_p50_ms", "start_p99_ms"} {
-		v, ok := raw[k].(float64)
-		require.True(t, ok, "key %q missing or not a number in %s", k, out.String())
-		require.Positive(t, v, k)
-	}
-	var res benchResult
-	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
-	require.Equal(t, raw["start_p99_ms"], res.StartP99Ms)
-	require.Equal(t, 300, res.Tasks)
-	require.Positive(t, res.EnqueueSinglePerSec)
-	require.Positive(t, res.EnqueuePerSec)
-	require.Positive(t, res.ProcessedPerSec)
-	require.Positive(t, res.ProcessedWithProducerPerSec)
-	require.Equal(t, 100, res.LatencyN)
-	require.Positive(t, res.StartP99Ms)
-	require.GreaterOrEqual(t, res.StartP99Ms, res.StartP50Ms)
 }
 
 func TestWorkerCommandRunsTasks(t *testing.T) {
@@ -152,7 +117,7 @@ func TestWorkerCommandRunsTasks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx, []string{"worker", "--concurrency", "2"}) }()
 	// a noop task enqueued through the store is completed by the command's worker
-	eng, err := engineFromEnv(m.Getenv, ns)
+	eng, err := app.EngineFromEnv(m.Getenv, ns)
 	require.NoError(t, err)
 	st, err := store.New(rdb, eng.Store)
 	require.NoError(t, err)

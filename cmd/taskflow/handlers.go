@@ -1,10 +1,14 @@
 package main
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/builtin"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/planapi"
+	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -13,8 +17,14 @@ import (
 type taskDeps struct {
 	// Redis holds fleet-wide state handlers share (the LLM rate limit).
 	Redis redis.UniversalClient
-	// Namespace is the deployment's key namespace.
-	Namespace string
+	// Namespace is the deployment's namespace (the LLM rate limit's keys).
+	Namespace keyspace.Namespace
+	// Store is the process's task store (the dispatcher of external types
+	// hands tasks off through it); nil in a process that only lists types.
+	Store *store.Store
+	// DefaultTimeout is the attempt timeout of a task that sets none
+	// (TASKFLOW_TASK_TIMEOUT): the dispatcher sends it to the services.
+	DefaultTimeout time.Duration
 }
 
 // newTaskMux builds the handler registry that `taskflow worker` and
@@ -79,7 +89,8 @@ func newSummarize(m *Main, d taskDeps) (*summarize.Handler, error) {
 			}
 			return m.Getenv(k)
 		}
-		return summarize.FromEnv(getenv, nil, d.Namespace)
+		// nothing is written in a listing: any namespace will do
+		return summarize.FromEnv(getenv, nil, keyspace.Default)
 	}
 	return summarize.FromEnv(getenv, d.Redis, d.Namespace)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -81,7 +82,7 @@ func TestExternalInFlightTakesEffect(t *testing.T) {
 				require.NoError(t, err)
 				ids = append(ids, tk.ID)
 			}
-			create := stream.NewKeys(ns).Create()
+			create := stream.NewKeys(keyspace.MustParse(ns)).Create()
 			published := func() int64 {
 				n, err := rdb.XLen(context.Background(), create).Result()
 				require.NoError(t, err)

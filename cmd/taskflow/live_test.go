@@ -18,7 +18,7 @@ import (
 )
 
 // TestDevLiveNotifications: on the real server an external task's
-// completion is pushed, in spec 003 §5's format, to the owner's WebSocket
+// completion is pushed, in format, to the owner's WebSocket
 // (token in the query, as browsers pass it) and SSE stream (token in the
 // header) while they are connected; another session's WebSocket gets
 // nothing, and a bad token is refused before any stream starts.

@@ -12,9 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/version"
 )
 
 // Main holds what every subcommand shares: its streams and logger. Tests
@@ -56,7 +61,14 @@ func (m *Main) Root() *cobra.Command {
 		Short:         "taskflow: a durable task queue, external services over Redis Streams, and a plan engine",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Read().String(), // taskflow --version
 	}
+	root.SetVersionTemplate("taskflow {{.Version}}\n")
+	// One flag convention: kebab-case. A snake_case spelling (--redis_url,
+	// as rankd's reference flags are written) names the same flag.
+	root.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
 	root.SetIn(m.Stdin)
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
@@ -72,7 +84,16 @@ func (m *Main) Root() *cobra.Command {
 }
 
 // Run executes the command line args and returns the error to report.
+// LOG_LEVEL and LOG_FORMAT, when set, replace the logger every command
+// uses.
 func (m *Main) Run(ctx context.Context, args []string) error {
+	if lv, lf := m.Getenv("LOG_LEVEL"), m.Getenv("LOG_FORMAT"); lv != "" || lf != "" {
+		l, err := config.NewLogger(strings.ToLower(strings.TrimSpace(lv)), strings.ToLower(strings.TrimSpace(lf)), m.Stderr)
+		if err != nil {
+			return &ExitError{Code: 2, Err: err}
+		}
+		m.Logger = l
+	}
 	root := m.Root()
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)

@@ -12,12 +12,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
 // TestAPIMetricsNotificationDelivery: `taskflow api` observes notification
-// delivery latency (spec 003 §9) on its /metrics, for a poll and for the
+// delivery latency on its /metrics, for a poll and for the
 // next-interaction path, and serves the streams' gauges.
 func TestAPIMetricsNotificationDelivery(t *testing.T) {
 	t.Parallel()
@@ -70,7 +71,7 @@ func TestAPIMetricsNotificationDelivery(t *testing.T) {
 		Token string `json:"token"`
 	}
 	require.NoError(t, json.Unmarshal(body, &sess))
-	n, err := notify.New(rdb, notify.Config{Namespace: ns})
+	n, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	note := notify.Notification{Type: notify.KindCompleted, TaskID: "t1", TaskType: "report.generate", Message: "done", Action: "view_result", Priority: "normal"}
 
@@ -247,7 +248,7 @@ func TestNextInteractionOnMountedRoutes(t *testing.T) {
 			return onlyTheNoop(out)
 		}, 20*time.Second, 20*time.Millisecond)
 	}
-	n, err := notify.New(rdb, notify.Config{Namespace: ns})
+	n, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		method, path, body string

@@ -16,7 +16,7 @@ import (
 // TestDevInProcessTaskNotifies: on the assembled `taskflow dev`, a session
 // that submits a summarize task (run by the in-process handler) is told
 // when it finishes, as for an external task: by polling its notifications
-// (spec 003 §5's fields) and on its next API response; a cancelled
+// (fields) and on its next API response; a cancelled
 // in-process task is announced too, and another session hears nothing.
 func TestDevInProcessTaskNotifies(t *testing.T) {
 	t.Parallel()

@@ -15,18 +15,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/archive"
-	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -83,22 +82,20 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.New(d.Redis, store.Config{Namespace: d.Namespace})
-	if err != nil {
-		return err
+	st := d.Store
+	if st == nil {
+		return errors.New("external task types: the dispatcher needs the process's store")
 	}
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{Namespace: d.Namespace, Logger: m.Logger, InFlight: inFlight})
+	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
 	return nil
 }
 
-// resultMounts are the result-retrieval endpoints (spec 003's
-// get_task_result and list_user_tasks) for the API server to mount behind
-// its authentication (a session or the admin; a session only sees its own
-// tasks), so the session's unread notifications ride on their answers as
-// on any other. With a DATABASE_URL, results that have left Redis are
-// read back from the archive; the returned func closes it.
-func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authenticator, databaseURL, namespace string) ([]httpapi.Mount, func(), error) {
+// openResults builds the result retrieval (get_task_result
+// and list_user_tasks) the service layer answers with. With a
+// DATABASE_URL, results that have left Redis are read back from the
+// archive; the returned func closes it.
+func openResults(m *Main, st *store.Store, databaseURL string) (*result.Results, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
 	if databaseURL != "" {
@@ -110,28 +107,23 @@ func resultMounts(m *Main, st *store.Store, lister result.Lister, au *auth.Authe
 		}
 		closeFn = arc.Close
 	}
-	h := result.New(st, result.Config{Namespace: namespace, Archive: arc, Lister: lister}).Handler(au)
-	return []httpapi.Mount{
-		{Method: "GET", Path: result.PathGet, Access: "session", Handler: h, Tag: "results",
-			Summary: "get_task_result: per status the result, error, progress/ETA, queue position or timeout message"},
-		{Method: "GET", Path: result.PathList, Access: "session", Handler: h, Tag: "results",
-			Summary: "list_user_tasks: the session's tasks, ?status_filter=all|pending|processing|completed|failed|timeout"},
-	}, closeFn, nil
+	return result.New(st, result.Config{Archive: arc}), closeFn, nil
 }
 
 // runOrchestrator runs the agent-group consumer until ctx ends (also used
 // by `taskflow dev`). databaseURL "" runs without the archive; mt counts
 // the outcomes it applies (nil: none are counted).
-func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, namespace, consumer, databaseURL string, mt *orchestrator.Metrics) error {
+//
+// It works on the process's one store (a.Store): the transitions it applies
+// (failures of external tasks, cron firings, dependency releases) follow the
+// same MAX_TASK_AGE, MAX_RETRIES and retry ratios as the workers'.
+func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, mt *orchestrator.Metrics) error {
 	bo, err := backoffFromEnv(m.Getenv)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	st, err := store.New(rdb, store.Config{Namespace: namespace})
-	if err != nil {
-		return err
-	}
-	note, err := notify.New(rdb, notify.Config{Namespace: namespace})
+	rdb, st, databaseURL := a.Redis, a.Store, a.Config.DatabaseURL
+	note, err := notify.New(rdb, notify.Config{Namespace: st.Namespace()})
 	if err != nil {
 		return err
 	}
@@ -144,7 +136,7 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	} else {
 		m.Logger.Warn("DATABASE_URL is not set: finished tasks are not archived (results live 24 h in Redis)")
 	}
-	cfg := orchestrator.Config{Namespace: namespace, Consumer: consumer, Logger: m.Logger, Backoff: bo}
+	cfg := orchestrator.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo}
 	if mt != nil {
 		cfg.Observe = mt.Observe
 	}
@@ -154,18 +146,18 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	}
 	// Recurring schedules fire from every orchestrator: each due time
 	// creates one task whatever the number of processes.
-	cr := cron.New(st, cron.Config{Namespace: namespace, Logger: m.Logger})
+	cr := cron.New(st, cron.Config{Logger: m.Logger})
 	cronDone := make(chan error, 1)
 	go func() { cronDone <- cr.Run(ctx) }()
 	// Tasks waiting for others are released (or cancelled) as their
 	// dependencies finish.
-	deps := depend.New(st, depend.Config{Namespace: namespace, Logger: m.Logger})
+	deps := depend.New(st, depend.Config{Logger: m.Logger})
 	depsDone := make(chan error, 1)
 	go func() { depsDone <- deps.Run(ctx) }()
 	// Every finished task, in-process ones too, goes to the archive.
 	archDone := make(chan error, 1)
 	if arc != nil {
-		a := orchestrator.NewArchiver(st, arc, namespace, m.Logger)
+		a := orchestrator.NewArchiver(st, arc, m.Logger)
 		if mt != nil {
 			a.OnGap(mt.Gap("archiver"))
 		}
@@ -175,7 +167,7 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 	}
 	// Sessions hear of their in-process tasks' ends as of external ones'
 	// (the orchestrator announces those).
-	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{Namespace: namespace,
+	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{
 		External: externalTypes(m), Since: processStart, Logger: m.Logger})
 	if mt != nil {
 		nt.OnGap(mt.Gap("notifier"))
@@ -195,7 +187,7 @@ func runOrchestrator(ctx context.Context, m *Main, rdb redis.UniversalClient, na
 // not announced. `taskflow dev` serves requests only after it.
 var processStart = time.Now()
 
-// The environment variables of spec 003 §7's retry delay of external
+// The environment variables of retry delay of external
 // tasks' transient failures (the number of retries is the task's
 // max_retries: MAX_RETRIES by default).
 const (
@@ -205,7 +197,7 @@ const (
 )
 
 // backoffFromEnv reads the external retry delay; unset variables keep
-// spec 003's defaults.
+// defaults.
 func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 	var b orchestrator.Backoff
 	for _, d := range []struct {
@@ -216,9 +208,9 @@ func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 		if v == "" {
 			continue
 		}
-		x, err := time.ParseDuration(v)
+		x, err := seconds.Parse(v) // the one rule: seconds or a duration
 		if err != nil || x <= 0 {
-			return b, fmt.Errorf("%s: %q is not a positive duration like 1s or 500ms", d.name, v)
+			return b, fmt.Errorf("%s: %q is not a positive number of seconds or duration like 1, 0.5 or 500ms", d.name, v)
 		}
 		*d.into = x
 	}
@@ -237,9 +229,8 @@ func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 }
 
 func newOrchestratorCommand(m *Main) *cobra.Command {
-	var (
-		redisURL, namespace, consumer, metricsAddr string
-	)
+	cfg, envErr := app.Load(m.Getenv)
+	var consumer, metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
 		Short: "Apply external services' outcomes (consumer group agent-group): results, notifications, archive",
@@ -249,15 +240,17 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 			"(" + EnvExternalTypes + ").",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if redisURL == "" {
+			if envErr != nil {
+				return &ExitError{Code: 2, Err: envErr}
+			}
+			if cfg.RedisURL == "" {
 				return &ExitError{Code: 2, Err: errors.New("orchestrator: REDIS_URL (or --redis-url) is required")}
 			}
-			opt, err := redis.ParseURL(redisURL)
+			a, err := app.Open(cmd.Context(), cfg, m.Logger)
 			if err != nil {
-				return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: REDIS_URL: %w", err)}
+				return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: %w", err)}
 			}
-			rdb := redis.NewClient(opt)
-			defer rdb.Close()
+			defer a.Close()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 			if metricsAddr != "" {
@@ -272,16 +265,16 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 				defer srv.Close()
 				fmt.Fprintf(m.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 			}
-			mt, err := orchestrator.NewMetrics(reg, rdb, namespace)
+			mt, err := orchestrator.NewMetrics(reg, a.Redis, a.Store.Namespace())
 			if err != nil {
 				return err
 			}
-			return runOrchestrator(cmd.Context(), m, rdb, namespace, consumer, m.Getenv("DATABASE_URL"), mt)
+			return runOrchestrator(cmd.Context(), m, a, consumer, mt)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&redisURL, "redis-url", m.Getenv("REDIS_URL"), "Redis to use (REDIS_URL)")
-	f.StringVar(&namespace, "namespace", serviceEnvOr(m, "TASKFLOW_NAMESPACE", "taskflow"), "key namespace (TASKFLOW_NAMESPACE)")
+	f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis to use (REDIS_URL)")
+	f.StringVar(&cfg.Config.Namespace, "namespace", cfg.Config.Namespace, "key namespace (TASKFLOW_NAMESPACE)")
 	f.StringVar(&consumer, "consumer", "", "consumer name in agent-group (default agent-<host>-<pid>)")
 	f.StringVar(&metricsAddr, "metrics-addr", serviceEnvOr(m, "TASKFLOW_ORCHESTRATOR_METRICS_ADDR", ""), "serve Prometheus metrics here, e.g. 127.0.0.1:9102 (TASKFLOW_ORCHESTRATOR_METRICS_ADDR)")
 	return cmd

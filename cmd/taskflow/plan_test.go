@@ -17,7 +17,7 @@ import (
 )
 
 // TestDevServesPlans: the real server (`taskflow dev` on a Redis of the
-// test's own namespace) runs spec 002's complex_dag from plans/ over
+// test's own namespace) runs complex_dag from plans/ over
 // POST /api/v1/plans/{name}/execute and as a task of type "plan", on the
 // data `taskflow seed-demo` loads. complex_dag's answer: the media of
 // follow:1 (ids 1001..1006, recommendation:1's users have no media) scored
@@ -105,15 +105,17 @@ func TestDevServesPlans(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond)
 	check(got.Result, "task-1")
 
-	// A task naming a plan that does not exist fails permanently (no retry).
+	// A task that could only fail is refused at submit, as the route
+	// refuses its run: a plan that does not exist, a name no plan can have
+	// (the worker's handler fails such a task permanently: planapi's tests).
 	code, raw = call("POST", "/api/v1/tasks", `{"task_type":"plan","max_retries":3,"params":{"plan_name":"no_such_plan","user_id":1}}`)
-	require.Equal(t, http.StatusCreated, code, string(raw))
-	require.NoError(t, json.Unmarshal(raw, &created))
-	require.Eventually(t, func() bool {
-		_, raw := call("GET", "/api/v1/tasks/"+created.TaskID, "")
-		require.NoError(t, json.Unmarshal(raw, &got))
-		return got.State == "DLQ"
-	}, 30*time.Second, 20*time.Millisecond)
-	require.Zero(t, got.Retries, "a missing plan is permanent: straight to the DLQ")
-	require.Contains(t, got.LastError, "no_such_plan")
+	require.Equal(t, http.StatusUnprocessableEntity, code, string(raw))
+	require.Contains(t, string(raw), `"field":"params.plan_name"`)
+	require.Contains(t, string(raw), "no_such_plan")
+	code, raw = call("POST", "/api/v1/tasks", `{"task_type":"plan","params":{"plan_name":"`+strings.Repeat("p", 300)+`","user_id":1}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, code, string(raw))
+	require.Contains(t, string(raw), `"field":"params.plan_name"`)
+	code, raw = call("POST", "/api/v1/plans/"+strings.Repeat("p", 300)+"/execute", `{"user_id":1}`)
+	require.Equal(t, http.StatusBadRequest, code, string(raw))
+	require.Contains(t, string(raw), `"invalid_plan_name"`)
 }

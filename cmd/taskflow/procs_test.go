@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -53,7 +54,7 @@ func TestSchedulerAndWorkerCommands(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	eng, err := engineFromEnv(func(k string) string { return env[k] }, ns)
+	eng, err := app.EngineFromEnv(func(k string) string { return env[k] }, ns)
 	require.NoError(t, err)
 	st, err := store.New(rdb, eng.Store)
 	require.NoError(t, err)

@@ -10,9 +10,10 @@ import (
 func init() {
 	register("retry", func(m *Main) *cobra.Command {
 		cmd := &cobra.Command{
-			Use:   "retry TASK_ID",
-			Short: "Retry a FAILED or DLQ task (it goes to the retry queue with retry_count 0)",
-			Args:  cobra.ExactArgs(1),
+			Use:               "retry TASK_ID",
+			Short:             "Retry a FAILED or DLQ task (it goes to the retry queue with retry_count 0)",
+			Args:              cobra.ExactArgs(1),
+			ValidArgsFunction: completeTaskIDs(m),
 		}
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
 			var out struct {

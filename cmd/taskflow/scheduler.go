@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/app"
 )
 
 func init() {
 	register("scheduler", func(m *Main) *cobra.Command {
-		cfg, envErr := config.FromEnv(m.Getenv)
+		cfg, envErr := app.Load(m.Getenv)
 		cmd := &cobra.Command{
 			Use:   "scheduler",
 			Short: "Run the scheduler alone: due retries, delayed tasks, expired leases, the max-age rule, retention",
@@ -26,23 +26,16 @@ script over a bounded batch, so any number of schedulers may run at once
 				if envErr != nil {
 					return envErr
 				}
-				if err := cfg.Validate(); err != nil {
-					return err
-				}
 				if cfg.RedisURL == "" {
 					return errors.New("REDIS_URL is not set: `taskflow scheduler` needs a Redis")
 				}
-				eng, err := engineFromEnv(m.Getenv, cfg.Namespace)
+				a, err := app.Open(cmd.Context(), cfg, m.Logger)
 				if err != nil {
 					return err
 				}
-				rdb, err := openRedis(cmd.Context(), cfg.RedisURL)
-				if err != nil {
-					return err
-				}
-				defer rdb.Close()
-				m.Logger.Info("taskflow scheduler running", "namespace", cfg.Namespace)
-				return runEngine(cmd.Context(), m, rdb, eng, engineRun{scheduler: true, namespace: cfg.Namespace})
+				defer a.Close()
+				m.Logger.Info("taskflow scheduler running", "namespace", cfg.Config.Namespace)
+				return runEngine(cmd.Context(), m, a, engineRun{scheduler: true})
 			},
 		}
 		f := cmd.Flags()

@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
+	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 func init() {
@@ -14,38 +15,48 @@ func init() {
 		var redisURL, prefix string
 		cmd := &cobra.Command{
 			Use:   "seed-demo",
-			Short: "Load the plan engine's demo data (users, follow/recommendation/media lists) into Redis",
+			Short: "Load the plan engine's demo data (users, follow/recommendation/media lists) into the Redis you name",
 			Long: `seed-demo writes the data the example plans expect (docs/plan.md) into
-the Redis at --redis_url (default $REDIS_URL, else redis://127.0.0.1:6379/0),
-every key under --key_prefix (default $RANKD_KEY_PREFIX). It replaces only
-the demo's own keys and never flushes anything; running it twice is harmless.`,
+the Redis at --redis-url (default $TASKFLOW_PLAN_REDIS_URL, else $REDIS_URL),
+every key under --key-prefix (default $RANKD_KEY_PREFIX). It writes only to a
+Redis you named, replaces only the demo's own keys and never flushes
+anything; running it twice is harmless.`,
+			Example: `  REDIS_URL=redis://127.0.0.1:6379/0 taskflow seed-demo
+  taskflow seed-demo --redis-url redis://127.0.0.1:6379/0 --key-prefix demo:`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if redisURL == "" {
-					redisURL = m.Getenv("REDIS_URL")
+				for _, v := range []string{"TASKFLOW_PLAN_REDIS_URL", "REDIS_URL"} {
+					if redisURL == "" {
+						redisURL = m.Getenv(v)
+					}
 				}
 				if redisURL == "" {
-					redisURL = "redis://127.0.0.1:6379/0"
+					return fmt.Errorf("seed-demo writes only to a Redis you name: give --redis-url or set REDIS_URL (e.g. the address `taskflow dev` prints)")
 				}
-				if !cmd.Flags().Changed("key_prefix") {
+				if !cmd.Flags().Changed("key-prefix") {
 					prefix = m.Getenv("RANKD_KEY_PREFIX")
 				}
-				opt, err := redis.ParseURL(redisURL)
+				addr, err := redisconn.Addrs(redisURL)
 				if err != nil {
-					return fmt.Errorf("seed-demo: --redis_url: %w", err)
+					return fmt.Errorf("seed-demo: --redis-url: %w", err)
 				}
-				c := redis.NewClient(opt)
+				// one clear answer at once when nothing listens there, not a
+				// dial error per retry
+				c, err := redisconn.Open(cmd.Context(), redisURL, redisconn.Options{PingTimeout: 2 * time.Second})
+				if err != nil {
+					return fmt.Errorf("seed-demo: cannot reach Redis at %s: %w", addr, err)
+				}
 				defer c.Close()
 				n, err := plan.Seed(cmd.Context(), c, prefix, plan.Demo())
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(m.Stdout, "seeded %d demo keys into %s (key prefix %q)\n", n, opt.Addr, prefix)
+				_, err = fmt.Fprintf(m.Stdout, "seeded %d demo keys into %s (key prefix %q)\n", n, addr, prefix)
 				return err
 			},
 		}
-		cmd.Flags().StringVar(&redisURL, "redis_url", "", "Redis URL (default $REDIS_URL, else redis://127.0.0.1:6379/0)")
-		cmd.Flags().StringVar(&prefix, "key_prefix", "", "prefix of every key written (default $RANKD_KEY_PREFIX)")
+		cmd.Flags().StringVar(&redisURL, "redis-url", "", "Redis to write to (default $TASKFLOW_PLAN_REDIS_URL, else $REDIS_URL; one of them is required)")
+		cmd.Flags().StringVar(&prefix, "key-prefix", "", "prefix of every key written (default $RANKD_KEY_PREFIX)")
 		return cmd
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,6 +42,21 @@ func TestSeedDemoBadURL(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }, Logger: NewMain().Logger}
-	err := m.Run(context.Background(), []string{"seed-demo", "--redis_url", "http://nope"})
-	require.ErrorContains(t, err, "--redis_url")
+	err := m.Run(context.Background(), []string{"seed-demo", "--redis-url", "http://nope"})
+	require.ErrorContains(t, err, "--redis-url")
+}
+
+// seed-demo writes to no Redis the user did not name, and a Redis that does
+// not answer is one clear error at once.
+func TestSeedDemoNamesItsRedis(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }, Logger: NewMain().Logger}
+	err := m.Run(context.Background(), []string{"seed-demo"})
+	require.ErrorContains(t, err, "seed-demo writes only to a Redis you name: give --redis-url or set REDIS_URL")
+	t0 := time.Now()
+	err = m.Run(context.Background(), []string{"seed-demo", "--redis-url", "redis://127.0.0.1:1/0"})
+	require.ErrorContains(t, err, "seed-demo: cannot reach Redis at 127.0.0.1:1")
+	require.Less(t, time.Since(t0), 3*time.Second)
+	require.Empty(t, out.String(), "no dial error per retry")
 }

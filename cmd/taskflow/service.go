@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 func init() { register("service", newServiceCommand) }
 
-// newServiceCommand runs one of the example external services of spec 003
+// newServiceCommand runs one of the example external services
 // (extsvc/tools) against REDIS_URL until interrupted.
 func newServiceCommand(m *Main) *cobra.Command {
 	var (
@@ -27,7 +27,7 @@ func newServiceCommand(m *Main) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "service NAME",
 		Short: "Run an example external service (" + strings.Join(tools.Names(), ", ") + ") over Redis Streams",
-		Long: "Runs one of spec 003's example services: it takes its task types from agent:stream:task.create\n" +
+		Long: "Runs one of the example services: it takes its task types from agent:stream:task.create\n" +
 			"through the consumer group NAME-service-group and publishes task.completed / task.failed.\n" +
 			"Services: " + strings.Join(tools.Names(), ", ") + ".",
 		Args: cobra.ExactArgs(1),
@@ -39,11 +39,10 @@ func newServiceCommand(m *Main) *cobra.Command {
 			if redisURL == "" {
 				return &ExitError{Code: 2, Err: errors.New("service: REDIS_URL (or --redis-url) is required")}
 			}
-			opt, err := redis.ParseURL(redisURL)
+			rdb, err := redisconn.Open(cmd.Context(), redisURL, redisconn.Options{NoPing: true})
 			if err != nil {
 				return &ExitError{Code: 2, Err: fmt.Errorf("service: REDIS_URL: %w", err)}
 			}
-			rdb := redis.NewClient(opt)
 			defer rdb.Close()
 			svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: namespace, Consumer: consumer,
 				Concurrency: concurrency, Logger: m.Logger})

@@ -52,7 +52,7 @@ func TestExternalTypes(t *testing.T) {
 	require.ErrorContains(t, err, "already an in-process task type")
 }
 
-// TestBackoffFromEnv: spec 003 §7's defaults when unset; each variable
+// TestBackoffFromEnv: defaults when unset; each variable
 // overrides its field; a bad value is refused naming the variable.
 func TestBackoffFromEnv(t *testing.T) {
 	t.Parallel()

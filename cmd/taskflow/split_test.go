@@ -25,7 +25,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// TestSplitDeploymentMetrics: spec 003 §9's series in a split deployment —
+// TestSplitDeploymentMetrics: series in a split deployment —
 // `taskflow api`, `taskflow worker`, `taskflow orchestrator
 // --metrics-addr` and `taskflow service analysis` as separate commands on
 // one Redis. The orchestrator's /metrics counts the outcomes it applies

@@ -14,9 +14,10 @@ func init() {
 	register("status", func(m *Main) *cobra.Command {
 		var asJSON bool
 		cmd := &cobra.Command{
-			Use:   "status [TASK_ID]",
-			Short: "Show queue depths and tasks per state, or one task's state",
-			Args:  cobra.MaximumNArgs(1),
+			Use:               "status [TASK_ID]",
+			Short:             "Show queue depths and tasks per state, or one task's state",
+			Args:              cobra.MaximumNArgs(1),
+			ValidArgsFunction: completeTaskIDs(m),
 		}
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
@@ -38,6 +39,9 @@ func init() {
 					t.ID, t.Type, t.State, t.RetryCount, t.MaxRetries, t.CreatedAt.Format("2006-01-02 15:04:05.000"), t.UpdatedAt.Format("2006-01-02 15:04:05.000"))
 				if t.LastError != "" {
 					fmt.Fprintf(w, "last error\t%s: %s\n", t.ErrorType, t.LastError)
+				}
+				if t.WaitingFor != nil {
+					fmt.Fprintf(w, "waiting\t%s\n", t.WaitingFor.Message)
 				}
 				if len(t.Result) > 0 && string(t.Result) != "null" {
 					fmt.Fprintf(w, "result\t%s\n", short(string(t.Result), 200))
@@ -76,6 +80,22 @@ func init() {
 				fmt.Fprintf(w, "%s\t%d\n", s, qs.States[s])
 			}
 			fmt.Fprintf(w, "\nretry ratio\t%.2f (%s)\n", qs.RetryRatio, qs.Pressure)
+			// the external services, and the workers when the token may
+			// see them (the admin)
+			var sraw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/services", nil, &sraw); err == nil {
+				if sv, err := decodeServices(sraw); err == nil {
+					fmt.Fprintln(w)
+					printServices(w, sv)
+				}
+			}
+			var wraw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/workers", nil, &wraw); err == nil {
+				if ws, err := decodeWorkers(wraw); err == nil {
+					fmt.Fprintln(w)
+					printWorkers(w, ws)
+				}
+			}
 			return w.Flush()
 		})
 	})

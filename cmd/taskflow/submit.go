@@ -30,11 +30,24 @@ func init() {
 		cmd.Flags().StringVar(&taskType, "type", "summarize", "task type")
 		cmd.Flags().StringVar(&params, "params", "", "handler params as a JSON object")
 		cmd.Flags().StringVar(&priority, "priority", "", "high, normal or low")
-		cmd.Flags().IntVar(&maxRetries, "max-retries", -1, "retries before the DLQ (default: the server's, 3)")
-		cmd.Flags().Float64Var(&timeout, "timeout", 0, "seconds one attempt may run (default: the worker's)")
+		cmd.Flags().IntVar(&maxRetries, "max-retries", 0, "retries before the DLQ (unset: the server's MAX_RETRIES, 3)")
+		cmd.Flags().Float64Var(&timeout, "timeout", 0, "seconds one attempt may run, fractions allowed (unset: the server's TASKFLOW_TASK_TIMEOUT)")
 		cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task ends, showing progress, then print its result")
 		cmd.Flags().DurationVar(&waitFor, "wait-timeout", 10*time.Minute, "give up waiting after this long")
+		_ = cmd.RegisterFlagCompletionFunc("type", completeTaskTypes(m))
+		_ = cmd.RegisterFlagCompletionFunc("priority", cobra.FixedCompletions([]string{"high", "normal", "low"}, cobra.ShellCompDirectiveNoFileComp))
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
+			// a flag the user typed is sent as typed or refused here, never
+			// replaced by the server's default
+			if cmd.Flags().Changed("max-retries") && maxRetries < 0 {
+				return fmt.Errorf("--max-retries %d: must be 0 or more", maxRetries)
+			}
+			if cmd.Flags().Changed("timeout") && !(timeout > 0) {
+				return fmt.Errorf("--timeout %v: must be more than 0 seconds", timeout)
+			}
+			if waitFor <= 0 {
+				return fmt.Errorf("--wait-timeout %s: must be more than 0", waitFor)
+			}
 			body := map[string]any{"task_type": taskType}
 			content, src, err := readContent(m, args, taskType == "summarize" || (params == "" && len(args) > 0))
 			if err != nil {
@@ -53,10 +66,10 @@ func init() {
 			if priority != "" {
 				body["priority"] = priority
 			}
-			if maxRetries >= 0 {
+			if cmd.Flags().Changed("max-retries") {
 				body["max_retries"] = maxRetries
 			}
-			if timeout > 0 {
+			if cmd.Flags().Changed("timeout") {
 				body["timeout"] = timeout
 			}
 			var sub struct {
@@ -118,6 +131,7 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	start := time.Now()
 	last := ""
 	lastPrint := start
+	toldWaiting := false
 	const stillEvery = 5 * time.Second // a line even when nothing changes
 	delay := 50 * time.Millisecond
 	for {
@@ -140,7 +154,11 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			last = t.State
 			lastPrint = time.Now()
 			delay = 50 * time.Millisecond
-		} else if time.Since(lastPrint) >= stillEvery {
+		}
+		if t.WaitingFor != nil && !toldWaiting {
+			fmt.Fprintf(m.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), t.WaitingFor.Message)
+			toldWaiting, lastPrint = true, time.Now()
+		} else if t.State == last && time.Since(lastPrint) >= stillEvery {
 			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), t.State)
 			lastPrint = time.Now()
 		}
@@ -159,14 +177,24 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	}
 }
 
-// printResult prints a summary as text, any other result as JSON.
+// printResult prints a summarize task's summary as text, any other result
+// as JSON, and says where a result's file is.
 func printResult(m *Main, raw json.RawMessage) error {
 	var r struct {
 		Summary    string `json:"summary"`
 		Summarizer string `json:"summarizer"`
 		Model      string `json:"model"`
+		FileURL    string `json:"file_url"`
 	}
-	if json.Unmarshal(raw, &r) == nil && r.Summary != "" {
+	_ = json.Unmarshal(raw, &r)
+	if r.FileURL != "" {
+		where := r.FileURL
+		if p, ok := strings.CutPrefix(where, "file://"); ok {
+			where = p + " (written by the service, on the machine it runs on)"
+		}
+		fmt.Fprintf(m.Stderr, "file: %s\n", where)
+	}
+	if r.Summary != "" && r.Summarizer != "" {
 		by := r.Summarizer
 		if r.Model != "" {
 			by += ", " + r.Model

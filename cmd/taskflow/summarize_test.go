@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -28,8 +29,10 @@ func testMain(env map[string]string, stdout io.Writer) *Main {
 func TestSummarizeRegistration(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
 
-	mux, err := newTaskMux(testMain(nil, io.Discard), taskDeps{Redis: rdb, Namespace: ns})
+	mux, err := newTaskMux(testMain(nil, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.NoError(t, err)
 	h, ok := mux.Handler(summarize.TaskType)
 	require.True(t, ok)
@@ -40,7 +43,7 @@ func TestSummarizeRegistration(t *testing.T) {
 	require.Contains(t, string(raw), `"summarizer":"extractive"`)
 
 	withKey := map[string]string{"OPENROUTER_API_KEY": "sk-x", "OPENROUTER_BASE_URL": "http://127.0.0.1:1/v1"}
-	mux, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: ns})
+	mux, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.NoError(t, err)
 	require.Equal(t, summarize.Dependency, taskDependencies(mux)[summarize.TaskType])
 
@@ -50,7 +53,7 @@ func TestSummarizeRegistration(t *testing.T) {
 	require.Contains(t, mux.Types(), summarize.TaskType)
 
 	withKey["OPENROUTER_TIMEOUT"] = "soon"
-	_, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: ns})
+	_, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.ErrorContains(t, err, "OPENROUTER_TIMEOUT")
 }
 

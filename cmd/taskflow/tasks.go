@@ -28,7 +28,17 @@ func init() {
 		cmd.Flags().StringVar(&sortBy, "sort-by", "", "created_at or updated_at")
 		cmd.Flags().StringVar(&order, "order", "", "asc or desc")
 		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+		_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(stateNames(), cobra.ShellCompDirectiveNoFileComp))
+		_ = cmd.RegisterFlagCompletionFunc("type", completeTaskTypes(m))
+		_ = cmd.RegisterFlagCompletionFunc("sort-by", cobra.FixedCompletions([]string{"created_at", "updated_at"}, cobra.ShellCompDirectiveNoFileComp))
+		_ = cmd.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{"asc", "desc"}, cobra.ShellCompDirectiveNoFileComp))
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
+			if limit < 1 {
+				return fmt.Errorf("--limit %d: must be at least 1", limit)
+			}
+			if page < 1 {
+				return fmt.Errorf("--page %d: must be at least 1", page)
+			}
 			q := url.Values{"summary": {"true"}, "page_size": {strconv.Itoa(limit)}, "page": {strconv.Itoa(page)}}
 			for k, v := range map[string]string{"status": status, "task_type": taskType, "sort_by": sortBy, "sort_order": order} {
 				if v != "" {

@@ -4,19 +4,18 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-)
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+	"github.com/taskflow/taskflow/internal/version"
+)
 
 func init() {
 	register("version", func(m *Main) *cobra.Command {
 		return &cobra.Command{
 			Use:   "version",
-			Short: "Print the taskflow version",
+			Short: "Print the taskflow version: module version, commit, Go toolchain",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				_, err := fmt.Fprintln(m.Stdout, "taskflow", version)
+				_, err := fmt.Fprintln(m.Stdout, "taskflow", version.Read())
 				return err
 			},
 		}

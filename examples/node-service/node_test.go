@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -29,7 +30,7 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	require.NoError(t, err, "examples/node-service/node_modules is missing: run `npm ci` there (.ci/run does)")
 
 	rdb, ns := testredis.Client(t)
-	k := stream.NewKeys(ns)
+	k := stream.NewKeys(keyspace.MustParse(ns))
 	ctx := context.Background()
 
 	cmd := exec.Command(node, "service.js")

@@ -1,5 +1,5 @@
 // Package param declares the parameters a task type takes and checks a
-// task's params against them before it is published (spec 003 §10): the
+// task's params against them before it is published: the
 // API refuses a bad value with the field's name instead of the service
 // failing the task later. A service declares its schema once, next to its
 // handler; the API and the handler can both use it.

@@ -19,7 +19,7 @@ var ParamSchemas = map[string]param.Schema{
 		{Name: "year", Kind: param.Integer, Required: true, Min: 1900, Max: 2200, Description: "the year of the quarter"},
 		{Name: "format", Kind: param.String, Enum: []string{"md", "html", "csv", "pdf"}, FoldCase: true, Description: "output format; default md"},
 		{Name: "title", Kind: param.String, MaxLen: 200, Description: "default \"<quarter> <year> report\""},
-		{Name: "data", Kind: param.Object, Description: "metric name → its values in the quarter"},
+		{Name: "data", Kind: param.Object, Required: true, Description: "metric name → its values in the quarter, e.g. {\"revenue\": [120, 135, 150]}; {} fails the task (INSUFFICIENT_DATA)"},
 	}},
 	"data.analyze": {Fields: []param.Field{
 		{Name: "csv", Kind: param.String, Required: true, MaxLen: MaxCSVBytes, Description: "the data, with a header row"},
@@ -28,6 +28,11 @@ var ParamSchemas = map[string]param.Schema{
 	"document.process": {Fields: []param.Field{
 		{Name: "content", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the document's text, HTML or Markdown"},
 		{Name: "format", Kind: param.String, Enum: []string{"text", "txt", "html", "markdown", "md"}, FoldCase: true, Description: "default: guessed from the content"},
+	}},
+	// text.wordcount is the type of the Node example service
+	// (examples/node-service), which needs the text in params.text.
+	"text.wordcount": {Fields: []param.Field{
+		{Name: "text", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the text whose words are counted"},
 	}},
 	"data.export": {Fields: []param.Field{
 		{Name: "rows", Kind: param.Array, Items: param.Object, Required: true, MaxLen: MaxExportRows, Description: "the rows, JSON objects"},

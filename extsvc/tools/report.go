@@ -14,7 +14,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc"
 )
 
-// reportParams are report.generate's params (spec 003's example plus the
+// reportParams are report.generate's params (example plus the
 // data the report is about).
 type reportParams struct {
 	Title   string `json:"title"`

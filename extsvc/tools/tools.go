@@ -1,7 +1,7 @@
-// Package tools holds the example external services of spec 003's tools:
+// Package tools holds the example external services of tools:
 // report.generate (generate_report_tool), data.analyze (analyze_data_tool),
 // document.process (process_document_tool) and data.export
-// (export_data_tool). Each writes a real output file and returns spec 003's
+// (export_data_tool). Each writes a real output file and returns the original
 // result object {file_url, summary, metadata}. `taskflow service NAME`
 // runs them.
 package tools

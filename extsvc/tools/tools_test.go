@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func run(t *testing.T, name string, params map[string]string) (map[string]stream.Event, string) {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	k := stream.NewKeys(ns)
+	k := stream.NewKeys(keyspace.MustParse(ns))
 	spec := Catalog[name]
 	svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: ns, Block: 50 * time.Millisecond})
 	require.NoError(t, err)

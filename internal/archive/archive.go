@@ -1,5 +1,5 @@
 // Package archive is the durable archive of finished tasks in PostgreSQL
-// (spec 003 §8: "if result not in cache, fetch from" the database). Redis
+// ("if result not in cache, fetch from" the database). Redis
 // keeps a task and its result for 24 hours; the archive keeps them until an
 // operator deletes them. Writes are idempotent upserts, so the orchestrator
 // may archive a task again after a crash or a late completion.

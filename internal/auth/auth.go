@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
+
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
@@ -46,8 +48,8 @@ var (
 
 // Config configures an Authenticator.
 type Config struct {
-	// Namespace prefixes the Redis keys. Default "taskflow".
-	Namespace string
+	// Namespace is the deployment's namespace. Required.
+	Namespace keyspace.Namespace
 	// AdminKey is the operator's bearer token. Default empty: no admin key
 	// (then only Open mode has an admin).
 	AdminKey string
@@ -69,9 +71,6 @@ type Config struct {
 
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.SessionTTL == 0 {
 		c.SessionTTL = 24 * time.Hour
 	}
@@ -128,6 +127,9 @@ func New(rdb redis.UniversalClient, cfg Config) (*Authenticator, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Namespace.IsZero() {
+		return nil, errors.New("auth: Config.Namespace is required")
 	}
 	a := &Authenticator{rdb: rdb, cfg: cfg, cache: map[string]cached{}}
 	if cfg.AdminKey != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -20,7 +21,7 @@ const adminKey = "admin-key-for-tests-0123456789"
 func setup(t *testing.T, cfg auth.Config) *auth.Authenticator {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	cfg.Namespace = ns
+	cfg.Namespace = keyspace.MustParse(ns)
 	a, err := auth.New(rdb, cfg)
 	require.NoError(t, err)
 	return a
@@ -72,7 +73,7 @@ func TestTokensAreHashedAtRest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	rdb, ns := testredis.Client(t)
-	a, err := auth.New(rdb, auth.Config{Namespace: ns})
+	a, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	s, err := a.CreateSession(ctx)
 	require.NoError(t, err)
@@ -131,14 +132,14 @@ func TestCacheExpiry(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	rdb, ns := testredis.Client(t)
-	a, err := auth.New(rdb, auth.Config{Namespace: ns, CacheTTL: 5 * time.Second, Now: clock})
+	a, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), CacheTTL: 5 * time.Second, Now: clock})
 	require.NoError(t, err)
 	s, err := a.CreateSession(ctx)
 	require.NoError(t, err)
 	_, err = a.Authenticate(ctx, s.Token)
 	require.NoError(t, err)
 	// Deleted behind the process's back: still cached until CacheTTL.
-	other, err := auth.New(rdb, auth.Config{Namespace: ns})
+	other, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	require.NoError(t, other.DeleteSession(ctx, s.Token))
 	_, err = a.Authenticate(ctx, s.Token)
@@ -218,4 +219,12 @@ func TestRequestToken(t *testing.T) {
 		require.Equal(t, tc.err, err != nil, "%+v: %v", tc, err)
 		require.Equal(t, tc.want, got, "%+v", tc)
 	}
+}
+
+// The namespace has one source: an Authenticator given none refuses to
+// start instead of writing sessions under a default.
+func TestNamespaceIsRequired(t *testing.T) {
+	t.Parallel()
+	_, err := auth.New(nil, auth.Config{})
+	require.ErrorContains(t, err, "Namespace is required")
 }

@@ -1,4 +1,4 @@
-// Package breaker is the circuit breaker of spec 001, one per outside
+// Package breaker is the circuit breaker, one per outside
 // dependency: CLOSED counts calls; when at least VolumeThreshold calls were
 // seen and the failure rate reaches FailureThreshold it turns OPEN and no
 // task needing the dependency starts; after Timeout it turns HALF_OPEN and

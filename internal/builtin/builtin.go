@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -43,7 +42,8 @@ type SleepParams struct {
 	// DurationMS is how long to sleep (0..86,400,000).
 	DurationMS int64 `json:"duration_ms"`
 	// Fail, when set, is how the task fails after sleeping: "transient"
-	// (a 503), "permanent" (a 400), "timeout" (a network timeout), "panic",
+	// (retried as ServiceUnavailableError), "permanent" (straight to the
+	// DLQ as InvalidInputError), "timeout" (a network timeout), "panic",
 	// or "cancel".
 	Fail string `json:"fail,omitempty"`
 }
@@ -90,9 +90,9 @@ func Sleep(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 	}
 	switch p.Fail {
 	case "transient":
-		return nil, &retry.StatusError{Code: 503, Err: errors.New("sleep: asked to fail transiently")}
+		return nil, task.Transient(task.ErrTypeServiceUnavailable, errors.New("sleep: asked to fail transiently"))
 	case "permanent":
-		return nil, &retry.StatusError{Code: 400, Err: errors.New("sleep: asked to fail permanently")}
+		return nil, task.Permanent(errors.New("sleep: asked to fail permanently"))
 	case "timeout":
 		return nil, fmt.Errorf("sleep: asked to time out: %w", context.DeadlineExceeded)
 	case "panic":

@@ -1,12 +1,14 @@
 // Package config holds the one configuration struct of the taskflow binary:
 // where it listens, which Redis it uses, how clients authenticate, and the
-// limits of the HTTP API. Values come from environment variables (spec 001's
+// limits of the HTTP API. Values come from environment variables (the original
 // names where it has them) and are overridden by command-line flags.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"strconv"
@@ -14,6 +16,9 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/seconds"
 )
 
 // Config is the configuration shared by `taskflow api`, `taskflow dev` and
@@ -45,7 +50,8 @@ type Config struct {
 	// larger content gets 413. Default 512 KiB, or MaxBodyBytes if smaller.
 	MaxContentBytes int
 	// SessionTTL is how long a session and its token live after creation
-	// (TASKFLOW_SESSION_TTL, e.g. "24h"). Default 24h (spec 003's 86400 s).
+	// (TASKFLOW_SESSION_TTL: seconds or a duration, "86400" or "24h"), and
+	// with them the session's task index. Default 24h. Read here only.
 	SessionTTL time.Duration
 	// ShutdownGrace bounds a graceful shutdown (TASKFLOW_SHUTDOWN_GRACE).
 	// Default 10s.
@@ -67,12 +73,18 @@ type Config struct {
 	// address (TASKFLOW_CLIENT_IP_HEADER, e.g. X-Forwarded-For: its last
 	// value is used). Default empty: the connection's address.
 	ClientIPHeader string
+	// LogLevel is the least severe level logged (LOG_LEVEL: debug, info,
+	// warn, error). Default "info".
+	LogLevel string
+	// LogFormat is how log lines are written (LOG_FORMAT: text or json).
+	// Default "text".
+	LogFormat string
 }
 
 // Defaults, named so that docs and tests can refer to them.
 const (
 	DefaultAddr             = ":8080"
-	DefaultNamespace        = "taskflow"
+	DefaultNamespace        = keyspace.DefaultName
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxContentBytes  = 512 << 10
 	DefaultSessionTTL       = 24 * time.Hour
@@ -80,6 +92,8 @@ const (
 	DefaultConcurrency      = 10
 	DefaultAPIURL           = "http://127.0.0.1:8080"
 	DefaultSessionRateLimit = 30
+	DefaultLogLevel         = "info"
+	DefaultLogFormat        = "text"
 )
 
 // ErrInvalid is wrapped by every error Validate and FromEnv return.
@@ -117,6 +131,12 @@ func (c Config) WithDefaults() Config {
 	if c.SessionRateLimit == 0 {
 		c.SessionRateLimit = DefaultSessionRateLimit
 	}
+	if c.LogLevel == "" {
+		c.LogLevel = DefaultLogLevel
+	}
+	if c.LogFormat == "" {
+		c.LogFormat = DefaultLogFormat
+	}
 	return c
 }
 
@@ -135,8 +155,8 @@ func (c Config) Validate() error {
 			bad("REDIS_URL", "%q is not a redis://, rediss:// or unix:// URL", redactURL(c.RedisURL))
 		}
 	}
-	if c.Namespace == "" || strings.ContainsAny(c.Namespace, " {}\t\n") {
-		bad("TASKFLOW_NAMESPACE", "%q must be non-empty without spaces or braces", c.Namespace)
+	if _, err := keyspace.Parse(c.Namespace); err != nil {
+		bad("TASKFLOW_NAMESPACE", "%v", err)
 	}
 	if c.AdminKey != "" && len(c.AdminKey) < 16 {
 		bad("TASKFLOW_ADMIN_KEY", "must be at least 16 characters long (it is %d)", len(c.AdminKey))
@@ -161,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if strings.ContainsAny(c.ClientIPHeader, " :\t\r\n") {
 		bad("TASKFLOW_CLIENT_IP_HEADER", "%q is not a header name", c.ClientIPHeader)
+	}
+	if _, err := NewLogger(c.LogLevel, c.LogFormat, io.Discard); err != nil {
+		errs = append(errs, err)
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("TASKFLOW_URL", "%q is not an http(s) URL", c.APIURL)
@@ -214,15 +237,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		dst  *time.Duration
 	}{{"TASKFLOW_SESSION_TTL", &c.SessionTTL}, {"TASKFLOW_SHUTDOWN_GRACE", &c.ShutdownGrace}} {
 		if v := getenv(d.name); v != "" {
-			x, err := time.ParseDuration(v)
+			x, err := seconds.Parse(v) // the one rule: seconds or a Go duration
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s: %q is not a duration like 30s or 24h", ErrInvalid, d.name, v))
+				errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, d.name, err))
 				unparsed[d.name] = true
 			}
 			*d.dst = x
 		}
 	}
 	c.ClientIPHeader = strings.TrimSpace(getenv("TASKFLOW_CLIENT_IP_HEADER"))
+	c.LogLevel = strings.ToLower(strings.TrimSpace(getenv("LOG_LEVEL")))
+	c.LogFormat = strings.ToLower(strings.TrimSpace(getenv("LOG_FORMAT")))
 	if v := strings.TrimSpace(getenv("TASKFLOW_SESSION_RATE_LIMIT")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -260,13 +285,55 @@ func (c *Config) ServerFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.AdminKey, "admin-key", c.AdminKey, "operator bearer token (TASKFLOW_ADMIN_KEY)")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without an admin key: unauthenticated requests act as the admin")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted (TASKFLOW_MAX_BODY_BYTES)")
-	fs.DurationVar(&c.SessionTTL, "session-ttl", c.SessionTTL, "lifetime of a session token (TASKFLOW_SESSION_TTL)")
+	fs.Var((*durationFlag)(&c.SessionTTL), "session-ttl", "lifetime of a session token: seconds or a duration (TASKFLOW_SESSION_TTL)")
+}
+
+// durationFlag is a duration flag read by the same rule as the variables:
+// seconds ("86400") or a Go duration ("24h").
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+func (d *durationFlag) Type() string   { return "duration" }
+func (d *durationFlag) Set(v string) error {
+	x, err := seconds.Parse(v)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(x)
+	return nil
 }
 
 // ClientFlags binds the client commands' flags to c.
 func (c *Config) ClientFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.APIURL, "url", c.APIURL, "taskflow API base URL (TASKFLOW_URL)")
 	fs.StringVar(&c.Token, "token", c.Token, "bearer token: a session token or the admin key (TASKFLOW_TOKEN, else TASKFLOW_ADMIN_KEY)")
+}
+
+// NewLogger builds the process's logger: level is debug, info, warn or
+// error; format is text or json. A wrong value is an error naming
+// LOG_LEVEL or LOG_FORMAT.
+func NewLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	switch level {
+	case "debug":
+		lv = slog.LevelDebug
+	case "info", "":
+		lv = slog.LevelInfo
+	case "warn", "warning":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		return nil, fmt.Errorf("%w: LOG_LEVEL: %q is not debug, info, warn or error", ErrInvalid, level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("%w: LOG_FORMAT: %q is not text or json", ErrInvalid, format)
 }
 
 // redactURL hides a password in a URL for error messages.

@@ -47,6 +47,29 @@ type Schedule struct {
 	CreatedAt      time.Time `json:"created_at"`
 }
 
+// ParseExpr parses a 5-field cron expression (UTC) or a descriptor
+// (@hourly, @every 30s) and checks that it comes due at least once after
+// now: "0 0 30 2 *" (30 February) parses but would never fire, so it is
+// refused. The parser's panics on odd input become errors.
+func ParseExpr(expr string, now time.Time) (sched rcron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("unparsable: %v", r)
+		}
+	}()
+	sched, err = rcron.ParseStandard(expr)
+	if err != nil {
+		return nil, err
+	}
+	if sched.Next(now).IsZero() {
+		return nil, ErrNeverDue
+	}
+	return sched, nil
+}
+
+// ErrNeverDue is ParseExpr's error for an expression with no due time.
+var ErrNeverDue = errors.New("never comes due (no such date in the next five years, e.g. 30 February)")
+
 // ErrInvalid is wrapped by every validation error.
 var ErrInvalid = errors.New("invalid schedule")
 
@@ -57,7 +80,7 @@ func (s Schedule) Validate() error {
 	if !idRe.MatchString(s.ID) {
 		return fmt.Errorf("%w: id %q must be 1–64 of A-Z a-z 0-9 _ -", ErrInvalid, s.ID)
 	}
-	if _, err := rcron.ParseStandard(s.Expr); err != nil {
+	if _, err := ParseExpr(s.Expr, time.Now()); err != nil {
 		return fmt.Errorf("%w: expr %q: %v", ErrInvalid, s.Expr, err)
 	}
 	if s.TaskType == "" {
@@ -74,8 +97,6 @@ func (s Schedule) Validate() error {
 
 // Config configures a Cron.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Interval between ticks. Default 1s.
 	Interval time.Duration
 	// MaxCatchUp is the most missed due times one schedule fires in a tick
@@ -97,9 +118,6 @@ type Cron struct {
 
 // New returns a Cron over st.
 func New(st *store.Store, cfg Config) *Cron {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "taskflow"
-	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
@@ -112,7 +130,7 @@ func New(st *store.Store, cfg Config) *Cron {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Cron{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(cfg.Namespace)}
+	return &Cron{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(st.Namespace())}
 }
 
 // Put creates or replaces a schedule; due times from now on fire.

@@ -27,8 +27,8 @@ func TestEachDueTimeFiresOnceWithSeveralSchedulers(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
 	require.NoError(t, err)
 	ctx := context.Background()
-	a := New(st, Config{Namespace: ns, Clock: clk})
-	b := New(st, Config{Namespace: ns, Clock: clk})
+	a := New(st, Config{Clock: clk})
+	b := New(st, Config{Clock: clk})
 	require.NoError(t, a.Put(ctx, Schedule{ID: "every-minute", Expr: "* * * * *", TaskType: "report.generate",
 		Params: json.RawMessage(`{"quarter":"Q1","year":2026}`), SessionID: "s1"}))
 
@@ -73,7 +73,7 @@ func TestCatchUpAfterDowntimeFiresOnlyTheLatest(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
 	require.NoError(t, err)
 	ctx := context.Background()
-	c := New(st, Config{Namespace: ns, Clock: clk})
+	c := New(st, Config{Clock: clk})
 	require.NoError(t, c.Put(ctx, Schedule{ID: "hourly", Expr: "@hourly", TaskType: "data.export"}))
 	clk.Set(start.Add(5*time.Hour + 30*time.Minute))
 	got, err := c.Tick(ctx)
@@ -83,8 +83,12 @@ func TestCatchUpAfterDowntimeFiresOnlyTheLatest(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got)
 
-	// A schedule that is never due does not hang the tick.
-	require.NoError(t, c.Put(ctx, Schedule{ID: "never", Expr: "0 0 31 2 *", TaskType: "data.export"}))
+	// A schedule that is never due does not hang the tick. Put refuses one
+	// now (TestValidate); one stored before that rule is written directly.
+	require.ErrorIs(t, c.Put(ctx, Schedule{ID: "never", Expr: "0 0 31 2 *", TaskType: "data.export"}), ErrInvalid)
+	old, err := json.Marshal(Schedule{ID: "never", Expr: "0 0 31 2 *", TaskType: "data.export", CreatedAt: start})
+	require.NoError(t, err)
+	require.NoError(t, rdb.HSet(ctx, c.k.schedules(), "never", old).Err())
 	clk.Set(start.Add(24 * time.Hour))
 	got, err = c.Tick(ctx)
 	require.NoError(t, err)
@@ -96,6 +100,7 @@ func TestValidate(t *testing.T) {
 	cases := map[string]Schedule{
 		"BadID":       {ID: "a b", Expr: "* * * * *", TaskType: "x"},
 		"BadExpr":     {ID: "a", Expr: "every day", TaskType: "x"},
+		"NeverDue":    {ID: "a", Expr: "0 0 30 2 *", TaskType: "x"},
 		"NoType":      {ID: "a", Expr: "* * * * *"},
 		"BadPriority": {ID: "a", Expr: "* * * * *", TaskType: "x", Priority: "urgent"},
 	}
@@ -131,7 +136,7 @@ func TestLastHandledNeverMovesBack(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, MaxTaskAge: -1})
 	require.NoError(t, err)
 	ctx := context.Background()
-	c := New(st, Config{Namespace: ns, Clock: clk})
+	c := New(st, Config{Clock: clk})
 	require.NoError(t, c.Put(ctx, Schedule{ID: "m", Expr: "* * * * *", TaskType: "noop"}))
 	last := func() string { return rdb.HGet(ctx, c.k.last(), "m").Val() }
 

@@ -35,8 +35,6 @@ var ErrInvalid = errors.New("invalid dependencies")
 
 // Config configures a Graph.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Sweep is how often the parked tasks are rechecked. Default 5s.
 	Sweep time.Duration
 	// TTL bounds how long a task stays parked. Default 7 days.
@@ -58,9 +56,6 @@ type Graph struct {
 
 // New returns a Graph over st.
 func New(st *store.Store, cfg Config) *Graph {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "taskflow"
-	}
 	if cfg.Sweep == 0 {
 		cfg.Sweep = 5 * time.Second
 	}
@@ -73,7 +68,7 @@ func New(st *store.Store, cfg Config) *Graph {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Graph{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(cfg.Namespace)}
+	return &Graph{st: st, rdb: st.Client(), cfg: cfg, k: newKeys(st.Namespace())}
 }
 
 // parked is what a waiting task's key holds.
@@ -241,7 +236,7 @@ func (g *Graph) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := g.Sweep(ctx); err != nil {
+	if err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
 		g.cfg.Logger.Warn("dependency sweep", "err", err)
 	}
 	next := time.Now().Add(g.cfg.Sweep)
@@ -265,14 +260,14 @@ func (g *Graph) Run(ctx context.Context) error {
 				continue
 			}
 			for _, w := range ws {
-				if err := g.check(ctx, w); err != nil {
+				if err := g.check(ctx, w); err != nil && ctx.Err() == nil {
 					g.cfg.Logger.Warn("dependency check", "task_id", w, "err", err)
 				}
 			}
 		}
 		if time.Now().After(next) {
 			next = time.Now().Add(g.cfg.Sweep)
-			if err := g.Sweep(ctx); err != nil {
+			if err := g.Sweep(ctx); err != nil && ctx.Err() == nil { // a stop is not a failure
 				g.cfg.Logger.Warn("dependency sweep", "err", err)
 			}
 		}

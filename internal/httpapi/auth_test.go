@@ -45,6 +45,7 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/queues/scheduled/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues/dlq/tasks", nil, "admin"},
 		{"GET", "/api/v1/workers", nil, "admin"},
+		{"GET", "/api/v1/services", nil, "session"},
 		{"POST", "/api/v1/workers/reset-circuit-breaker", nil, "admin"},
 		{"POST", "/api/v1/workers/open-circuit-breaker", nil, "admin"},
 		{"GET", "/metrics", nil, "admin"},
@@ -52,6 +53,12 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/schedules", nil, "session"},
 		{"GET", "/api/v1/schedules/{sid}", nil, "owner"},
 		{"DELETE", "/api/v1/schedules/{sid}", nil, "owner"},
+		{"GET", "/api/v1/results", nil, "session"},
+		{"GET", "/api/v1/results/{id}", nil, "owner"},
+		{"GET", "/api/v1/notifications", nil, "session"},
+		{"GET", "/api/v1/notifications/ws", nil, "session"},
+		{"GET", "/api/v1/notifications/stream", nil, "session"},
+		{"POST", "/api/v1/plans/{name}/execute", map[string]any{"user_id": 1}, "session"},
 	}
 }
 
@@ -61,7 +68,15 @@ type streamBundle struct{ *testBundle }
 
 func (b *streamBundle) do(method, path, token string, body any) resp {
 	b.t.Helper()
-	if !strings.HasPrefix(path, "/api/v1/queues/status/stream") {
+	if strings.HasPrefix(path, "/api/v1/notifications/ws") {
+		c, code, err := dialWS(b.t, b.testBundle, token, "")
+		if err != nil { // refused before the upgrade: read the envelope
+			return b.testBundle.do(method, path, token, body)
+		}
+		c.CloseNow()
+		return resp{code: code, body: map[string]any{}}
+	}
+	if !strings.HasPrefix(path, "/api/v1/queues/status/stream") && !strings.HasPrefix(path, "/api/v1/notifications/stream") {
 		return b.testBundle.do(method, path, token, body)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -79,6 +94,13 @@ func (b *streamBundle) do(method, path, token string, body any) resp {
 		out.raw, err = io.ReadAll(res.Body)
 		require.NoError(b.t, err)
 		require.NoError(b.t, json.Unmarshal(out.raw, &out.body), "body: %s", out.raw)
+		return out
+	}
+	if strings.HasPrefix(path, "/api/v1/notifications/stream") {
+		line, err := bufio.NewReader(res.Body).ReadString('\n')
+		require.NoError(b.t, err)
+		require.Equal(b.t, ": connected\n", line)
+		out.raw = []byte(line)
 		return out
 	}
 	ch := make(chan sseEvent, 10)
@@ -115,7 +137,7 @@ func TestAuthMatrix(t *testing.T) {
 			b := &streamBundle{b.with(t)}
 			id := b.submit(owner.Token, "A task of the owner. It has two sentences.")
 			sid := b.schedule(owner.Token)
-			path := strings.NewReplacer("{id}", id, "{sid}", sid).Replace(e.path)
+			path := strings.NewReplacer("{id}", id, "{sid}", sid, "{name}", "follows").Replace(e.path)
 			if e.access == "public" {
 				r := b.do(e.method, path, "", e.body)
 				if e.path == "/health" { // no worker runs in this test: unhealthy, but answered
@@ -145,6 +167,10 @@ func TestAuthMatrix(t *testing.T) {
 			switch e.access {
 			case "session":
 				require.Less(t, r.code, 300, "another session may use %s %s: %s", e.method, path, r.raw)
+			case "owner": // another session's task or schedule is answered as a missing one
+				require.Equal(t, http.StatusNotFound, r.code, "%s %s with another session's token: %s", e.method, path, r.raw)
+				require.Contains(t, []string{"task_not_found", "schedule_not_found"}, r.errCode())
+				require.NotContains(t, string(r.raw), owner.ID)
 			default:
 				require.Equal(t, http.StatusForbidden, r.code, "%s %s with another session's token: %s", e.method, path, r.raw)
 				require.Equal(t, "forbidden", r.errCode())
@@ -213,7 +239,7 @@ func TestOpenModeActsAsAdmin(t *testing.T) {
 	// A session's token still scopes the caller to the session.
 	s := b.session()
 	r = b.do("GET", "/api/v1/tasks/"+id, s.Token, nil)
-	require.Equal(t, http.StatusForbidden, r.code)
+	require.Equal(t, http.StatusNotFound, r.code)
 }
 
 func TestSessionListsOnlyItsOwnTasks(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/builtin"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -23,14 +24,14 @@ import (
 func TestBreakerCommands(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
-	ctl := service.NewRedisBreakerControl(rdb, ns, nil)
+	ctl := service.NewRedisBreakerControl(rdb, keyspace.MustParse(ns), nil)
 	b := setup(t, setupOpts{breakers: ctl})
 
 	// No worker listens: recorded for workers that start later (202).
 	r := b.do("POST", "/api/v1/workers/reset-circuit-breaker", adminKey, map[string]any{"dependency": "openrouter"})
 	require.Equal(t, http.StatusAccepted, r.code, string(r.raw))
 	require.EqualValues(t, 0, r.body["workers"])
-	forced, err := rdb.HGetAll(context.Background(), breaker.ForcedKey(ns)).Result()
+	forced, err := rdb.HGetAll(context.Background(), breaker.ForcedKey(keyspace.MustParse(ns))).Result()
 	require.NoError(t, err)
 	require.Contains(t, forced, "openrouter")
 
@@ -98,7 +99,7 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 
 	ctx := context.Background()
-	channel := breaker.CommandChannel(b.ns)
+	channel := breaker.CommandChannel(keyspace.MustParse(b.ns))
 	require.Eventually(t, func() bool { // Run subscribes before it fetches
 		n, err := b.st.Client().PubSubNumSub(ctx, channel).Result()
 		return err == nil && n[channel] == 1
@@ -201,7 +202,7 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	r = b.do("POST", "/api/v1/workers/reset-circuit-breaker", adminKey, nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.EqualValues(t, 2, r.body["workers"])
-	n, err := b.st.Client().Exists(ctx, breaker.ForcedKey(b.ns)).Result()
+	n, err := b.st.Client().Exists(ctx, breaker.ForcedKey(keyspace.MustParse(b.ns))).Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
 }

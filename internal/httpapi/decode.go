@@ -64,7 +64,21 @@ func jsonError(err error) error {
 		if field == "" {
 			return service.Invalid("invalid_json", "", "request body must be a JSON object, not %s", typ.Value)
 		}
-		return service.Invalid("invalid_type", field, "field %s must be %s, not %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		want := jsonKind(typ.Type.Kind().String())
+		got := typ.Value // "number 2.5", "string", "array", ...
+		if n, isNum := strings.CutPrefix(got, "number "); isNum {
+			if want == "a number" { // a number that does not fit the field
+				kind := "a number in range"
+				if k := typ.Type.Kind().String(); strings.HasPrefix(k, "int") || strings.HasPrefix(k, "uint") {
+					kind = "a whole number in range"
+				}
+				return service.Invalid("invalid_type", field, "field %s must be %s, not %s", field, kind, n)
+			}
+			got = n
+		} else {
+			got = jsonKind(got)
+		}
+		return service.Invalid("invalid_type", field, "field %s must be %s, not %s", field, want, got)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return service.Invalid("invalid_json", "", "malformed JSON: unexpected end of body")
 	}
@@ -80,13 +94,13 @@ func jsonKind(k string) string {
 	switch k {
 	case "string":
 		return "a string"
-	case "int", "int64", "int32", "uint", "uint64", "float64":
+	case "int", "int64", "int32", "uint", "uint64", "float64", "number":
 		return "a number"
 	case "bool":
 		return "a boolean"
-	case "slice":
+	case "slice", "array":
 		return "an array"
-	case "map", "struct", "ptr":
+	case "map", "struct", "ptr", "object":
 		return "an object"
 	}
 	return k

@@ -51,10 +51,13 @@ func TestDependsOn(t *testing.T) {
 	t.Run("OwnTasksOnly", func(t *testing.T) {
 		b := b.with(t)
 		r := b.do("GET", "/api/v1/tasks/"+bid, other.Token, nil)
-		require.Equal(t, http.StatusForbidden, r.code, string(r.raw))
+		require.Equal(t, http.StatusNotFound, r.code, string(r.raw))
+		require.Equal(t, "task_not_found", r.errCode())
+		// depending on another session's task: as on a missing one
 		r = b.do("POST", "/api/v1/tasks", other.Token, map[string]any{"task_type": "noop", "depends_on": []string{a}})
-		require.Equal(t, http.StatusForbidden, r.code, string(r.raw))
+		require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
 		require.Equal(t, "depends_on", r.errField())
+		require.Equal(t, "depends_on: no task "+a, r.body["error"].(map[string]any)["message"])
 		r = b.do("GET", "/api/v1/tasks?status=PENDING", own.Token, nil)
 		require.Equal(t, http.StatusOK, r.code, string(r.raw))
 		ids := map[string]bool{}
@@ -153,7 +156,7 @@ func TestDependsOn(t *testing.T) {
 		r = b.do("DELETE", "/api/v1/tasks/"+f, own.Token, nil)
 		require.Equal(t, http.StatusConflict, r.code, string(r.raw))
 		require.Equal(t, "task_waiting", r.errCode())
-		require.Equal(t, http.StatusForbidden, b.do("POST", "/api/v1/tasks/"+f+"/cancel", other.Token, nil).code)
+		require.Equal(t, http.StatusNotFound, b.do("POST", "/api/v1/tasks/"+f+"/cancel", other.Token, nil).code)
 		r = b.do("POST", "/api/v1/tasks/"+f+"/cancel", own.Token, nil)
 		require.Equal(t, http.StatusOK, r.code, string(r.raw))
 		require.Equal(t, "cancelled", r.body["outcome"])
@@ -206,6 +209,7 @@ func TestSchedules(t *testing.T) {
 		"NoCron":      {map[string]any{"task_type": "noop"}, 422, "cron"},
 		"BadCron":     {map[string]any{"cron": "61 * * * *", "task_type": "noop"}, 422, "cron"},
 		"SixFields":   {map[string]any{"cron": "0 0 0 * * *", "task_type": "noop"}, 422, "cron"},
+		"NeverDue":    {map[string]any{"cron": "0 0 30 2 *", "task_type": "noop"}, 422, "cron"},
 		"NoType":      {map[string]any{"cron": "@hourly"}, 422, "task_type"},
 		"UnknownType": {map[string]any{"cron": "@hourly", "task_type": "mystery"}, 422, "task_type"},
 		"BadID":       {map[string]any{"id": "a/b", "cron": "@hourly", "task_type": "noop"}, 422, "id"},
@@ -219,6 +223,8 @@ func TestSchedules(t *testing.T) {
 		require.Equal(t, tc.code, r.code, "%s: %s", name, r.raw)
 		require.Equal(t, tc.field, r.errField(), "%s: %s", name, r.raw)
 	}
+	r0 := b.do("POST", "/api/v1/schedules", own.Token, map[string]any{"cron": "0 0 30 2 *", "task_type": "noop"})
+	require.Contains(t, string(r0.raw), "never comes due", "30 February is refused with the reason")
 
 	r := b.do("POST", "/api/v1/schedules/", own.Token, map[string]any{"id": "nightly", "cron": "0 3 * * *", "task_type": "noop",
 		"params": map[string]any{"k": "v"}, "priority": "high", "timeout": 60})
@@ -237,9 +243,10 @@ func TestSchedules(t *testing.T) {
 	r = b.do("POST", "/api/v1/schedules", other.Token, map[string]any{"id": "nightly", "cron": "@hourly", "task_type": "noop"})
 	require.Equal(t, http.StatusConflict, r.code, "an id in use is not replaced: %s", r.raw)
 	require.Equal(t, "duplicate_schedule_id", r.errCode())
+	require.Contains(t, string(r.raw), "a schedule with id nightly exists", "the message names the id")
 
-	require.Equal(t, http.StatusForbidden, b.do("GET", "/api/v1/schedules/nightly", other.Token, nil).code)
-	require.Equal(t, http.StatusForbidden, b.do("DELETE", "/api/v1/schedules/nightly", other.Token, nil).code)
+	require.Equal(t, http.StatusNotFound, b.do("GET", "/api/v1/schedules/nightly", other.Token, nil).code)
+	require.Equal(t, http.StatusNotFound, b.do("DELETE", "/api/v1/schedules/nightly", other.Token, nil).code)
 	r = b.do("GET", "/api/v1/schedules", other.Token, nil)
 	require.EqualValues(t, 0, r.body["count"])
 	r = b.do("GET", "/api/v1/schedules", own.Token, nil)
@@ -269,7 +276,7 @@ func TestSchedules(t *testing.T) {
 	r = b.do("GET", "/api/v1/tasks/"+ids[0], own.Token, nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.Equal(t, own.ID, r.body["session_id"])
-	require.Equal(t, http.StatusForbidden, b.do("GET", "/api/v1/tasks/"+ids[0], other.Token, nil).code)
+	require.Equal(t, http.StatusNotFound, b.do("GET", "/api/v1/tasks/"+ids[0], other.Token, nil).code)
 	r = b.do("GET", "/api/v1/tasks", own.Token, nil)
 	require.EqualValues(t, 1, r.body["total"], "the fired task is in its session's listing (the store indexes it on enqueue): %s", r.raw)
 	require.Equal(t, ids[0], r.body["tasks"].([]any)[0].(map[string]any)["task_id"])

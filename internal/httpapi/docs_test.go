@@ -15,8 +15,8 @@ import (
 
 func TestOpenAPIDocument(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{mounts: []httpapi.Mount{{Method: "POST", Path: "/api/v1/plans/{name}/execute", Access: "session",
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }), Summary: "Run a plan", Tag: "plans"}}})
+	b := setup(t, setupOpts{mounts: []httpapi.Mount{{Method: "POST", Path: "/api/v1/extras/{name}/run", Access: "session",
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }), Summary: "Run an extra", Tag: "extras"}}})
 	r := b.do("GET", "/openapi.json", "", nil)
 	require.Equal(t, http.StatusOK, r.code)
 	require.Equal(t, "3.0.3", r.body["openapi"])
@@ -26,7 +26,8 @@ func TestOpenAPIDocument(t *testing.T) {
 	// Every spec 001 endpoint is there.
 	for _, p := range []string{"/api/v1/tasks/summarize", "/api/v1/tasks/{task_id}", "/api/v1/tasks/{task_id}/retry",
 		"/api/v1/tasks", "/api/v1/tasks/requeue-orphaned", "/api/v1/queues/status", "/api/v1/queues/dlq",
-		"/api/v1/queues/{queue}/tasks", "/health", "/api/v1/queues/status/stream", "/api/v1/workers", "/api/v1/plans/{name}/execute"} {
+		"/api/v1/queues/{queue}/tasks", "/health", "/api/v1/queues/status/stream", "/api/v1/workers", "/api/v1/plans/{name}/execute",
+		"/api/v1/results", "/api/v1/results/{task_id}", "/api/v1/notifications", "/api/v1/notifications/ws", "/api/v1/notifications/stream", "/api/v1/extras/{name}/run"} {
 		require.Contains(t, paths, p)
 	}
 	// Every $ref resolves, every operation has responses and an id.
@@ -64,9 +65,9 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 	}
 	// A mounted handler is served behind its access check.
-	res := b.do("POST", "/api/v1/plans/x/execute", "", map[string]any{})
+	res := b.do("POST", "/api/v1/extras/x/run", "", map[string]any{})
 	require.Equal(t, http.StatusUnauthorized, res.code)
-	res = b.do("POST", "/api/v1/plans/x/execute", adminKey, map[string]any{})
+	res = b.do("POST", "/api/v1/extras/x/run", adminKey, map[string]any{})
 	require.Equal(t, http.StatusNoContent, res.code)
 }
 

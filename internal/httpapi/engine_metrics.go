@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/event"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -102,10 +101,8 @@ func (m *engineMetrics) Collect(ch chan<- prometheus.Metric) {
 
 // follow counts transitions and durations from the event stream.
 func (m *engineMetrics) follow(ctx context.Context) error {
-	st := m.svc.Store()
-	r := event.NewReader(st.Client(), st.EventStreamKey())
 	for {
-		err := r.Subscribe(ctx, "", func(e event.Event) error {
+		err := m.svc.FollowEvents(ctx, "", func(e service.Event) error {
 			m.observe(e)
 			return nil
 		})
@@ -123,7 +120,7 @@ func (m *engineMetrics) follow(ctx context.Context) error {
 	}
 }
 
-func (m *engineMetrics) observe(e event.Event) {
+func (m *engineMetrics) observe(e service.Event) {
 	m.transitions.WithLabelValues(string(e.From), string(e.To), e.TaskType).Inc()
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -43,6 +43,10 @@ func statusOf(k service.Kind) int {
 		return http.StatusServiceUnavailable
 	case service.KindRateLimited:
 		return http.StatusTooManyRequests
+	case service.KindUpstream:
+		return http.StatusBadGateway
+	case service.KindTimeout:
+		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
 }

@@ -41,6 +41,11 @@ func TestRequestErrors(t *testing.T) {
 		"BadPriority":         {"POST", "/api/v1/tasks", `{"task_type":"noop","priority":"urgent"}`, 422, "validation_failed", "priority"},
 		"BadTimeout":          {"POST", "/api/v1/tasks", `{"task_type":"noop","timeout":-1}`, 422, "validation_failed", "timeout"},
 		"BadMaxRetries":       {"POST", "/api/v1/tasks", `{"task_type":"noop","max_retries":1000}`, 422, "validation_failed", "max_retries"},
+		"HugeDelay":           {"POST", "/api/v1/tasks", `{"task_type":"noop","delay":9999999999}`, 422, "validation_failed", "delay"},
+		"DelayUnixMillis":     {"POST", "/api/v1/tasks", `{"task_type":"noop","delay":1764000000000}`, 422, "validation_failed", "delay"},
+		"DelayNegative":       {"POST", "/api/v1/tasks", `{"task_type":"noop","delay":-1}`, 422, "validation_failed", "delay"},
+		"HugeTimeout":         {"POST", "/api/v1/tasks", `{"task_type":"noop","timeout":1e10}`, 422, "validation_failed", "timeout"},
+		"HugerTimeout":        {"POST", "/api/v1/tasks", `{"task_type":"noop","timeout":1e300}`, 422, "validation_failed", "timeout"},
 		"BadRunAt":            {"POST", "/api/v1/tasks", `{"task_type":"noop","run_at":"tomorrow"}`, 422, "validation_failed", "run_at"},
 		"ParamsNotObject":     {"POST", "/api/v1/tasks", `{"task_type":"noop","params":[1]}`, 422, "validation_failed", "params"},
 		"WrongContentType":    {"POST", "/api/v1/tasks", "CT:text/plain", 400, "unsupported_media_type", ""},
@@ -175,4 +180,43 @@ func TestRedisDown(t *testing.T) {
 	// The session token is cached: the request gets past auth to the store.
 	r = b.do("GET", "/api/v1/tasks", tok, nil)
 	require.Equal(t, http.StatusServiceUnavailable, r.code, string(r.raw))
+}
+
+// Numbers too large for a duration are refused with their range, not turned
+// into another meaning (a delay that overflowed ran the task at once; a huge
+// timeout was called negative).
+func TestDurationOverflowMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	tok := b.session().Token
+	for body, want := range map[string]string{
+		`{"task_type":"noop","delay":9999999999}`:    "delay must be between 0 and 2592000 seconds (got 9.999999999e+09); it looks like a timestamp: give run_at",
+		`{"task_type":"noop","delay":1764000000000}`: "it looks like a timestamp",
+		`{"task_type":"noop","timeout":1e10}`:        "timeout must be more than 0 and at most 86400 seconds (got 1e+10)",
+	} {
+		r := b.do("POST", "/api/v1/tasks", tok, body)
+		require.Equal(t, http.StatusUnprocessableEntity, r.code, body)
+		require.Contains(t, string(r.raw), want, body)
+	}
+}
+
+// A value of the wrong JSON type is named in words a person reads: the
+// field, what it must be, and the value given.
+func TestTypeErrorMessages(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	tok := b.session().Token
+	for body, want := range map[string]string{
+		`{"task_type":"noop","max_retries":2.5}`:   "field max_retries must be a whole number in range, not 2.5",
+		`{"task_type":"noop","max_retries":1e30}`:  "field max_retries must be a whole number in range, not 1e30",
+		`{"task_type":"noop","max_retries":"3"}`:   "field max_retries must be a number, not a string",
+		`{"task_type":"summarize","content":12}`:   "field content must be a string, not a number",
+		`{"task_type":"summarize","content":true}`: "field content must be a string, not a boolean",
+		`{"task_type":"noop","priority":["high"]}`: "field priority must be a string, not an array",
+	} {
+		r := b.do("POST", "/api/v1/tasks", tok, body)
+		require.Equal(t, http.StatusBadRequest, r.code, body)
+		require.Equal(t, "invalid_type", r.errCode(), body)
+		require.Contains(t, string(r.raw), want, body)
+	}
 }

@@ -121,3 +121,25 @@ func FuzzBreakerBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSessionQueries sends arbitrary query strings to the notification
+// poll and the results listing: an answer, or a 400 naming the parameter,
+// never a 5xx.
+func FuzzSessionQueries(f *testing.F) {
+	for _, s := range []string{"after=0&limit=5&mark_read=false", "limit=1000", "limit=0", "limit=1001", "after=1700000000000-0",
+		"after=x", "mark_read=maybe", "a=b", "limit=1&limit=1", "session_id=x", "status_filter=failed", "=", "%zz"} {
+		f.Add(s)
+	}
+	b := setup(f)
+	s := b.session()
+	f.Fuzz(func(t *testing.T, q string) {
+		b := b.with(t)
+		for _, path := range []string{"/api/v1/notifications", "/api/v1/results"} {
+			r := b.do("GET", path+"?"+url.PathEscape(q), s.Token, nil)
+			require.Contains(t, []int{http.StatusOK, http.StatusBadRequest, http.StatusForbidden}, r.code, "%s?%q → %s", path, q, r.raw)
+			if r.code != http.StatusOK {
+				require.NotEmpty(t, r.errField(), "%s?%q → %s", path, q, r.raw)
+			}
+		}
+	})
+}

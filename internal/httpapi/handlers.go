@@ -31,7 +31,7 @@ func (s *Server) routes() {
 		responses: map[int]string{200: "SessionEnded"}}})
 
 	add(route{method: "POST", path: "/api/v1/tasks/summarize", access: principal, handler: s.submitSummarize, doc: opDoc{
-		tag: "tasks", summary: "Submit a summarization task (spec 001)", request: "SummarizeRequest",
+		tag: "tasks", summary: "Submit a summarization task", request: "SummarizeRequest",
 		responses: map[int]string{201: "Submitted"}}})
 	add(route{method: "POST", path: "/api/v1/tasks", access: principal, handler: s.submit, doc: opDoc{
 		tag: "tasks", summary: "Submit a task of any registered type", request: "SubmitRequest",
@@ -41,7 +41,7 @@ func (s *Server) routes() {
 		description: "The admin lists every task; a session lists its own. The order is global across pages. page*page_size is at most 10000, except with sort_by=updated_at and a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED (cut straight from that state's index). partial: true when a scan stopped at 10000 entries.",
 		params: []paramDoc{
 			queryParam("status", "string", "only tasks in this state (PROCESSING = ACTIVE)", "PENDING", "ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED"),
-			queryParam("limit", "integer", "page size (spec 001's name for page_size)"),
+			queryParam("limit", "integer", "page size (the same as page_size)"),
 			queryParam("page", "integer", "1-based page (default 1)"),
 			queryParam("page_size", "integer", "page size, 1..1000 (default 50)"),
 			queryParam("task_type", "string", "only tasks of this type"),
@@ -51,7 +51,7 @@ func (s *Server) routes() {
 		},
 		responses: map[int]string{200: "TaskList"}}})
 	add(route{method: "POST", path: "/api/v1/tasks/requeue-orphaned", access: admin, handler: s.requeueOrphaned, doc: opDoc{
-		tag: "tasks", summary: "Requeue ACTIVE tasks whose lease expired (spec 001)",
+		tag: "tasks", summary: "Requeue ACTIVE tasks whose lease expired",
 		description: "The scheduler does this continuously; this is the operator's manual trigger.",
 		responses:   map[int]string{200: "Requeued"}}})
 	add(route{method: "GET", path: "/api/v1/tasks/{task_id}", access: principal, handler: s.get, doc: opDoc{
@@ -62,7 +62,7 @@ func (s *Server) routes() {
 		description: "Refused with 409 task_active while the task is ACTIVE (a worker holds it): cancel it first.",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Deleted", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/retry", access: principal, handler: s.retry, doc: opDoc{
-		tag: "tasks", summary: "Retry a FAILED or DLQ task (spec 001)",
+		tag: "tasks", summary: "Retry a FAILED or DLQ task",
 		description: "Any other state is refused with 409 task_not_retryable, saying which state the task is in.",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Submitted", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/cancel", access: principal, handler: s.cancel, doc: opDoc{
@@ -71,9 +71,12 @@ func (s *Server) routes() {
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Cancelled", 202: "Cancelled", 409: "Error"}}})
 
 	s.scheduleRoutes(add)
+	s.planRoutes(add)
+	s.resultRoutes(add)
+	s.notificationRoutes(add)
 
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
-		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio (spec 001)",
+		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio",
 		responses: map[int]string{200: "QueueStatus"}}})
 	add(route{method: "GET", path: "/api/v1/queues/status/stream", access: admin, queryToken: true, handler: s.statusStream, doc: opDoc{
 		tag: "queues", summary: "Live status over Server-Sent Events",
@@ -84,7 +87,7 @@ func (s *Server) routes() {
 		},
 		stream: true, responses: map[int]string{200: ""}}})
 	add(route{method: "GET", path: "/api/v1/queues/dlq", access: admin, handler: s.dlq, doc: opDoc{
-		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots (spec 001)",
+		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots",
 		params: pageParams, responses: map[int]string{200: "DLQPage"}}})
 	add(route{method: "GET", path: "/api/v1/queues/{queue}/tasks", access: admin, handler: s.queueTasks, doc: opDoc{
 		tag: "queues", summary: "Tasks waiting in a queue, in the order they will be taken",
@@ -92,6 +95,10 @@ func (s *Server) routes() {
 			enum: []string{"primary", "primary:high", "primary:low", "retry", "scheduled", "dlq"}}}, pageParams...),
 		responses: map[int]string{200: "QueuePage"}}})
 
+	add(route{method: "GET", path: "/api/v1/services", access: principal, handler: s.services, doc: opDoc{
+		tag: "workers", summary: "External services: their registrations, and whether a live service takes each external task type",
+		description: "A task of an external type that no live service takes waits PENDING; its view says so (waiting_for).",
+		responses:   map[int]string{200: "Services"}}})
 	add(route{method: "GET", path: "/api/v1/workers", access: admin, handler: s.workers, doc: opDoc{
 		tag: "workers", summary: "Live workers: heartbeat age, concurrency, in-flight tasks, breaker state per dependency",
 		responses: map[int]string{200: "Workers"}}})
@@ -103,7 +110,7 @@ func (s *Server) routes() {
 		responses: map[int]string{200: "BreakerResult", 202: "BreakerResult", 409: "Error"}}})
 
 	add(route{method: "GET", path: "/health", access: public, handler: s.health, doc: opDoc{
-		tag: "health", summary: "Health of Redis, workers and circuit breakers (spec 001); 503 when unhealthy",
+		tag: "health", summary: "Health of Redis, workers and circuit breakers; 503 when unhealthy",
 		responses: map[int]string{200: "Health", 503: "Health"}}})
 	add(route{method: "GET", path: "/live", access: public, handler: s.live, doc: opDoc{
 		tag: "health", summary: "Liveness: the process serves HTTP", responses: map[int]string{200: "Probe"}}})
@@ -135,7 +142,7 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p auth.Princ
 	writeJSON(w, http.StatusOK, map[string]any{"session_id": p.SessionID, "ended": true})
 }
 
-// summarizeRequest is spec 001's body {content} plus the optional knobs of
+// summarizeRequest is body {content} plus the optional knobs of
 // the generic form.
 type summarizeRequest struct {
 	Content    *string  `json:"content"`
@@ -273,6 +280,17 @@ func (q *query) int(name string) int {
 	return n
 }
 
+// limit reads ?limit= for a service whose 0 means "the default": an
+// explicit 0 is passed on as -1, out of range, so the service refuses it
+// with the range in the message.
+func (q *query) limit() int {
+	n := q.int("limit")
+	if q.err == nil && q.str("limit") != "" && n == 0 {
+		return -1
+	}
+	return n
+}
+
 func (q *query) bool(name string) bool {
 	v := q.r.URL.Query().Get(name)
 	if v == "" || q.err != nil {
@@ -369,6 +387,15 @@ func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": name, "tasks": out.Items, "total": out.Total, "offset": out.Offset, "limit": out.Limit})
+}
+
+func (s *Server) services(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	v, err := s.svc.Services(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) workers(w http.ResponseWriter, r *http.Request, p auth.Principal) {

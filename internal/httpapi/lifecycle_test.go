@@ -179,7 +179,7 @@ func TestListing(t *testing.T) {
 	require.NotContains(t, first, "result")
 	require.Equal(t, "noop", first["task_type"], "newest first")
 
-	// PROCESSING is spec 003's name for ACTIVE.
+	// PROCESSING is name for ACTIVE.
 	r = b.do("GET", "/api/v1/tasks?status=processing", adminKey, nil)
 	require.Equal(t, http.StatusOK, r.code)
 	require.EqualValues(t, 0, r.body["total"])

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestParamsValidatedBeforePublishing (spec 003 §10): an external task
+// TestParamsValidatedBeforePublishing: an external task
 // type's params are checked against the schema its service declares
 // (extsvc/tools) before anything is created or published; the 422 names
 // the parameter.
@@ -29,7 +29,8 @@ func TestParamsValidatedBeforePublishing(t *testing.T) {
 		"YearFraction":   {"report.generate", map[string]any{"quarter": "Q4", "year": 2024.5}, "params.year"},
 		"YearRange":      {"report.generate", map[string]any{"quarter": "Q4", "year": 3000}, "params.year"},
 		"BadFormat":      {"report.generate", map[string]any{"quarter": "Q4", "year": 2024, "format": "docx"}, "params.format"},
-		"Misspelt":       {"report.generate", map[string]any{"quarter": "Q4", "year": 2024, "fromat": "pdf"}, "params.fromat"},
+		"Misspelt":       {"report.generate", map[string]any{"quarter": "Q4", "year": 2024, "data": map[string]any{}, "fromat": "pdf"}, "params.fromat"},
+		"NoData":         {"report.generate", map[string]any{"quarter": "Q4", "year": 2024, "format": "pdf"}, "params.data"},
 		"RowNotObject":   {"data.export", map[string]any{"rows": []any{map[string]any{"a": 1}, 2}}, "params.rows[1]"},
 		"NoRows":         {"data.export", map[string]any{"format": "csv"}, "params.rows"},
 	} {

@@ -49,10 +49,14 @@ type router struct {
 	s      *Server
 	mux    *http.ServeMux
 	routes []route
+	// literal are the paths without wildcards; shadowed the patterns
+	// registered only to answer 405 (see shadowLiterals).
+	literal  map[string]bool
+	shadowed map[string]bool
 }
 
 func newRouter(s *Server) *router {
-	rt := &router{s: s, mux: http.NewServeMux()}
+	rt := &router{s: s, mux: http.NewServeMux(), literal: map[string]bool{}, shadowed: map[string]bool{}}
 	// Every request no route takes lands here (also a known path with
 	// another method: "/" matches any method), so the mux routes once.
 	rt.mux.HandleFunc("/", rt.miss)
@@ -71,6 +75,7 @@ func setRoute(w http.ResponseWriter, pattern string) {
 
 func (rt *router) add(r route) {
 	rt.routes = append(rt.routes, r)
+	rt.noteLiteral(r.path)
 	h := r.handler
 	acc, queryToken := r.access, r.queryToken
 	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -104,6 +109,9 @@ func (rt *router) add(r route) {
 // behind the given access check. A mount behind authentication gets the
 // RouteMiddleware as routes do (a public one has no principal for it).
 func (rt *router) mount(pattern string, acc access, h http.Handler) {
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		rt.noteLiteral(path)
+	}
 	if mw := rt.s.cfg.RouteMiddleware; mw != nil && acc != public {
 		h = mw(h)
 	}
@@ -124,6 +132,37 @@ func (rt *router) mount(pattern string, acc access, h http.Handler) {
 		h.ServeHTTP(w, req)
 	}))
 }
+
+func (rt *router) noteLiteral(path string) {
+	if !strings.Contains(path, "{") {
+		rt.literal[path] = true
+	}
+}
+
+// shadowLiterals keeps a wildcard route from taking a literal path with a
+// method the literal route does not serve: GET /api/v1/tasks/summarize
+// would otherwise be GET /api/v1/tasks/{task_id} asking for a task named
+// "summarize" (404), where the caller used the wrong method (405 with
+// Allow). Call it once every route and mount is added.
+func (rt *router) shadowLiterals() {
+	for path := range rt.literal {
+		for _, m := range allMethods {
+			probe, err := http.NewRequest(m, path, nil)
+			if err != nil {
+				continue
+			}
+			_, pat := rt.mux.Handler(probe)
+			if pat == "/" || strings.HasSuffix(pat, " "+path) || pat == path {
+				continue // nothing takes it, or the literal route itself
+			}
+			p := m + " " + path
+			rt.shadowed[p] = true
+			rt.mux.HandleFunc(p, rt.miss)
+		}
+	}
+}
+
+var allMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 
 // ServeHTTP strips one trailing slash, then routes.
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -146,10 +185,10 @@ func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+	for _, m := range allMethods {
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, pat := rt.mux.Handler(probe); pat != "" && pat != "/" {
+		if _, pat := rt.mux.Handler(probe); pat != "" && pat != "/" && !rt.shadowed[pat] {
 			allow = append(allow, m)
 		}
 	}

@@ -24,7 +24,7 @@ func ts(desc string) map[string]any {
 	return map[string]any{"type": "string", "format": "date-time", "description": desc}
 }
 
-// nullable marks a schema's value as possibly null (spec 001's task
+// nullable marks a schema's value as possibly null (task
 // metadata sends last_error, error_type, retry_after, completed_at and
 // result as null until known).
 func nullable(m map[string]any) map[string]any { m["nullable"] = true; return m }
@@ -82,6 +82,19 @@ var apiSchemas = map[string]any{
 		"error_history": arr(obj(nil, map[string]any{"at": ts(""), "attempt": integer(""), "error_type": str(""), "message": str(""), "worker": str("")})),
 		"state_history": arr(obj(nil, map[string]any{"at": ts(""), "from": str(""), "to": str(""), "cause": str("")})),
 		"waiting_on":    map[string]any{"type": "array", "items": str("task id"), "description": "submitted with depends_on and not released yet: the tasks it waits for"},
+		"waiting_for": obj([]string{"reason", "message"}, map[string]any{
+			"reason":  map[string]any{"type": "string", "enum": []string{"no_service"}},
+			"message": str("e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers"),
+		}),
+	}),
+	"Services": obj([]string{"services", "external_types"}, map[string]any{
+		"services": arr(obj([]string{"name", "task_types", "online"}, map[string]any{
+			"name": str(""), "task_types": arr(str("")), "online": boolean("an instance heartbeated within three heartbeats"),
+			"consumer": str("the instance that registered last"), "last_heartbeat": ts(""),
+		})),
+		"external_types": arr(obj([]string{"task_type", "online"}, map[string]any{
+			"task_type": str(""), "online": boolean("a live service takes this type"), "services": arr(str("")),
+		})),
 	}),
 	"ScheduleRequest": obj([]string{"cron", "task_type"}, map[string]any{
 		"id":        map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "description": "schedule id; absent = a new UUID"},
@@ -161,4 +174,29 @@ var apiSchemas = map[string]any{
 		"timestamp": ts(""),
 	}),
 	"Probe": obj([]string{"status"}, map[string]any{"status": str("")}),
+	"Result": obj([]string{"task_id", "task_type", "status", "state", "message", "source"}, map[string]any{
+		"task_id": str(""), "task_type": str(""),
+		"status":      map[string]any{"type": "string", "enum": []string{"pending", "processing", "completed", "failed", "timeout", "cancelled"}},
+		"state":       stateEnum,
+		"result":      map[string]any{"description": "completed: the task's result"},
+		"error":       obj([]string{"code", "message"}, map[string]any{"code": str(""), "message": str(""), "retry_count": integer(""), "max_retries": integer(""), "will_retry": boolean(""), "retry_at": ts(""), "history": arr(map[string]any{"type": "object"}), "details": map[string]any{"type": "object"}}),
+		"progress":    obj(nil, map[string]any{"percent": num(""), "message": str(""), "eta_seconds": num(""), "reported_by": str(""), "at": ts("")}),
+		"eta_seconds": num("processing: seconds left, by the last estimate"), "queue_position": integer("pending: 1 = next"),
+		"waiting_on": arr(str("task id")), "message": str("what the status means, in words"),
+		"created_at": ts(""), "updated_at": ts(""), "completed_at": ts(""),
+		"source": map[string]any{"type": "string", "enum": []string{"redis", "cache", "archive"}},
+	}),
+	"ResultList": obj([]string{"session_id", "status_filter", "tasks"}, map[string]any{
+		"session_id": str(""), "status_filter": str(""),
+		"tasks": arr(obj([]string{"task_id", "task_type", "status", "state", "summary"}, map[string]any{
+			"task_id": str(""), "task_type": str(""), "status": str(""), "state": stateEnum, "summary": str("one line, in words"),
+			"created_at": ts(""), "updated_at": ts(""), "archived": boolean("read from the archive"), "waiting_on": arr(str("task id")),
+		})),
+	}),
+	"NotificationPage": obj([]string{"session_id", "notifications", "cursor", "unread"}, map[string]any{
+		"session_id":    str(""),
+		"notifications": arr(map[string]any{"type": "object", "description": "a notification (docs/notifications.md)"}),
+		"cursor":        str("pass as ?after= next time"),
+		"unread":        integer("still unread after this call (counted up to 1000)"),
+	}),
 }

@@ -1,4 +1,4 @@
-// Package httpapi is taskflow's HTTP API: spec 001's endpoints plus
+// Package httpapi is taskflow's HTTP API: endpoints plus
 // sessions, generic task creation, workers, live status over SSE, OpenAPI 3
 // at /openapi.json with an offline docs page at /docs, Prometheus metrics at
 // /metrics and /health, /live, /ready. Handlers only translate HTTP to
@@ -175,6 +175,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.mountDocs = append(s.mountDocs, route{method: m.Method, path: m.Path, access: acc, doc: doc})
 	}
+	s.router.shadowLiterals()
 	s.handler = s.recoverer(s.instrument(s.router))
 	return s, nil
 }

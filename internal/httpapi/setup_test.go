@@ -8,20 +8,30 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/plan"
+	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
+	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -44,7 +54,16 @@ type testBundle struct {
 	clock *clock.Fake // the store's clock
 	cron  *cron.Cron  // the service's schedules (tests fire them with Tick)
 	deps  *depend.Graph
+	note  *notify.Notifier
+	arc   *archive.Archive // with setupOpts.archive
+	plans string           // the plan directory (holds testPlan as "follows")
 }
+
+// testPlan is a plan of two nodes reading the namespace's demo data (none
+// unless a test seeds it: then it answers no candidates).
+const testPlan = `{"schema_version":1,"plan_name":"follows","nodes":[
+ {"node_id":"v","op":"core::viewer","inputs":[],"params":{"endpoint":"ep_0001"}},
+ {"node_id":"f","op":"core::follow","inputs":["v"],"params":{"endpoint":"ep_0001","fanout":3}}],"outputs":["f"]}`
 
 type setupOpts struct {
 	open       bool
@@ -63,6 +82,9 @@ type setupOpts struct {
 	middleware     func(http.Handler) http.Handler
 	maxStreams     int
 	logger         *slog.Logger // the server's (default slog.Default())
+	archive        bool         // results read back from a PostgreSQL archive of the test's own
+	resultClock    clock.Clock  // the results' clock (ETAs); default the store's
+	onDelivered    func(via string, n service.Notification, at time.Time)
 }
 
 func setup(t testing.TB, o ...setupOpts) *testBundle {
@@ -82,21 +104,44 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	if opt.open {
 		key = ""
 	}
-	au, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: key, Open: opt.open})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), AdminKey: key, Open: opt.open})
 	require.NoError(t, err)
 	b := &testBundle{t: t, st: st, ns: ns, clock: clk, types: []string{"summarize", "noop", "sleep"}}
 	if opt.breakerControl {
-		opt.breakers = service.NewRedisBreakerControl(rdb, ns, nil)
+		opt.breakers = service.NewRedisBreakerControl(rdb, keyspace.MustParse(ns), nil)
 	}
-	b.cron, b.deps = cron.New(st, cron.Config{Namespace: ns, Clock: clk}), depend.New(st, depend.Config{Namespace: ns})
+	b.cron, b.deps = cron.New(st, cron.Config{Clock: clk}), depend.New(st, depend.Config{})
 	var sessionLimit *ratelimit.Limiter
 	if opt.sessionLimit > 0 {
 		var err error
-		sessionLimit, err = ratelimit.New(rdb, ratelimit.Config{Limit: opt.sessionLimit, Interval: time.Minute, Name: "sessions", Namespace: ns, Clock: clk})
+		sessionLimit, err = ratelimit.New(rdb, ratelimit.Config{Limit: opt.sessionLimit, Interval: time.Minute, Name: "sessions", Namespace: keyspace.MustParse(ns), Clock: clk})
 		require.NoError(t, err)
 	}
+	b.note, err = notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
+	require.NoError(t, err)
+	hub := notify.NewHub(b.note)
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { _ = hub.Run(hubCtx); close(hubDone) }()
+	t.Cleanup(func() { stopHub(); <-hubDone })
+	<-hub.Ready()
+	if opt.archive {
+		b.arc = testArchive(t)
+	}
+	if opt.resultClock == nil {
+		opt.resultClock = clk
+	}
+	b.plans = t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(b.plans, "follows.plan.json"), []byte(testPlan), 0o600))
+	eng, err := plan.New(plan.Config{RedisURL: testredis.URL(), KeyPrefix: ns + ":"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	plans, err := planapi.New(eng, planapi.Config{PlanDir: b.plans, DefaultDeadline: 5 * time.Second})
+	require.NoError(t, err)
 	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
-		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema, SessionLimit: sessionLimit}
+		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema, SessionLimit: sessionLimit,
+		Results:       result.New(st, result.Config{Archive: b.arc, Clock: opt.resultClock}),
+		Notifications: b.note, NotificationHub: hub, OnNotificationDelivered: opt.onDelivered, Plans: plans}
 	if !opt.withoutTypes {
 		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }
 	}
@@ -221,4 +266,25 @@ func (b *testBundle) deadLetter(id string) {
 		return
 	}
 	b.t.Fatalf("task %s was not fetched", id)
+}
+
+// testArchive is a PostgreSQL archive in a schema of the test's own,
+// dropped at the end.
+func testArchive(t testing.TB) *archive.Archive {
+	t.Helper()
+	dbURL := os.Getenv("TASKFLOW_TEST_DATABASE_URL")
+	if dbURL == "" {
+		dbURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	schema := "tftest_" + strings.ReplaceAll(uuid.NewString()[:13], "-", "")
+	arc, err := archive.Open(context.Background(), archive.Config{DatabaseURL: dbURL, Schema: schema, MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		arc.Close()
+		if p, err := pgxpool.New(context.Background(), dbURL); err == nil {
+			_, _ = p.Exec(context.Background(), `DROP SCHEMA "`+schema+`" CASCADE`)
+			p.Close()
+		}
+	})
+	return arc
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSpec001TaskShape: a task carries every key of spec 001's task
+// TestSpec001TaskShape: a task carries every key of task
 // metadata; the ones not known yet are null (not missing), and the DLQ
 // listing keeps the failure snapshot beside them.
 func TestSpec001TaskShape(t *testing.T) {

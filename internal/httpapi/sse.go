@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/event"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -32,8 +31,6 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 
-	st := s.svc.Store()
-	reader := event.NewReader(st.Client(), st.EventStreamKey())
 	after := r.Header.Get("Last-Event-ID")
 	if after == "" {
 		after = r.URL.Query().Get("after")
@@ -42,7 +39,7 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 		// Take the stream position before the snapshot, so that no change
 		// between the two is lost (a change may show in both: harmless).
 		var err error
-		if after, err = reader.Latest(ctx); err != nil {
+		if after, err = s.svc.LatestEventID(ctx); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -83,10 +80,10 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 		return
 	}
 
-	events := make(chan event.Event, 256)
+	events := make(chan service.Event, 256)
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- reader.Subscribe(ctx, after, func(e event.Event) error {
+		readErr <- s.svc.FollowEvents(ctx, after, func(e service.Event) error {
 			select {
 			case events <- e:
 				return nil

@@ -15,9 +15,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskflow/taskflow/internal/seconds"
 )
 
 // Message is one chat message.
@@ -275,33 +276,6 @@ func ParseRetryAfter(v string, now time.Time) time.Duration {
 	return min(d, time.Hour)
 }
 
-// ParseSeconds reads "30", "2.5" (seconds) or a Go duration ("1m30s").
-func ParseSeconds(v string) (time.Duration, error) {
-	v = strings.TrimSpace(v)
-	if isNumber(v) {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || f > 1e9 {
-			return 0, fmt.Errorf("seconds %q out of range", v)
-		}
-		return time.Duration(f * float64(time.Second)), nil
-	}
-	return time.ParseDuration(v)
-}
-
-func isNumber(v string) bool {
-	if v == "" {
-		return false
-	}
-	dot := false
-	for i, r := range v {
-		switch {
-		case r >= '0' && r <= '9':
-		case r == '.' && !dot:
-			dot = true
-		case r == '+' && i == 0:
-		default:
-			return false
-		}
-	}
-	return v != "." && v != "+" && v != "+."
-}
+// ParseSeconds reads "30", "2.5" (seconds) or a Go duration ("1m30s"),
+// checked for overflow (seconds.Parse).
+func ParseSeconds(v string) (time.Duration, error) { return seconds.Parse(v) }

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Defaults of spec 001's settings.
+// Defaults of settings.
 const (
 	DefaultBaseURL = "https://openrouter.ai/api/v1"
 	DefaultModel   = "meta-llama/llama-3.2-90b-text-preview"
@@ -18,7 +18,7 @@ const (
 	DefaultMaxResponseBytes = 4 << 20
 )
 
-// Environment variable names (spec 001's).
+// Environment variable names (the original).
 const (
 	EnvAPIKey  = "OPENROUTER_API_KEY"
 	EnvBaseURL = "OPENROUTER_BASE_URL"
@@ -113,7 +113,7 @@ func (c Config) GoString() string { return c.String() }
 // LogValue keeps log/slog from printing the API key.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// ConfigFromEnv reads spec 001's variables through getenv (os.Getenv in
+// ConfigFromEnv reads variables through getenv (os.Getenv in
 // production). OPENROUTER_TIMEOUT is seconds ("30", "2.5") or a Go duration
 // ("1m"). Unset variables keep their defaults; an unset key leaves APIKey
 // empty (the caller then uses the extractive summarizer).

@@ -1,4 +1,4 @@
-// Package notify tells a session about its tasks, in spec 003 §5's format,
+// Package notify tells a session about its tasks, in format,
 // on the stream user:stream:notifications:{session_id}, and delivers the
 // notifications three ways: riding on the session's next API response
 // (Middleware / TakeUnread), live over WebSocket and SSE (Handler, fed by
@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/taskflow/taskflow/internal/keyspace"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -29,7 +31,7 @@ const (
 	KindCancelled Kind = "task_cancelled"
 )
 
-// Notification is spec 003 §5's message format. ID is the stream entry id
+// Notification is message format. ID is the stream entry id
 // (the cursor for polling and resuming), not part of the spec's object.
 type Notification struct {
 	ID             string    `json:"id,omitempty"`
@@ -43,7 +45,7 @@ type Notification struct {
 	Priority       string    `json:"priority"`
 }
 
-// MarshalJSON writes the timestamp in spec 003's millisecond form.
+// MarshalJSON writes the timestamp in millisecond form.
 func (n Notification) MarshalJSON() ([]byte, error) {
 	type plain Notification
 	return json.Marshal(struct {
@@ -54,12 +56,12 @@ func (n Notification) MarshalJSON() ([]byte, error) {
 
 // Config configures a Notifier.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
+	// Namespace is the deployment's namespace. Required.
+	Namespace keyspace.Namespace
 	// MaxLen caps a session's notification stream (approximate). Default 1000.
 	MaxLen int64
 	// TTL is how long a session's notifications live after the newest one
-	// (spec 003's 86400 s). Default 24h.
+	// (86400 s). Default 24h.
 	TTL time.Duration
 	// DedupeTTL is how long a notification id given by the caller is
 	// remembered per session, so that writing it again adds nothing.
@@ -71,9 +73,6 @@ type Config struct {
 
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.MaxLen == 0 {
 		c.MaxLen = 1000
 	}
@@ -133,6 +132,9 @@ func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Namespace.IsZero() {
+		return nil, errors.New("notify: Config.Namespace is required")
 	}
 	return &Notifier{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
 }

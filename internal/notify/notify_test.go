@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,15 +9,16 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -29,31 +29,25 @@ type bundle struct {
 	n    *Notifier
 	hub  *Hub
 	auth *auth.Authenticator
-	srv  *httptest.Server
 }
 
 func setup(t testing.TB) *bundle {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	n, err := New(rdb, Config{Namespace: ns})
+	n, err := New(rdb, Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
-	a, err := auth.New(rdb, auth.Config{Namespace: ns, AdminKey: "admin-key"})
+	a, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), AdminKey: "admin-key"})
 	require.NoError(t, err)
 	hub := NewHub(n)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = hub.Run(ctx); close(done) }()
 	<-hub.Ready()
-	h, err := NewHandler(n, HandlerConfig{Auth: a, Hub: hub, Ping: time.Second})
-	require.NoError(t, err)
-	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
 		cancel()
 		<-done
 	})
-	return &bundle{rdb: rdb, n: n, hub: hub, auth: a, srv: srv}
+	return &bundle{rdb: rdb, n: n, hub: hub, auth: a}
 }
 
 func (b *bundle) session(t testing.TB) auth.Session {
@@ -144,149 +138,6 @@ func get(t *testing.T, url, token string) (int, map[string]any) {
 	return resp.StatusCode, body
 }
 
-func TestPollAuthorization(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	a, other := b.session(t), b.session(t)
-	_, err := b.n.Notify(ctx, a.ID, note("ta"))
-	require.NoError(t, err)
-	_, err = b.n.Notify(ctx, other.ID, note("tb"))
-	require.NoError(t, err)
-
-	code, _ := get(t, b.srv.URL+PathPoll, "")
-	require.Equal(t, http.StatusUnauthorized, code)
-	code, _ = get(t, b.srv.URL+PathPoll, "tfs_forged")
-	require.Equal(t, http.StatusUnauthorized, code)
-	code, body := get(t, b.srv.URL+PathPoll+"?session_id="+other.ID, a.Token)
-	require.Equal(t, http.StatusForbidden, code, "a session cannot read another's notifications")
-	require.Equal(t, "session_id", body["error"].(map[string]any)["field"])
-	code, body = get(t, b.srv.URL+PathPoll+"?limit=0", a.Token)
-	require.Equal(t, http.StatusBadRequest, code)
-	require.Equal(t, "limit", body["error"].(map[string]any)["field"])
-
-	code, body = get(t, b.srv.URL+PathPoll, a.Token)
-	require.Equal(t, http.StatusOK, code)
-	ns := body["notifications"].([]any)
-	require.Len(t, ns, 1)
-	require.Equal(t, "ta", ns[0].(map[string]any)["task_id"])
-	code, body = get(t, b.srv.URL+PathPoll, a.Token)
-	require.Equal(t, http.StatusOK, code)
-	require.Empty(t, body["notifications"], "marked read by the first poll")
-	code, body = get(t, b.srv.URL+PathPoll+"?after=0", a.Token)
-	require.Equal(t, http.StatusOK, code)
-	require.Len(t, body["notifications"], 1, "after=0 lists the history")
-
-	// The admin names the session.
-	code, _ = get(t, b.srv.URL+PathPoll, "admin-key")
-	require.Equal(t, http.StatusBadRequest, code)
-	code, body = get(t, b.srv.URL+PathPoll+"?session_id="+other.ID, "admin-key")
-	require.Equal(t, http.StatusOK, code)
-	require.Len(t, body["notifications"], 1)
-}
-
-func dialWS(t testing.TB, b *bundle, token, query string) (*websocket.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	url := "ws" + strings.TrimPrefix(b.srv.URL, "http") + PathWebSocket + query
-	hdr := http.Header{}
-	if token != "" {
-		hdr.Set("Authorization", "Bearer "+token)
-	}
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: hdr})
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	return c, err
-}
-
-func readNote(t testing.TB, c *websocket.Conn) Notification {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, b, err := c.Read(ctx)
-	require.NoError(t, err)
-	var n Notification
-	require.NoError(t, json.Unmarshal(b, &n))
-	return n
-}
-
-func TestWebSocketDeliversUnreadThenLive(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	a, other := b.session(t), b.session(t)
-	_, err := b.n.Notify(ctx, a.ID, note("before"))
-	require.NoError(t, err)
-
-	_, err = dialWS(t, b, "tfs_forged", "")
-	require.Error(t, err, "a forged token is refused")
-	_, err = dialWS(t, b, a.Token, "?session_id="+other.ID)
-	require.Error(t, err, "another session's notifications are refused")
-
-	c, err := dialWS(t, b, a.Token, "")
-	require.NoError(t, err)
-	defer c.CloseNow()
-	require.Equal(t, "before", readNote(t, c).TaskID)
-	_, err = b.n.Notify(ctx, other.ID, note("not-yours"))
-	require.NoError(t, err)
-	_, err = b.n.Notify(ctx, a.ID, note("live"))
-	require.NoError(t, err)
-	require.Equal(t, "live", readNote(t, c).TaskID, "only the session's own notifications arrive")
-	// The server marks read right after the write the client just read.
-	require.Eventually(t, func() bool {
-		un, err := b.n.Unread(ctx, a.ID, 10)
-		return err == nil && len(un) == 0
-	}, 5*time.Second, 5*time.Millisecond, "live delivery marks read")
-
-	// Browsers pass the token as a query parameter.
-	c2, err := dialWS(t, b, "", "?access_token="+a.Token+"&after=0")
-	require.NoError(t, err)
-	defer c2.CloseNow()
-	require.Equal(t, "before", readNote(t, c2).TaskID)
-}
-
-func TestSSE(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	a := b.session(t)
-	req, err := http.NewRequest(http.MethodGet, b.srv.URL+PathSSE, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+a.Token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	r := bufio.NewReader(resp.Body)
-	line, err := r.ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, ": connected\n", line)
-	_, err = b.n.Notify(ctx, a.ID, note("sse"))
-	require.NoError(t, err)
-	var id, data string
-	for data == "" {
-		line, err := r.ReadString('\n')
-		require.NoError(t, err)
-		switch {
-		case strings.HasPrefix(line, "id: "):
-			id = strings.TrimSpace(line[4:])
-		case strings.HasPrefix(line, "data: "):
-			data = line[6:]
-		}
-	}
-	require.NotEmpty(t, id)
-	var n Notification
-	require.NoError(t, json.Unmarshal([]byte(data), &n))
-	require.Equal(t, "sse", n.TaskID)
-
-	// No token: 401 before any stream starts.
-	resp2, err := http.Get(b.srv.URL + PathSSE)
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp2.Body)
-	resp2.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp2.StatusCode)
-}
-
 func TestMiddlewareNextInteraction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -348,16 +199,21 @@ func TestMiddlewareNextInteraction(t *testing.T) {
 	require.Equal(t, []string{"next_interaction:t1"}, delivered)
 }
 
-// BenchmarkNotifyToWebSocket measures the time from Notify (what the
+// BenchmarkNotifyToFollow measures the time from Notify (what the
 // orchestrator calls when it applies a completion) to the notification
-// arriving at a connected WebSocket client, and reports p50/p95/p99.
-func BenchmarkNotifyToWebSocket(b *testing.B) {
+// reaching a live feed's send (Follow, through the Hub: what the API's
+// WebSocket and SSE write), and reports p50/p95/p99.
+func BenchmarkNotifyToFollow(b *testing.B) {
 	bb := setup(b)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
 	s := bb.session(b)
-	c, err := dialWS(b, bb, s.Token, "")
-	require.NoError(b, err)
-	defer c.CloseNow()
+	got := make(chan Notification, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- bb.n.Follow(ctx, bb.hub, s.ID, "0", time.Minute, func(n Notification) error { got <- n; return nil },
+			func() error { return nil }, nil)
+	}()
+	defer func() { cancel(); <-done }()
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -365,7 +221,7 @@ func BenchmarkNotifyToWebSocket(b *testing.B) {
 		start := time.Now()
 		_, err := bb.n.Notify(ctx, s.ID, note(fmt.Sprint("t", i)))
 		require.NoError(b, err)
-		readNote(b, c)
+		<-got
 		lat = append(lat, time.Since(start))
 	}
 	b.StopTimer()
@@ -376,12 +232,54 @@ func BenchmarkNotifyToWebSocket(b *testing.B) {
 	b.ReportMetric(q(0.99), "p99_ms")
 }
 
+// TestFollowDeliversThenLive: a feed sends what is after its start, then
+// each new notification of its session only, and marks them read.
+func TestFollowDeliversThenLive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, other := b.session(t), b.session(t)
+	_, err := b.n.Notify(ctx, a.ID, note("before"))
+	require.NoError(t, err)
+	got := make(chan Notification, 10)
+	var batches atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- b.n.Follow(ctx, b.hub, a.ID, "0", time.Minute, func(n Notification) error { got <- n; return nil },
+			func() error { return nil }, func([]Notification) { batches.Add(1) })
+	}()
+	next := func() string {
+		select {
+		case n := <-got:
+			return n.TaskID
+		case <-time.After(5 * time.Second):
+			t.Fatal("no notification")
+		}
+		return ""
+	}
+	require.Equal(t, "before", next())
+	_, err = b.n.Notify(ctx, other.ID, note("not-yours"))
+	require.NoError(t, err)
+	_, err = b.n.Notify(ctx, a.ID, note("live"))
+	require.NoError(t, err)
+	require.Equal(t, "live", next(), "only the session's own notifications arrive")
+	require.Eventually(t, func() bool {
+		un, err := b.n.Unread(ctx, a.ID, 10)
+		return err == nil && len(un) == 0
+	}, 5*time.Second, 5*time.Millisecond, "a sent batch is marked read")
+	require.EqualValues(t, 2, batches.Load())
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.True(t, ValidCursor("0") && ValidCursor("1700000000000-0"))
+	require.False(t, ValidCursor("") || ValidCursor("-1") || ValidCursor("x-0"))
+}
+
 // TestStableIDWrittenOnce: a notification id chosen by the caller is
 // written once per session however often it is written (a replayed apply);
 // random ids are all written.
 func TestStableIDWrittenOnce(t *testing.T) {
 	rdb, ns := testredis.Client(t)
-	n, err := New(rdb, Config{Namespace: ns})
+	n, err := New(rdb, Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	id := StableID(KindCompleted, "task-1", "tok-1")
@@ -405,4 +303,12 @@ func TestStableIDWrittenOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, l, 3)
 	require.Equal(t, id, l[0].NotificationID)
+}
+
+// The namespace has one source (the store's, the configuration's): a
+// Notifier given none refuses to start instead of defaulting it.
+func TestNamespaceIsRequired(t *testing.T) {
+	t.Parallel()
+	_, err := New(nil, Config{})
+	require.ErrorContains(t, err, "Namespace is required")
 }

@@ -1,19 +1,19 @@
 package orchestrator
 
+import "github.com/taskflow/taskflow/internal/keyspace"
+
 // ACLRules are the ACL SETUSER rules of the Redis user the taskflow
 // processes (API, workers, scheduler, orchestrator) run as: every key and
 // pub/sub channel of the namespace — "{NS}:…" (the engine, streams,
 // notifications, results) and "NS:…" (sessions) — and every command except
 // the dangerous ones (FLUSHALL, KEYS, CONFIG, DEBUG, …). Use them as
 // ACL SETUSER <user> on ><password> <rules…>.
-func ACLRules(namespace string) []string {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
+func ACLRules(ns keyspace.Namespace) []string {
+	name := ns.Name()
 	return []string{
 		"resetkeys", "resetchannels",
-		"~{" + namespace + "}:*", "~" + namespace + ":*",
-		"&{" + namespace + "}:*", "&" + namespace + ":*",
+		"~" + ns.Pattern(), "~" + name + ":*",
+		"&" + ns.Pattern(), "&" + name + ":*",
 		"-@all", "+@all", "-@dangerous",
 		// Harmless reads go-redis and the health checks use.
 		"+info", "+client|setname",
@@ -29,16 +29,13 @@ func ACLRules(namespace string) []string {
 //   - task.cancel: XREAD / XREVRANGE;
 //   - task.completed, task.failed, task.progress: XADD only;
 //   - the registry: SADD agent:services; HSET, HGET, PEXPIRE and DEL of
-//     its agent:service:<name> hash (DEL when it stops).
+//     its agent:service:<name> hash (it is never deleted: it expires).
 //
 // No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
 // outcomes. A service can still publish an outcome for any task id; the
 // orchestrator applies only one carrying the attempt's token.
-func ServiceACLRules(namespace string) []string {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
-	p := "{" + namespace + "}:agent:"
+func ServiceACLRules(ns keyspace.Namespace) []string {
+	p := ns.Key("agent") + ":"
 	return []string{
 		"resetkeys", "resetchannels", "-@all",
 		"~" + p + "stream:task.create", "~" + p + "stream:task.cancel",
@@ -46,6 +43,6 @@ func ServiceACLRules(namespace string) []string {
 		"+xinfo|groups", "+ping", "+hello", "+client|setname",
 		"(~" + p + "stream:task.completed ~" + p + "stream:task.failed ~" + p + "stream:task.progress +xadd)",
 		"(~" + p + "services +sadd)",
-		"(~" + p + "service:* +hset +hget +pexpire +del)",
+		"(~" + p + "service:* +hset +hget +pexpire)",
 	}
 }

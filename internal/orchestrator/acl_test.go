@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -36,8 +37,8 @@ func TestACLUsers(t *testing.T) {
 		}
 		require.NoError(t, admin.Do(ctx, args...).Err())
 	}
-	setUser("taskflow", "pw1", ACLRules(ns))
-	setUser("report-svc", "pw2", ServiceACLRules(ns))
+	setUser("taskflow", "pw1", ACLRules(keyspace.MustParse(ns)))
+	setUser("report-svc", "pw2", ServiceACLRules(keyspace.MustParse(ns)))
 	require.NoError(t, admin.Set(ctx, "other:secret", "x", 0).Err())
 
 	app := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "taskflow", Password: "pw1"})
@@ -47,22 +48,22 @@ func TestACLUsers(t *testing.T) {
 
 	st, err := store.New(app, store.Config{Namespace: ns})
 	require.NoError(t, err)
-	note, err := notify.New(app, notify.Config{Namespace: ns})
+	note, err := notify.New(app, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
-	au, err := auth.New(app, auth.Config{Namespace: ns})
+	au, err := auth.New(app, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	sess, err := au.CreateSession(ctx)
 	require.NoError(t, err)
 
-	b := &bundle{rdb: app, ns: ns, st: st, note: note, sk: stream.NewKeys(ns), k: newKeys(ns)}
+	b := &bundle{rdb: app, ns: ns, st: st, note: note, sk: stream.NewKeys(keyspace.MustParse(ns)), k: newKeys(keyspace.MustParse(ns))}
 	defer b.stop()
-	disp := NewDispatcher(st, DispatcherConfig{Namespace: ns})
+	disp := NewDispatcher(st, DispatcherConfig{})
 	mux := worker.NewMux()
 	disp.Register(mux, "acl.run")
 	w, err := worker.New(st, mux, worker.Config{Concurrency: 4, HeartbeatInterval: 50 * time.Millisecond, ShutdownGrace: 100 * time.Millisecond})
 	require.NoError(t, err)
 	b.run(t, "worker", w.Run, nil)
-	o, err := New(st, note, nil, Config{Namespace: ns, Block: 50 * time.Millisecond})
+	o, err := New(st, note, nil, Config{Block: 50 * time.Millisecond})
 	require.NoError(t, err)
 	b.run(t, "orchestrator", o.Run, nil)
 	svc, err := extsvc.New(svcClient, extsvc.Config{Name: "report-svc", Namespace: ns, Block: 50 * time.Millisecond})
@@ -114,7 +115,9 @@ func TestACLUsers(t *testing.T) {
 	// what a service needs is allowed
 	_, err = svcClient.XAdd(ctx, &redis.XAddArgs{Stream: b.sk.Progress(), Values: []any{"event_id", "x"}}).Result()
 	require.NoError(t, err, "XADD task.progress")
-	require.NoError(t, svcClient.Del(ctx, b.sk.Service("report-svc")).Err(), "DEL its registry entry")
+	require.NoError(t, svcClient.HSet(ctx, b.sk.Service("report-svc"), "types", "report.generate").Err(), "HSET its registry entry")
+	require.ErrorContains(t, svcClient.Del(ctx, b.sk.Service("report-svc")).Err(), "NOPERM",
+		"no DEL: registrations expire, so a stopping instance cannot unregister its live siblings")
 
 	// The service user cannot read tasks or sessions.
 	err = svcClient.HGetAll(ctx, "{"+ns+"}:task:"+tk.ID).Err()

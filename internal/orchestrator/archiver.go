@@ -30,11 +30,8 @@ func (a *Archiver) Gaps() int64 { return a.f.gaps.Load() }
 func (a *Archiver) OnGap(fn func()) { a.f.onGap = fn }
 
 // NewArchiver returns an Archiver of st's namespace into arc.
-func NewArchiver(st *store.Store, arc *archive.Archive, namespace string, log *slog.Logger) *Archiver {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
-	f := newFollower(st, "archiver", newKeys(namespace).archiveCursor(), log)
+func NewArchiver(st *store.Store, arc *archive.Archive, log *slog.Logger) *Archiver {
+	f := newFollower(st, "archiver", newKeys(st.Namespace()).archiveCursor(), log)
 	f.handle = func(ctx context.Context, ts []*task.Task) error { return arc.PutBatch(ctx, ts) }
 	return &Archiver{f: f}
 }

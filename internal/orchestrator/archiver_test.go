@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -39,7 +40,7 @@ func TestArchiverArchivesInProcessTasks(t *testing.T) {
 		return tk.ID
 	}
 	run := func() func() {
-		a := NewArchiver(st, arc, ns, nil)
+		a := NewArchiver(st, arc, nil)
 		c, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- a.Run(c) }()
@@ -95,7 +96,7 @@ func TestArchiverSweepsTheIndexesAfterAGap(t *testing.T) {
 	finish(0)
 	cursor, err := st.Events().Latest(ctx)
 	require.NoError(t, err)
-	require.NoError(t, rdb.Set(ctx, newKeys(ns).archiveCursor(), cursor, 0).Err())
+	require.NoError(t, rdb.Set(ctx, newKeys(keyspace.MustParse(ns)).archiveCursor(), cursor, 0).Err())
 	var ids []string
 	for i := range 150 {
 		ids = append(ids, finish(i))
@@ -106,10 +107,10 @@ func TestArchiverSweepsTheIndexesAfterAGap(t *testing.T) {
 	require.Greater(t, info.EntriesAdded-info.Length, int64(100))
 
 	reg := prometheus.NewRegistry()
-	mt, err := NewMetrics(reg, rdb, ns)
+	mt, err := NewMetrics(reg, rdb, keyspace.MustParse(ns))
 	require.NoError(t, err)
 	require.Zero(t, gapsMetric(t, reg, "archiver"), "exported at 0 before any gap")
-	a := NewArchiver(st, arc, ns, nil)
+	a := NewArchiver(st, arc, nil)
 	a.OnGap(mt.Gap("archiver"))
 	c, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

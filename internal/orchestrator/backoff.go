@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Backoff is spec 003 §7's retry delay: exponential from Initial, capped
+// Backoff is retry delay: exponential from Initial, capped
 // at Max, with ±Jitter. Attempt 1 runs at once; retry n (from 0) waits
 // Initial·2ⁿ: 1 s, 2 s, 4 s … 60 s.
 type Backoff struct {

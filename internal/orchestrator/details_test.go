@@ -9,14 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
-	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
 // TestErrorDetailsReachTheTask: a service's error.details travel to the
 // task's error history and to get_task_result's error; a failure without
-// details is published with "details": {} (spec 003's form).
+// details is published with "details": {} (form).
 func TestErrorDetailsReachTheTask(t *testing.T) {
 	t.Parallel()
 	bad := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
@@ -35,7 +34,7 @@ func TestErrorDetailsReachTheTask(t *testing.T) {
 	require.NotEmpty(t, got.ErrorHistory)
 	require.JSONEq(t, `{"rows":3,"needed":10}`, string(got.ErrorHistory[len(got.ErrorHistory)-1].Details))
 
-	v, err := result.New(b.st, result.Config{Namespace: b.ns}).Get(ctx, auth.Principal{SessionID: "s1"}, tk.ID)
+	v, err := result.New(b.st, result.Config{}).Read(ctx, tk.ID)
 	require.NoError(t, err)
 	require.NotNil(t, v.Error)
 	require.Equal(t, "INSUFFICIENT_DATA", v.Error.Code)
@@ -61,7 +60,7 @@ func TestErrorDetailsReachTheTask(t *testing.T) {
 			require.JSONEq(t, `{}`, string(raw.Error["details"]), "empty details sent as {}")
 		}
 	}
-	v, err = result.New(b.st, result.Config{Namespace: b.ns}).Get(ctx, auth.Principal{SessionID: "s1"}, other.ID)
+	v, err = result.New(b.st, result.Config{}).Read(ctx, other.ID)
 	require.NoError(t, err)
 	require.Nil(t, v.Error.Details, "no details recorded for an empty object")
 }

@@ -21,8 +21,6 @@ import (
 
 // DispatcherConfig configures a Dispatcher.
 type DispatcherConfig struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// DefaultTimeout is the attempt's timeout for a task that sets none.
 	// Default 5m (the worker's DefaultTimeout).
 	DefaultTimeout time.Duration
@@ -57,9 +55,6 @@ type DispatcherConfig struct {
 }
 
 func (c DispatcherConfig) withDefaults() DispatcherConfig {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.DefaultTimeout == 0 {
 		c.DefaultTimeout = 5 * time.Minute
 	}
@@ -130,7 +125,7 @@ func InFlightFromEnv(getenv func(string) string) (int, error) {
 // NewDispatcher returns the dispatcher of st's namespace.
 func NewDispatcher(st *store.Store, cfg DispatcherConfig) *Dispatcher {
 	cfg = cfg.withDefaults()
-	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace),
+	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
 }
 
@@ -151,9 +146,15 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if len(params) == 0 {
 		params = json.RawMessage("null")
 	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = d.cfg.DefaultTimeout
+	}
+	// the deadline the agent enforces, in seconds with its fraction: a
+	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
 	e, err := stream.New(stream.TypeCreate, d.cfg.Now(), stream.CreateData{
 		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
-		Timeout: int(t.Timeout / time.Second), Priority: string(t.Priority), CreatedBy: "agent",
+		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
 		Attempt: t.RetryCount + 1, Token: t.Lease,
 	})
 	if err != nil {
@@ -161,10 +162,6 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
-	}
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = d.cfg.DefaultTimeout
 	}
 	member := inflightMember(t.ID, t.Lease)
 	if err := d.admit(ctx, t, member, timeout); err != nil {
@@ -187,7 +184,7 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
 	if errors.Is(prev.Err(), redis.Nil) {
-		// spec 003 §9's first lifecycle line: task.create published for it
+		// first lifecycle line: task.create published for it
 		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
 	} else {
 		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)

@@ -50,7 +50,7 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
-// TestLifecycleLogs: spec 003 §9's lifecycle lines (created, processing,
+// TestLifecycleLogs: lifecycle lines (created, processing,
 // completed, failed, timeout) and event lines (published, consumed,
 // acknowledged) are logged with their fields by the dispatcher, the
 // service and the orchestrator — and a parameter's value never is (§10).

@@ -7,12 +7,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
-// Metrics are spec 003 §9's metrics of the external path. Per-minute rates
+// Metrics are metrics of the external path. Per-minute rates
 // are PromQL's rate() over the counters.
 type Metrics struct {
 	outcomes *prometheus.CounterVec
@@ -24,7 +25,7 @@ type Metrics struct {
 
 // NewMetrics registers the metrics on reg. rdb and namespace feed the
 // stream gauges (consumer lag, pending, DLQ stream size), read at scrape.
-func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace string) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, namespace keyspace.Namespace) (*Metrics, error) {
 	m := &Metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "taskflow_external_task_outcomes_total",
@@ -81,7 +82,7 @@ func (m *Metrics) Gap(follower string) func() {
 	return c.Inc
 }
 
-// Delivered is notify.HandlerConfig.OnDelivered (and the middleware's hook).
+// Delivered is service.Config.OnNotificationDelivered (and the notify middleware's hook).
 func (m *Metrics) Delivered(via string, n notify.Notification, at time.Time) {
 	m.delivery.WithLabelValues(via).Observe(at.Sub(n.Timestamp).Seconds())
 }

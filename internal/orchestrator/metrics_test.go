@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -18,7 +19,7 @@ func TestMetricsObserve(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg, rdb, ns)
+	m, err := NewMetrics(reg, rdb, keyspace.MustParse(ns))
 	require.NoError(t, err)
 	tk := &task.Task{Type: "x.run"}
 	m.Observe("completed", tk, 0)

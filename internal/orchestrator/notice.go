@@ -16,8 +16,6 @@ import (
 
 // NoticeConfig configures an InProcessNotifier.
 type NoticeConfig struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// External lists the task types external services perform: the
 	// orchestrator notifies those itself, so they are skipped (but for a
 	// cancel while PENDING or TIMEOUT, which it does not see). Default none.
@@ -35,7 +33,7 @@ type NoticeConfig struct {
 
 // InProcessNotifier tells a session that one of its tasks run by in-process
 // handlers (summarize, noop, sleep, plan, any type that is not external)
-// has finished, in spec 003 §5's format, as the orchestrator does for
+// has finished, in format, as the orchestrator does for
 // external tasks: COMPLETED → task_completed ("ready", retrieve_result),
 // DLQ → task_failed with the last error (view_error), CANCELLED →
 // task_cancelled. It follows the store's lifecycle events from its own
@@ -90,9 +88,6 @@ func finishedOffTheExternalPath(t *task.Task) bool {
 
 // NewInProcessNotifier returns the notifier of st's namespace.
 func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConfig) *InProcessNotifier {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "taskflow"
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -100,7 +95,7 @@ func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConf
 	for _, t := range cfg.External {
 		n.ext[t] = true
 	}
-	f := newFollower(st, "notifier", newKeys(cfg.Namespace).noticeCursor(), cfg.Logger)
+	f := newFollower(st, "notifier", newKeys(st.Namespace()).noticeCursor(), cfg.Logger)
 	f.start = func(context.Context) (string, error) {
 		since := cfg.Since
 		if since.IsZero() {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -31,7 +32,7 @@ func newNoticeRig(t *testing.T, cfg store.Config) *noticeRig {
 	cfg.Namespace = ns
 	st, err := store.New(rdb, cfg)
 	require.NoError(t, err)
-	note, err := notify.New(rdb, notify.Config{Namespace: ns})
+	note, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	return &noticeRig{rdb: rdb, ns: ns, st: st, note: note}
 }
@@ -79,7 +80,7 @@ func (r *noticeRig) caughtUp(t *testing.T) {
 	latest, err := r.st.Events().Latest(ctx)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		cur, err := r.rdb.Get(ctx, newKeys(r.ns).noticeCursor()).Result()
+		cur, err := r.rdb.Get(ctx, newKeys(keyspace.MustParse(r.ns)).noticeCursor()).Result()
 		if err != nil {
 			return false
 		}
@@ -97,7 +98,7 @@ func (r *noticeRig) notes(t *testing.T, session string) []notify.Notification {
 
 // TestInProcessNotifierOnePerFinish: a session's in-process tasks that
 // complete, dead-letter and are cancelled yield exactly one notification
-// each, in spec 003's format, and so does an external type's task
+// each, in format, and so does an external type's task
 // cancelled before its dispatch; an external type's task that completes
 // or dead-letters (the orchestrator's to announce), a task without a
 // session and a task that finished before the first run's Since yield
@@ -112,7 +113,7 @@ func TestInProcessNotifierOnePerFinish(t *testing.T) {
 	since := old.UpdatedAt.Add(100 * time.Millisecond)
 	require.Eventually(t, func() bool { return time.Now().After(since) }, time.Second, time.Millisecond)
 
-	cfg := NoticeConfig{Namespace: r.ns, External: []string{"x.ext"}, Since: since}
+	cfg := NoticeConfig{External: []string{"x.ext"}, Since: since}
 	stop := r.run(t, NewInProcessNotifier(r.st, r.note, cfg))
 	done := r.finish(t, "summarize", "s1", "completed")
 	dead := r.finish(t, "noop", "s1", "dlq")
@@ -152,7 +153,7 @@ func TestInProcessNotifierOnePerFinish(t *testing.T) {
 	check()
 
 	// Replay everything the stream holds, twice at once: nothing new.
-	require.NoError(t, r.rdb.Del(context.Background(), newKeys(r.ns).noticeCursor()).Err())
+	require.NoError(t, r.rdb.Del(context.Background(), newKeys(keyspace.MustParse(r.ns)).noticeCursor()).Err())
 	cfg.Since = time.UnixMilli(0)
 	stopA := r.run(t, NewInProcessNotifier(r.st, r.note, cfg))
 	stopB := r.run(t, NewInProcessNotifier(r.st, r.note, cfg))
@@ -176,7 +177,7 @@ func TestInProcessNotifierSweepsTheIndexesAfterAGap(t *testing.T) {
 	ctx := context.Background()
 	hows := []string{"completed", "dlq", "cancelled"}
 	first := r.finish(t, "summarize", "s1", "completed")
-	n := NewInProcessNotifier(r.st, r.note, NoticeConfig{Namespace: r.ns, Since: first.UpdatedAt})
+	n := NewInProcessNotifier(r.st, r.note, NoticeConfig{Since: first.UpdatedAt})
 	stop := r.run(t, n)
 	r.caughtUp(t)
 	stop()
@@ -186,14 +187,14 @@ func TestInProcessNotifierSweepsTheIndexesAfterAGap(t *testing.T) {
 		tk := r.finish(t, "summarize", "s1", hows[i%3])
 		ids[tk.ID] = hows[i%3]
 	}
-	cursor, err := r.rdb.Get(ctx, newKeys(r.ns).noticeCursor()).Result()
+	cursor, err := r.rdb.Get(ctx, newKeys(keyspace.MustParse(r.ns)).noticeCursor()).Result()
 	require.NoError(t, err)
 	info, err := r.rdb.XInfoStream(ctx, r.st.EventStreamKey()).Result()
 	require.NoError(t, err)
 	entry, _, _ := strings.Cut(cursor, ".")
 	require.Equal(t, -1, compareIDs(entry, info.FirstEntry.ID), "events after the cursor were trimmed (the test's premise)")
 
-	n = NewInProcessNotifier(r.st, r.note, NoticeConfig{Namespace: r.ns})
+	n = NewInProcessNotifier(r.st, r.note, NoticeConfig{})
 	gaps := 0
 	n.OnGap(func() { gaps++ })
 	stop = r.run(t, n)
@@ -227,7 +228,7 @@ func TestExternalTaskEndedOffThePathIsAnnounced(t *testing.T) {
 	clk := clock.NewFake(time.Now().Add(-24 * time.Hour))
 	r := newNoticeRig(t, store.Config{Clock: clk, MaxTaskAge: time.Hour})
 	ctx := context.Background()
-	cfg := NoticeConfig{Namespace: r.ns, External: []string{"x.ext"}, Since: time.UnixMilli(0)}
+	cfg := NoticeConfig{External: []string{"x.ext"}, Since: time.UnixMilli(0)}
 	stop := r.run(t, NewInProcessNotifier(r.st, r.note, cfg))
 
 	enqueue := func() *task.Task {

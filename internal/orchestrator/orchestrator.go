@@ -1,4 +1,4 @@
-// Package orchestrator is spec 003's agent side: it dispatches the tasks of
+// Package orchestrator is agent side: it dispatches the tasks of
 // external services (Dispatcher, a worker handler), and in the consumer
 // group agent-group it applies what the services report — task.completed,
 // task.failed, task.timeout, task.progress — through the store's atomic
@@ -36,14 +36,12 @@ import (
 
 // Config configures an Orchestrator.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Consumer is this process's name in agent-group. Default
 	// agent-<hostname>-<pid>.
 	Consumer string
-	// Block is how long one read waits (spec 003: 1000 ms). Default 1s.
+	// Block is how long one read waits (1000 ms). Default 1s.
 	Block time.Duration
-	// Batch is the most events read per stream per call (spec 003: 10).
+	// Batch is the most events read per stream per call (10).
 	// Default 10.
 	Batch int64
 	// Parallel is how many events of a batch are applied at once (events
@@ -52,7 +50,7 @@ type Config struct {
 	// ClaimIdle is how long an event may stay unacknowledged by its
 	// consumer before another consumer claims it. Default 30s.
 	ClaimIdle time.Duration
-	// Backoff is the retry delay of transient failures (spec 003 §7).
+	// Backoff is the retry delay of transient failures.
 	Backoff Backoff
 	// ResultTTL is the lifetime of the task:{id}:result cache. Default 24h.
 	ResultTTL time.Duration
@@ -85,9 +83,6 @@ type Config struct {
 
 // WithDefaults returns c with unset fields defaulted.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.Consumer == "" {
 		host, _ := os.Hostname()
 		c.Consumer = fmt.Sprintf("agent-%s-%d", host, os.Getpid())
@@ -183,7 +178,7 @@ func New(st *store.Store, note *notify.Notifier, arc *archive.Archive, cfg Confi
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(cfg.Namespace), k: newKeys(cfg.Namespace), rk: result.NewKeys(cfg.Namespace),
+	return &Orchestrator{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()), rk: result.NewKeys(st.Namespace()),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), note: note, arc: arc}, nil
 }
 
@@ -370,7 +365,14 @@ func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, event
 		return err
 	}
 	if applied.Val() == 1 {
-		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID)
+		// a second outcome of an applied attempt: ignored and, like every
+		// ignored outcome, counted as stale
+		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID, "stream", m.Stream, "entry", m.ID)
+		t, err := o.st.Get(ctx, taskID)
+		if err != nil {
+			t = &task.Task{ID: taskID, Type: "unknown"} // gone since (purged): still counted
+		}
+		o.observe("stale", t, NoDuration)
 		return nil
 	}
 	first := seen.Val()
@@ -674,7 +676,7 @@ func readyMessage(t *task.Task) string {
 	return fmt.Sprintf("Your %s task is ready!", t.Type)
 }
 
-// TimeoutMessage is spec 003 §6's message to the user.
+// TimeoutMessage is message to the user.
 func TimeoutMessage(t *task.Task) string {
 	return fmt.Sprintf("Your %s task is taking longer than expected. The task is still running. "+
 		"I'll notify you when it completes, or you can check status with: 'Show task status for %s'", t.Type, t.ID)

@@ -125,7 +125,7 @@ func TestRetriesExhaustedGoToDLQ(t *testing.T) {
 	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"down.run": down}, maxRetries: 3})
 	tk := b.enqueue(t, "down.run", "s1", `{}`, time.Minute)
 	dl := b.waitState(t, tk.ID, task.StateDLQ)
-	require.EqualValues(t, 4, calls.Load(), "1 attempt + 3 retries (spec 003 §7)")
+	require.EqualValues(t, 4, calls.Load(), "1 attempt + 3 retries")
 	require.Equal(t, 3, dl.RetryCount)
 	b.waitNotes(t, "s1", 1) // the DLQ effects come after the transition
 	xs, err := b.rdb.XRange(context.Background(), b.sk.DLQ(), "-", "+").Result()
@@ -196,7 +196,13 @@ func TestDuplicateDeliveryAppliedOnce(t *testing.T) {
 		once.Do(func() { gate <- tk })
 		return json.RawMessage(`{"n":1}`), nil
 	}
-	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"dup.run": dup}})
+	var stale atomic.Int32
+	b := setup(t, options{handlers: map[string]extsvc.HandlerFunc{"dup.run": dup}, orchCfg: Config{
+		Observe: func(kind string, _ *task.Task, _ time.Duration) {
+			if kind == "stale" {
+				stale.Add(1)
+			}
+		}}})
 	ctx := context.Background()
 	tk := b.enqueue(t, "dup.run", "s1", `{}`, time.Minute)
 	b.waitState(t, tk.ID, task.StateCompleted)
@@ -223,6 +229,7 @@ func TestDuplicateDeliveryAppliedOnce(t *testing.T) {
 	ns, err := b.note.List(ctx, "s1", "", 100)
 	require.NoError(t, err)
 	require.Len(t, ns, 1, "one notification")
+	require.EqualValues(t, 2, stale.Load(), "each ignored duplicate is counted as stale")
 }
 
 // TestOrchestratorKilledMidEvent: a consumer that applied a completion
@@ -232,7 +239,7 @@ func TestOrchestratorKilledMidEvent(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{noOrch: true, handlers: map[string]extsvc.HandlerFunc{"echo.run": echo}})
 	ctx := context.Background()
-	dying, err := New(b.st, b.note, b.arc, Config{Namespace: b.ns, Consumer: "agent-dying", Block: 50 * time.Millisecond})
+	dying, err := New(b.st, b.note, b.arc, Config{Consumer: "agent-dying", Block: 50 * time.Millisecond})
 	require.NoError(t, err)
 	crashed := make(chan struct{})
 	dying.crashAfterApply = func(m stream.Message) bool { close(crashed); return true }

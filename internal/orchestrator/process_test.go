@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -73,11 +74,11 @@ func helperOrchestrator() {
 	if err != nil {
 		panic(err)
 	}
-	note, err := notify.New(rdb, notify.Config{Namespace: ns})
+	note, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	if err != nil {
 		panic(err)
 	}
-	o, err := New(st, note, nil, Config{Namespace: ns, Consumer: "agent-doomed", Block: 50 * time.Millisecond})
+	o, err := New(st, note, nil, Config{Consumer: "agent-doomed", Block: 50 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}

@@ -129,7 +129,7 @@ func TestTimeoutNoticeOwedIsPublished(t *testing.T) {
 
 	// a second publication of the same attempt's timeout writes nothing,
 	// and a second delivery of the event notifies no one again
-	require.NoError(t, b.orch.publishTimeout(ctx, cur, cur.Lease))
+	require.NoError(t, b.orch.publishTimeout(ctx, cur, cur.Lease, cur.Timeout))
 	ms := b.entries(t, b.sk.Timeout())
 	require.Len(t, ms, 1)
 	require.NoError(t, b.orch.handle(ctx, ms[0]))

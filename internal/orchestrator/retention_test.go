@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -21,16 +22,16 @@ import (
 // injected clock), exactly.
 func TestStreamsTrimmedByTimeWithoutWrites(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, 7*24*time.Hour, Config{}.WithDefaults().Retention, "spec 003's 7-day DLQ retention")
+	require.Equal(t, 7*24*time.Hour, Config{}.WithDefaults().Retention, "7-day DLQ retention")
 	rdb, ns := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
-	o, err := New(st, nil, nil, Config{Namespace: ns, Now: clk.Now, Retention: time.Hour, TrimInterval: 10 * time.Minute})
+	o, err := New(st, nil, nil, Config{Now: clk.Now, Retention: time.Hour, TrimInterval: 10 * time.Minute})
 	require.NoError(t, err)
 	ctx := context.Background()
-	sk := stream.NewKeys(ns)
+	sk := stream.NewKeys(keyspace.MustParse(ns))
 	add := func(key string, at time.Time) string {
 		id := fmt.Sprintf("%d-0", at.UnixMilli())
 		require.NoError(t, rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: id, Values: []any{"event_id", "e"}}).Err())

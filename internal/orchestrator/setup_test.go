@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/archive"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/scheduler"
@@ -90,15 +91,14 @@ func setup(t testing.TB, o options) *bundle {
 	rdb, ns := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: ns, DefaultMaxRetries: o.maxRetries})
 	require.NoError(t, err)
-	note, err := notify.New(rdb, notify.Config{Namespace: ns})
+	note, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
-	b := &bundle{rdb: rdb, ns: ns, st: st, note: note, sk: stream.NewKeys(ns), k: newKeys(ns), rk: result.NewKeys(ns)}
+	b := &bundle{rdb: rdb, ns: ns, st: st, note: note, sk: stream.NewKeys(keyspace.MustParse(ns)), k: newKeys(keyspace.MustParse(ns)), rk: result.NewKeys(keyspace.MustParse(ns))}
 	if !o.skipArchive {
 		b.arc = testArchive(t)
 	}
 	t.Cleanup(b.stop)
 
-	o.dispCfg.Namespace = ns
 	b.disp = NewDispatcher(st, o.dispCfg)
 	mux := worker.NewMux()
 	types := append([]string{}, o.extraTypes...)
@@ -129,7 +129,6 @@ func setup(t testing.TB, o options) *bundle {
 
 func (b *bundle) startOrchestrator(t testing.TB, cfg Config) *Orchestrator {
 	t.Helper()
-	cfg.Namespace = b.ns
 	if cfg.Block == 0 {
 		cfg.Block = 50 * time.Millisecond
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
@@ -24,7 +25,7 @@ import (
 //     spending a retry (ACTIVE → PENDING, due after ServiceGrace, cause
 //     service_unavailable), like a task waiting for an open breaker;
 //   - the attempt's timeout passes (its entry in the handoff index is due)
-//     → ACTIVE → TIMEOUT (spec 003 §6), task.timeout published, the session
+//     → ACTIVE → TIMEOUT, task.timeout published, the session
 //     told the task still runs; a late outcome still completes it;
 //   - a TIMEOUT attempt (the service was alive, or the timeout came first)
 //     whose type no live service serves at a check, every ServiceGrace → a
@@ -164,13 +165,13 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 			}
 			return err
 		}
-		if err := o.publishTimeout(ctx, t, e.Token); err != nil {
+		if err := o.publishTimeout(ctx, t, e.Token, attemptTimeout(t, e)); err != nil {
 			return err // the entry stays due: the next tick publishes it
 		}
 	case t.State == task.StateTimeout:
 		// owed if the process that marked it TIMEOUT died (or its publish
 		// failed) before task.timeout was written: publish it now (once)
-		if err := o.publishTimeout(ctx, t, e.Token); err != nil {
+		if err := o.publishTimeout(ctx, t, e.Token, attemptTimeout(t, e)); err != nil {
 			return err
 		}
 		ok, err := o.serviceAlive(ctx, t.Type, live)
@@ -249,7 +250,16 @@ func (o *Orchestrator) clearSuspect(e store.HandoffEntry) {
 // published before (the marker is written with the event, in one script).
 // Marking the task TIMEOUT and publishing are two steps: a TIMEOUT task
 // whose event is missing is published by the watcher's next check of it.
-func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task, token string) error {
+// attemptTimeout is the timeout the dispatcher set for the attempt: the
+// task's own, else the default it applied (from the handed-off deadline).
+func attemptTimeout(t *task.Task, e store.HandoffEntry) time.Duration {
+	if t.Timeout > 0 || t.StartedAt == nil {
+		return t.Timeout
+	}
+	return e.TimeoutAt.Sub(*t.StartedAt).Round(10 * time.Millisecond)
+}
+
+func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task, token string, limit time.Duration) error {
 	now := o.cfg.Now()
 	elapsed := now.Sub(t.CreatedAt)
 	if t.StartedAt != nil {
@@ -257,7 +267,7 @@ func (o *Orchestrator) publishTimeout(ctx context.Context, t *task.Task, token s
 	}
 	e, err := stream.New(stream.TypeTimeout, now, stream.TimeoutData{
 		TaskID: t.ID, Status: "timeout", ElapsedMS: elapsed.Milliseconds(),
-		Message: fmt.Sprintf("Task exceeded timeout of %d seconds", int(t.Timeout/time.Second)),
+		Message: fmt.Sprintf("Task exceeded timeout of %s seconds", seconds.Format(limit)),
 	})
 	if err != nil {
 		return err

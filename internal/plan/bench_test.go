@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkHandoff measures what handing a unit of work to another
-// goroutine costs against calling it: spec 002's open question 1. "pool"
+// goroutine costs against calling it: open question 1. "pool"
 // is what the engine does for an offloaded CPU node (a goroutine that
 // takes a slot of a bounded pool and signals completion).
 func BenchmarkHandoff(b *testing.B) {
@@ -100,7 +100,7 @@ func forkPlan(rows int) string {
 	 "expr_table":{"e":{"op":"mul","a":{"op":"key_ref","key_id":1},"b":{"op":"neg","x":{"op":"const_number","value":0.5}}}}}`, rows)
 }
 
-// BenchmarkOffloadThreshold answers spec 002's open question 2: from which
+// BenchmarkOffloadThreshold answers open question 2: from which
 // input size does handing CPU nodes to the pool pay? Pool (parallel
 // branches, a hand-off per node) against Inline (no hand-off, branches in
 // sequence) for growing inputs.

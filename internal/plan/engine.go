@@ -21,10 +21,10 @@ import (
 const (
 	// PolicyAuto runs trivial ops (take) and small inputs inline, fuses a
 	// chain of CPU nodes into one pool hand-off, and offloads the rest —
-	// spec 002's options A, B and C, as the measurements in
+	// options A, B and C, as the measurements in
 	// docs/benchmarks.md say they pay.
 	PolicyAuto = "auto"
-	// PolicyPool hands every CPU node to the pool (spec 002 as written).
+	// PolicyPool hands every CPU node to the pool (as first written).
 	PolicyPool = "pool"
 	// PolicyInline runs every CPU node on the goroutine that readied it.
 	PolicyInline = "inline"

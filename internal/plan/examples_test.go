@@ -10,7 +10,7 @@ import (
 	"github.com/taskflow/taskflow/internal/plan/ir"
 )
 
-// TestSpecExamples runs spec 002's six examples, written as plans in
+// TestSpecExamples runs six examples, written as plans in
 // testdata/plans, against the demo data; expected answers follow from the
 // data and the op rules.
 func TestSpecExamples(t *testing.T) {

@@ -213,7 +213,7 @@ func causeOf(ctx context.Context) error {
 
 // fail ends the run with err (the first failure wins). The request
 // deadline passing while a CPU node runs or waits for the pool is that
-// node's timeout, "Node execution timeout", as in spec 002's example 6
+// node's timeout, "Node execution timeout", as in example 6
 // and the reference, whose CPU offload waits min(deadline, node timeout);
 // during IO or between nodes it is "Request deadline exceeded".
 func (r *run) fail(err error) {

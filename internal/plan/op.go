@@ -62,7 +62,7 @@ type ParamSpec struct {
 type OpSpec struct {
 	Name string // namespace::name
 	Kind Kind
-	// Inline marks ops always cheaper than a pool hand-off (spec 002's
+	// Inline marks ops always cheaper than a pool hand-off (the original
 	// option A, run_inline): they run on the goroutine that readied them.
 	Inline bool
 	// Expensive marks ops never inlined by the size threshold (option B).
@@ -79,7 +79,7 @@ type OpSpec struct {
 	// recommendation, media). A column only such ops consume is dead.
 	NewRows bool
 	// BareDefaults are defaults applied only when the plan names the op
-	// by its bare name (spec 002's prose form, e.g. follow without fanout).
+	// by its bare name (prose form, e.g. follow without fanout).
 	BareDefaults map[string]any
 	build        builder
 }
@@ -87,7 +87,7 @@ type OpSpec struct {
 var traceParam = ParamSpec{Name: "trace", Type: PString, Nullable: true}
 
 // DefaultFanout is the fanout of follow/recommendation/media written in
-// spec 002's bare form without one.
+// bare form without one.
 const DefaultFanout = 100
 
 func catalog() []*OpSpec {
@@ -127,12 +127,12 @@ func catalog() []*OpSpec {
 	}
 }
 
-// paramAliases are spec 002's prose spellings of params, per op.
+// paramAliases are prose spellings of params, per op.
 var paramAliases = map[string]map[string]string{
 	"core::sort": {"key": "by"},
 }
 
-// bareAliases maps spec 002's bare op names (and "recs") to catalog names.
+// bareAliases maps bare op names (and "recs") to catalog names.
 var bareAliases = map[string]string{
 	"viewer": "core::viewer", "follow": "core::follow", "recommendation": "core::recommendation",
 	"recs": "core::recommendation", "media": "core::media", "vm": "core::vm", "filter": "core::filter",

@@ -1,4 +1,4 @@
-// Package plan is taskflow's plan engine (spec 002): it parses a plan — a
+// Package plan is taskflow's plan engine: it parses a plan — a
 // DAG of IO nodes (Redis reads) and CPU nodes (vm, filter, sort, take,
 // concat) — validates it against the registries, and runs it under a
 // request deadline and per-node timeouts, starting each node the moment its

@@ -118,7 +118,7 @@ func TestValidationErrors(t *testing.T) {
 	}
 }
 
-// TestSpecForms: spec 002's prose forms are accepted beside the reference's.
+// TestSpecForms: prose forms are accepted beside the reference's.
 func TestSpecForms(t *testing.T) {
 	t.Parallel()
 	reg, err := registry.Default("dev")
@@ -132,7 +132,7 @@ func TestSpecForms(t *testing.T) {
 	c, err := plan.Compile(p, reg, plan.NewCatalog())
 	require.NoError(t, err)
 	require.Equal(t, "core::follow", c.Nodes[1].Op.Name)
-	require.Equal(t, "core::recommendation", c.Nodes[3].Op.Name, "recs is spec 002's name of recommendation")
+	require.Equal(t, "core::recommendation", c.Nodes[3].Op.Name, "recs is the short name of recommendation")
 	require.EqualValues(t, plan.DefaultFanout, c.Nodes[3].Params["fanout"])
 	require.EqualValues(t, plan.DefaultFanout, c.Nodes[1].Params["fanout"], "bare follow gets the default fanout")
 	require.EqualValues(t, 2002, c.Nodes[2].Params["by"], "key is an alias of by")

@@ -11,7 +11,7 @@ import (
 )
 
 // FuzzParseInput: any body is either accepted with a positive user and a
-// positive deadline, or refused with a 400 naming a field.
+// positive deadline, or refused as invalid, naming a field.
 func FuzzParseInput(f *testing.F) {
 	for _, s := range []string{`{"user_id":1}`, `{"user_id":"9","deadline_ms":12.5,"node_timeout_ms":3}`, `{"user_id":1,"deadline_ms":null}`,
 		`{"user_id":1,"param_overrides":{"weight":null}}`, `{`, `null`, `{"user_id":1,"deadline_ms":1e300}`} {
@@ -25,8 +25,8 @@ func FuzzParseInput(f *testing.F) {
 		in, err := svc.ParseInput(body)
 		if err != nil {
 			var pe *planapi.Error
-			if !errors.As(err, &pe) || pe.Status != 400 || pe.Field == "" {
-				t.Fatalf("not a 400 naming a field: %#v", err)
+			if !errors.As(err, &pe) || pe.Kind != planapi.KindInvalid || pe.Field == "" {
+				t.Fatalf("not an invalid-request error naming a field: %#v", err)
 			}
 			return
 		}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +38,6 @@ const broken = `{"schema_version":1,"plan_name":"broken","nodes":[
 
 type bundle struct {
 	svc *planapi.Service
-	srv *httptest.Server
 	dir string
 }
 
@@ -58,27 +54,42 @@ func setup(t *testing.T) *bundle {
 	}
 	svc, err := planapi.New(eng, planapi.Config{PlanDir: dir, DefaultDeadline: 5 * time.Second})
 	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle(planapi.Route, svc.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		require.NoError(t, eng.Close())
-	})
-	return &bundle{svc: svc, srv: srv, dir: dir}
+	t.Cleanup(func() { require.NoError(t, eng.Close()) })
+	return &bundle{svc: svc, dir: dir}
 }
 
 func (b *bundle) post(t *testing.T, name, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(b.srv.URL+"/api/v1/plans/"+name+"/execute", "application/json", strings.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	var out map[string]any
-	require.NoError(t, json.Unmarshal(raw, &out), string(raw))
-	return resp.StatusCode, out
+	return run(t, b.svc, name, body)
+}
+
+// statusOf is the HTTP status the API answers for each kind (through the
+// service's kinds), to keep these cases readable.
+var statusOf = map[planapi.ErrorKind]int{planapi.KindInvalid: 400, planapi.KindNotFound: 404, planapi.KindEvaluation: 422,
+	planapi.KindPlanInvalid: 500, planapi.KindUpstream: 502, planapi.KindTimeout: 504}
+
+// run runs plan name with body as the API does (ParseInput, Execute) and
+// returns what the API answers: the status the error means, and the body
+// (rankd's line, or the error's code, message and field).
+func run(t *testing.T, svc *planapi.Service, name, body string) (int, map[string]any) {
+	t.Helper()
+	in, err := svc.ParseInput([]byte(body))
+	var out json.RawMessage
+	if err == nil {
+		out, err = svc.Execute(context.Background(), name, in)
+	}
+	if err != nil {
+		var pe *planapi.Error
+		require.True(t, errors.As(err, &pe), "not a *planapi.Error: %v", err)
+		e := map[string]any{"code": pe.Code, "message": pe.Message}
+		if pe.Field != "" {
+			e["field"] = pe.Field
+		}
+		return statusOf[pe.Kind], map[string]any{"error": e}
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out, &m), string(out))
+	return 200, m
 }
 
 func TestExecute(t *testing.T) {
@@ -116,6 +127,10 @@ func TestExecuteErrors(t *testing.T) {
 		{"PlanNameInBody", "follows", `{"user_id":1,"plan_name":"slow"}`, 400, "invalid_request", "plan_name"},
 		{"UnknownPlan", "nothere", `{"user_id":1}`, 404, "plan_not_found", "name"},
 		{"BadPlanName", "a.b", `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"EmptyPlanName", "", `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"LongPlanName", strings.Repeat("p", planapi.MaxNameLen+1), `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"FileSystemLongPlanName", strings.Repeat("p", 300), `{"user_id":1}`, 400, "invalid_plan_name", "name"},
+		{"LongestPlanName", strings.Repeat("p", planapi.MaxNameLen), `{"user_id":1}`, 404, "plan_not_found", "name"},
 		{"InvalidPlan", "broken", `{"user_id":1}`, 500, "plan_invalid", ""},
 		{"Deadline", "slow", `{"user_id":1,"deadline_ms":30}`, 504, "deadline_exceeded", ""},
 		{"NodeTimeout", "slow", `{"user_id":1,"node_timeout_ms":30}`, 504, "node_timeout", ""},
@@ -187,6 +202,30 @@ func TestColdPlanCompiledOnce(t *testing.T) {
 	require.EqualValues(t, 2, planapi.Compiles(b.svc))
 }
 
+// TestCheckTask: a plan task's params are checked as its run would be,
+// naming the params field at fault.
+func TestCheckTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.svc.CheckTask(json.RawMessage(`{"plan_name":"follows","user_id":1}`)))
+	for params, field := range map[string]string{
+		``: "", `[]`: "", `{"user_id":1}`: "plan_name", `{"plan_name":"follows"}`: "user_id",
+		`{"plan_name":"nothere","user_id":1}`: "plan_name", `{"plan_name":"a.b","user_id":1}`: "plan_name",
+		`{"plan_name":"` + strings.Repeat("p", 300) + `","user_id":1}`: "plan_name",
+		`{"plan_name":"follows","user_id":1,"deadline":5}`:             "deadline",
+	} {
+		err := b.svc.CheckTask(json.RawMessage(params))
+		var pe *planapi.Error
+		require.True(t, errors.As(err, &pe), "%.40s: %v", params, err)
+		require.Equal(t, field, pe.Field, "%.40s: %v", params, err)
+		require.True(t, pe.CallersFault(), "%.40s", params)
+	}
+	// broken compiles to an error: not the caller's to fix, but refused too
+	var pe *planapi.Error
+	require.True(t, errors.As(b.svc.CheckTask(json.RawMessage(`{"plan_name":"broken","user_id":1}`)), &pe))
+	require.Equal(t, "plan_invalid", pe.Code)
+}
+
 func TestTaskHandler(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -208,7 +247,7 @@ func TestTaskHandler(t *testing.T) {
 
 	var perm *task.PermanentError
 	for _, params := range []string{``, `[]`, `{"user_id":1}`, `{"plan_name":"follows"}`, `{"plan_name":"nothere","user_id":1}`, `{"plan_name":"broken","user_id":1}`,
-		`{"plan_name":"follows","user_id":1,"deadline":5}`} {
+		`{"plan_name":"follows","user_id":1,"deadline":5}`, `{"plan_name":"` + strings.Repeat("p", 300) + `","user_id":1}`, `{"plan_name":"../follows","user_id":1}`} {
 		_, err := run(params)
 		require.True(t, errors.As(err, &perm), "%s: %v", params, err)
 	}
@@ -216,4 +255,31 @@ func TestTaskHandler(t *testing.T) {
 	var tr *task.TransientError
 	require.True(t, errors.As(err, &tr), "%v", err)
 	require.Equal(t, task.ErrTypeNetworkTimeout, tr.Type)
+}
+
+// With no plan directory the plans built into the binary are served, from
+// any working directory (this test's has no plans/ folder); an unknown
+// name is a 404 that lists them.
+func TestBuiltInPlans(t *testing.T) {
+	t.Parallel()
+	c, ns := testredis.Client(t)
+	_, err := plan.Seed(context.Background(), c, ns+":", plan.Demo())
+	require.NoError(t, err)
+	eng, err := plan.New(plan.Config{RedisURL: testredis.URL(), KeyPrefix: ns + ":"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, eng.Close()) })
+	svc, err := planapi.New(eng, planapi.Config{DefaultDeadline: 5 * time.Second})
+	require.NoError(t, err)
+	_, err = os.Stat("plans")
+	require.True(t, os.IsNotExist(err))
+	in, err := svc.ParseInput([]byte(`{"user_id":1,"request_id":"b"}`))
+	require.NoError(t, err)
+	out, err := svc.Execute(context.Background(), "complex_dag", in)
+	require.NoError(t, err)
+	require.Contains(t, string(out), `"candidates":[{"id":`)
+	_, err = svc.Execute(context.Background(), "no_such_plan", in)
+	var pe *planapi.Error
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "plan_not_found", pe.Code)
+	require.Contains(t, pe.Message, "the plans are: complex_dag, diamond,")
 }

@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,9 +25,9 @@ const nullScore = `{"schema_version":1,"plan_name":"null_score","nodes":[
  {"node_id":"s","op":"core::vm","inputs":["v"],"params":{"expr_id":"e","out_key":2001}}],
  "expr_table":{"e":{"op":"param_ref","param_id":1}},"outputs":["s"]}`
 
-// service serves nullScore and follows from its own directory on an
-// engine reading redisURL.
-func service(t *testing.T, redisURL, prefix string, cfg planapi.Config) (*planapi.Service, string) {
+// service runs nullScore and follows from its own directory on an engine
+// reading redisURL.
+func service(t *testing.T, redisURL, prefix string, cfg planapi.Config) *planapi.Service {
 	t.Helper()
 	eng, err := plan.New(plan.Config{RedisURL: redisURL, KeyPrefix: prefix})
 	require.NoError(t, err)
@@ -41,64 +38,47 @@ func service(t *testing.T, redisURL, prefix string, cfg planapi.Config) (*planap
 	cfg.PlanDir, cfg.DefaultDeadline = dir, 5*time.Second
 	svc, err := planapi.New(eng, cfg)
 	require.NoError(t, err)
-	mux := http.NewServeMux()
-	mux.Handle(planapi.Route, svc.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(func() {
-		srv.Close()
-		require.NoError(t, eng.Close())
-	})
-	return svc, srv.URL
+	t.Cleanup(func() { require.NoError(t, eng.Close()) })
+	return svc
 }
 
-func postRaw(t *testing.T, url, name, body string) (int, string, string) {
+func postRaw(t *testing.T, svc *planapi.Service, name, body string) (int, string, string) {
 	t.Helper()
-	resp, err := http.Post(url+"/api/v1/plans/"+name+"/execute", "application/json", strings.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	var e struct {
-		Error struct{ Code, Message, Field string } `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &e), string(raw))
-	return resp.StatusCode, e.Error.Code, e.Error.Message
+	code, out := run(t, svc, name, body)
+	e, _ := out["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	m, _ := e["message"].(string)
+	return code, c, m
 }
 
 // TestStatusByCause: a failure of the plan's own computation on this
 // request is a 422 and fails its task for good; an unreachable Redis is a
-// 502 and its task is retried; a body over the limit is a 413.
+// 502 and its task is retried.
 func TestStatusByCause(t *testing.T) {
 	t.Parallel()
 	c, ns := testredis.Client(t)
 	_, err := plan.Seed(context.Background(), c, ns+":", plan.Demo())
 	require.NoError(t, err)
-	svc, url := service(t, testredis.URL(), ns+":", planapi.Config{MaxBodyBytes: 256})
+	svc := service(t, testredis.URL(), ns+":", planapi.Config{})
 
-	code, ecode, msg := postRaw(t, url, "null_score", `{"user_id":1}`)
+	code, ecode, msg := postRaw(t, svc, "null_score", `{"user_id":1}`)
 	require.Equal(t, http.StatusUnprocessableEntity, code, msg)
 	require.Equal(t, "plan_failed", ecode)
 	require.Contains(t, msg, "null written to non-nullable key 'final_score'")
 	// The same request with the param set succeeds: the request was at fault.
-	resp, err := http.Post(url+"/api/v1/plans/null_score/execute", "application/json",
-		strings.NewReader(`{"user_id":1,"param_overrides":{"media_age_penalty_weight":0.5}}`))
+	code, out := run(t, svc, "null_score", `{"user_id":1,"param_overrides":{"media_age_penalty_weight":0.5}}`)
+	require.Equal(t, 200, code, out)
+	raw, err := json.Marshal(out["candidates"])
 	require.NoError(t, err)
-	raw, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
-	require.Contains(t, string(raw), `{"id":1,"fields":{"final_score":0.5,"country":"US"}}`)
-
-	code, ecode, _ = postRaw(t, url, "follows", `{"user_id":1,"request_id":"`+strings.Repeat("x", 300)+`"}`)
-	require.Equal(t, http.StatusRequestEntityTooLarge, code)
-	require.Equal(t, "too_large", ecode)
+	require.Contains(t, string(raw), `{"fields":{"country":"US","final_score":0.5},"id":1}`)
 
 	_, err = svc.TaskHandler().ProcessTask(context.Background(), &task.Task{ID: "t", Type: planapi.TaskType,
 		Params: json.RawMessage(`{"plan_name":"null_score","user_id":1}`)})
 	var perm *task.PermanentError
 	require.True(t, errors.As(err, &perm), "an evaluation failure is not retried: %v", err)
 
-	down, downURL := service(t, "redis://127.0.0.1:1/0", "", planapi.Config{})
-	code, ecode, msg = postRaw(t, downURL, "follows", `{"user_id":1}`)
+	down := service(t, "redis://127.0.0.1:1/0", "", planapi.Config{})
+	code, ecode, msg = postRaw(t, down, "follows", `{"user_id":1}`)
 	require.Equal(t, http.StatusBadGateway, code, msg)
 	require.Equal(t, "plan_failed", ecode)
 	_, err = down.TaskHandler().ProcessTask(context.Background(), &task.Task{ID: "t", Type: planapi.TaskType,

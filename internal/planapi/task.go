@@ -40,11 +40,11 @@ func (s *Service) TaskHandler() worker.Handler {
 		var pe *Error
 		if errors.As(err, &pe) {
 			switch {
-			case pe.Status == 504:
+			case pe.Kind == KindTimeout:
 				return nil, task.Transient(task.ErrTypeNetworkTimeout, err)
-			case pe.Status == 502:
+			case pe.Kind == KindUpstream:
 				return nil, task.Transient(task.ErrTypeServiceUnavailable, err)
-			case pe.Status < 500 || pe.Code == "plan_invalid":
+			case pe.CallersFault() || pe.Kind == KindPlanInvalid:
 				return nil, task.Permanent(err)
 			}
 		}

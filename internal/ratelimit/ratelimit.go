@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,8 +42,9 @@ type Config struct {
 	// Name says which shared budget this is (one per outside API). Default
 	// "default".
 	Name string
-	// Namespace is the key prefix shared with the engine. Default "taskflow".
-	Namespace string
+	// Namespace is the deployment's namespace (keys shared with the
+	// engine's slot). Required.
+	Namespace keyspace.Namespace
 	// Clock gives "now". Default the wall clock.
 	Clock Clock
 }
@@ -53,9 +56,6 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Name == "" {
 		c.Name = "default"
-	}
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
 	}
 	if c.Clock == nil {
 		c.Clock = realClock{}
@@ -105,6 +105,9 @@ func New(rdb redis.Scripter, cfg Config) (*Limiter, error) {
 	}
 	if cfg.Limit > 0 && rdb == nil {
 		return nil, errors.New("ratelimit: a Redis client is required when the limit is on")
+	}
+	if cfg.Limit > 0 && cfg.Namespace.IsZero() {
+		return nil, errors.New("ratelimit: Config.Namespace is required when the limit is on")
 	}
 	return &Limiter{
 		rdb:    rdb,

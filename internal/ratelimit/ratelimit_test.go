@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -45,7 +46,7 @@ func setup(t *testing.T, n int, cfg ratelimit.Config) *testBundle {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
 	b := &testBundle{clock: &fakeClock{now: time.UnixMilli(1_700_000_000_000)}}
-	cfg.Namespace, cfg.Clock = ns, b.clock
+	cfg.Namespace, cfg.Clock = keyspace.MustParse(ns), b.clock
 	for i := range n {
 		c := rdb
 		if i > 0 {
@@ -179,12 +180,16 @@ func TestConfigValidate(t *testing.T) {
 	require.ErrorContains(t, err, "interval")
 	_, err = ratelimit.New(nil, ratelimit.Config{Limit: 1})
 	require.ErrorContains(t, err, "Redis client")
+	nowhere := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer nowhere.Close()
+	_, err = ratelimit.New(nowhere, ratelimit.Config{Limit: 1})
+	require.ErrorContains(t, err, "Namespace is required", "no second default of the namespace")
 }
 
 func TestRedisDownIsAnError(t *testing.T) {
 	t.Parallel()
 	srv := testredis.StartServer(t)
-	l, err := ratelimit.New(srv.Client(), ratelimit.Config{Limit: 1})
+	l, err := ratelimit.New(srv.Client(), ratelimit.Config{Limit: 1, Namespace: keyspace.MustParse("down")})
 	require.NoError(t, err)
 	require.NoError(t, l.Acquire(context.Background()))
 	srv.Stop()
@@ -197,7 +202,7 @@ func TestRedisDownIsAnError(t *testing.T) {
 // Redis, from parallel goroutines; the limit is high enough never to bite.
 func BenchmarkAcquire(b *testing.B) {
 	rdb, ns := testredis.Client(b)
-	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: 1 << 30, Interval: 10 * time.Millisecond, Namespace: ns})
+	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: 1 << 30, Interval: 10 * time.Millisecond, Namespace: keyspace.MustParse(ns)})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -216,7 +221,7 @@ func TestAcquireForSubjects(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	clk := clock.NewFake(time.Unix(1000, 0))
-	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: 2, Interval: time.Minute, Name: "sessions", Namespace: ns, Clock: clk})
+	l, err := ratelimit.New(rdb, ratelimit.Config{Limit: 2, Interval: time.Minute, Name: "sessions", Namespace: keyspace.MustParse(ns), Clock: clk})
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, l.AcquireFor(ctx, "10.0.0.1"))

@@ -1,9 +1,10 @@
-// Package result answers spec 003 §8's retrieval tools over HTTP:
-// get_task_result (per status: the result, the error details, progress and
-// ETA, the queue position, or the timeout message; a result older than the
-// Redis cache is read back from the PostgreSQL archive) and
-// list_user_tasks (a session's tasks with a status filter). A session sees
-// only its own tasks; the admin sees every task.
+// Package result builds the answers of the retrieval tools get_task_result
+// (per status: the result, the error details, progress and ETA, the queue
+// position, or the timeout message; a task or result that has left Redis is
+// read back from the PostgreSQL archive) and list_user_tasks (one line per
+// task with a status filter). It owns the result cache and progress keys.
+// Who may see what is not decided here: internal/service's Result and
+// ListResults apply the one ownership rule and call this package.
 package result
 
 import (
@@ -17,20 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/archive"
-	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
-	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
-)
-
-// Sentinels of Get.
-var (
-	// ErrNotFound: no such task, or not the caller's (a session is never
-	// told that another session's task exists).
-	ErrNotFound = errors.New("task not found")
-	// ErrUnauthenticated: no principal.
-	ErrUnauthenticated = errors.New("authentication required")
 )
 
 // Progress is a running task's latest report.
@@ -60,7 +50,7 @@ type ErrorDetails struct {
 type View struct {
 	TaskID   string `json:"task_id"`
 	TaskType string `json:"task_type"`
-	// Status is spec 003's lowercase name: pending, processing, completed,
+	// Status is lowercase name: pending, processing, completed,
 	// failed, timeout, cancelled (failed covers the DLQ; State says which).
 	Status     string          `json:"status"`
 	State      task.State      `json:"state"`
@@ -80,26 +70,10 @@ type View struct {
 	Source string `json:"source"`
 }
 
-// Lister lists a principal's tasks (service.Service does).
-type Lister interface {
-	List(ctx context.Context, p auth.Principal, in service.ListInput) (service.TaskList, error)
-}
-
-// Getter shows one task, including one that waits on other tasks and is
-// not in the store yet (service.Service does). When the Lister is also a
-// Getter, get_task_result answers for such tasks instead of 404.
-type Getter interface {
-	Get(ctx context.Context, p auth.Principal, id string) (service.TaskView, error)
-}
-
 // Config configures a Results.
 type Config struct {
-	// Namespace is the deployment's key namespace. Default "taskflow".
-	Namespace string
 	// Archive is read when a task or its result has left Redis. Optional.
 	Archive *archive.Archive
-	// Lister lists a session's tasks in Redis. Required for List.
-	Lister Lister
 	// QueueScan bounds the queue-position search. Default 10000.
 	QueueScan int
 	// Clock is the time ETAs count down from. Default the real clock.
@@ -116,19 +90,16 @@ type Results struct {
 
 // New returns a Results over st.
 func New(st *store.Store, cfg Config) *Results {
-	if cfg.Namespace == "" {
-		cfg.Namespace = "taskflow"
-	}
 	if cfg.QueueScan == 0 {
 		cfg.QueueScan = 10000
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(cfg.Namespace)}
+	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(st.Namespace())}
 }
 
-// StatusOf maps a state to spec 003's status name.
+// StatusOf maps a state to status name.
 func StatusOf(s task.State) string {
 	switch s {
 	case task.StatePending:
@@ -147,33 +118,32 @@ func StatusOf(s task.State) string {
 	return string(s)
 }
 
-func allowed(p auth.Principal, t *task.Task) bool {
-	return p.Admin || (p.SessionID != "" && t.SessionID == p.SessionID)
-}
-
-// Get is get_task_result.
-func (r *Results) Get(ctx context.Context, p auth.Principal, id string) (View, error) {
-	if p.Anonymous() {
-		return View{}, ErrUnauthenticated
-	}
+// Lookup reads task id from Redis, else from the archive; source says
+// which ("redis" or "archive"). A task in neither is task.ErrNotFound.
+func (r *Results) Lookup(ctx context.Context, id string) (*task.Task, string, error) {
 	t, err := r.st.Get(ctx, id)
-	source := "redis"
 	if errors.Is(err, task.ErrNotFound) && r.cfg.Archive != nil {
 		t, err = r.cfg.Archive.Get(ctx, id)
-		source = "archive"
 		if errors.Is(err, archive.ErrNotFound) {
 			err = task.ErrNotFound
 		}
+		return t, "archive", err
 	}
-	if errors.Is(err, task.ErrNotFound) {
-		return r.waiting(ctx, p, id)
-	}
+	return t, "redis", err
+}
+
+// Read is get_task_result's answer for task id whoever asks (Lookup, then
+// View): the caller applies the ownership rule (internal/service does).
+func (r *Results) Read(ctx context.Context, id string) (View, error) {
+	t, source, err := r.Lookup(ctx, id)
 	if err != nil {
 		return View{}, err
 	}
-	if !allowed(p, t) {
-		return View{}, ErrNotFound
-	}
+	return r.View(ctx, t, source), nil
+}
+
+// View is get_task_result's answer for t, read from source (Lookup's).
+func (r *Results) View(ctx context.Context, t *task.Task, source string) View {
 	v := View{TaskID: t.ID, TaskType: t.Type, Status: StatusOf(t.State), State: t.State, CreatedAt: t.CreatedAt,
 		UpdatedAt: t.UpdatedAt, CompletedAt: t.CompletedAt, Source: source}
 	switch t.State {
@@ -223,31 +193,15 @@ func (r *Results) Get(ctx context.Context, p auth.Principal, id string) (View, e
 	case task.StateCancelled:
 		v.Message = "The task was cancelled."
 	}
-	return v, nil
+	return v
 }
 
-// waiting answers for id when it waits on other tasks (not in the store
-// yet), else ErrNotFound.
-func (r *Results) waiting(ctx context.Context, p auth.Principal, id string) (View, error) {
-	g, ok := r.cfg.Lister.(Getter)
-	if !ok {
-		return View{}, ErrNotFound
-	}
-	tv, err := g.Get(ctx, p, id)
-	if errors.Is(err, service.ErrNotFound) || errors.Is(err, service.ErrForbidden) {
-		return View{}, ErrNotFound
-	}
-	if err != nil {
-		return View{}, err
-	}
-	if len(tv.WaitingOn) == 0 || !allowed(p, tv.Task) {
-		// created between the two reads, or not the caller's
-		return View{}, ErrNotFound
-	}
-	t := tv.Task
-	return View{TaskID: t.ID, TaskType: t.Type, Status: StatusOf(t.State), State: t.State, WaitingOn: tv.WaitingOn,
-		Message:   fmt.Sprintf("The task waits for %s to complete; it is queued then.", tasksPhrase(tv.WaitingOn)),
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Source: "redis"}, nil
+// WaitingView is get_task_result's answer for t, a task that waits for
+// the tasks waitingOn and is not in the store yet.
+func WaitingView(t *task.Task, waitingOn []string) View {
+	return View{TaskID: t.ID, TaskType: t.Type, Status: StatusOf(t.State), State: t.State, WaitingOn: waitingOn,
+		Message:   fmt.Sprintf("The task waits for %s to complete; it is queued then.", tasksPhrase(waitingOn)),
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Source: "redis"}
 }
 
 func tasksPhrase(ids []string) string {
@@ -325,7 +279,7 @@ func (r *Results) position(ctx context.Context, t *task.Task) *int64 {
 // Filter is list_user_tasks's status_filter.
 type Filter string
 
-// The filters of spec 003 §8, plus processing and timeout.
+// The filters, plus processing and timeout.
 const (
 	FilterAll        Filter = "all"
 	FilterPending    Filter = "pending"
@@ -346,7 +300,8 @@ func ParseFilter(s string) (Filter, error) {
 	return "", fmt.Errorf("status_filter %q: want all, pending, processing, completed, failed or timeout", s)
 }
 
-func (f Filter) states() []task.State {
+// States are the task states f selects (nil: all).
+func (f Filter) States() []task.State {
 	switch f {
 	case FilterPending:
 		return []task.State{task.StatePending}
@@ -376,60 +331,35 @@ type Item struct {
 	WaitingOn []string `json:"waiting_on,omitempty"`
 }
 
-// List is list_user_tasks: the session's tasks (newest first, at most
-// limit), live ones from Redis and older ones from the archive.
-func (r *Results) List(ctx context.Context, p auth.Principal, f Filter, limit int) ([]Item, error) {
-	if p.SessionID == "" {
-		return nil, ErrUnauthenticated
-	}
-	if r.cfg.Lister == nil {
-		return nil, errors.New("result: no Lister configured")
-	}
-	if limit < 1 || limit > 1000 {
-		limit = 100
-	}
-	states := f.states()
-	seen := map[string]bool{}
-	var out []Item
-	add := func(s service.TaskSummary, archived bool) {
-		if seen[s.ID] || len(out) >= limit {
-			return
-		}
-		seen[s.ID] = true
-		out = append(out, Item{TaskID: s.ID, TaskType: s.Type, Status: StatusOf(s.State), State: s.State,
-			Summary: summaryOf(s), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Archived: archived, WaitingOn: s.WaitingOn})
-	}
-	lists := []string{""}
-	if len(states) > 0 {
-		lists = lists[:0]
-		for _, s := range states {
-			lists = append(lists, string(s))
-		}
-	}
-	for _, st := range lists {
-		tl, err := r.cfg.Lister.List(ctx, p, service.ListInput{Status: st, PageSize: limit, Summary: true})
-		if err != nil {
-			return nil, err
-		}
-		for _, x := range tl.Tasks {
-			if s, ok := x.(service.TaskSummary); ok {
-				add(s, false)
-			}
-		}
-	}
-	if r.cfg.Archive != nil && len(out) < limit {
-		ts, err := r.cfg.Archive.ListSession(ctx, p.SessionID, states, limit)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			add(service.SummaryOf(t), true)
-		}
-	}
-	return out, nil
+// Summary is what a list_user_tasks line is made from.
+type Summary struct {
+	ID        string
+	Type      string
+	State     task.State
+	ErrorType string
+	LastError string
+	WaitingOn []string
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
-func summaryOf(s service.TaskSummary) string {
+// ItemOf is the list_user_tasks line of s; archived says it was read
+// from the archive.
+func ItemOf(s Summary, archived bool) Item {
+	return Item{TaskID: s.ID, TaskType: s.Type, Status: StatusOf(s.State), State: s.State, Summary: summaryOf(s),
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, Archived: archived, WaitingOn: s.WaitingOn}
+}
+
+// Archived lists up to limit of a session's archived tasks in states
+// (nil: all), newest first; none without an archive.
+func (r *Results) Archived(ctx context.Context, sessionID string, states []task.State, limit int) ([]*task.Task, error) {
+	if r.cfg.Archive == nil {
+		return nil, nil
+	}
+	return r.cfg.Archive.ListSession(ctx, sessionID, states, limit)
+}
+
+func summaryOf(s Summary) string {
 	switch s.State {
 	case task.StateCompleted:
 		return "completed; retrieve the result"

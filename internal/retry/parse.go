@@ -11,7 +11,7 @@ import (
 // "RateLimitError=60,120,300,600; Default=5,15,60,300": per error type a
 // list of delays, each plain seconds ("2.5") or a Go duration ("90s").
 // The types given replace theirs in DefaultSchedules; the others keep
-// spec 001's. An error says which type and which delay is wrong.
+// the original. An error says which type and which delay is wrong.
 func ParseSchedules(s string) (map[string][]time.Duration, error) {
 	out := DefaultSchedules()
 	for _, part := range strings.Split(s, ";") {

@@ -1,4 +1,4 @@
-// Package retry classifies failures (spec 001: transient or permanent, by
+// Package retry classifies failures (transient or permanent, by
 // error type) and computes when a transient failure is retried: the
 // per-error-type schedules with 0–10 % jitter, scalable so tests can run a
 // schedule in milliseconds.
@@ -21,7 +21,7 @@ import (
 type Policy struct {
 	// Schedules maps an error type to its delays; attempt k (0-based retry
 	// count) waits Schedules[type][min(k, len-1)]. Types without an entry
-	// use ErrTypeDefault's. Default: spec 001's RETRY_SCHEDULES.
+	// use ErrTypeDefault's. Default: RETRY_SCHEDULES.
 	Schedules map[string][]time.Duration
 	// Jitter is the largest extra delay as a fraction of the base delay:
 	// the delay is base + uniform[0, Jitter·base]. Default 0.1.
@@ -33,7 +33,7 @@ type Policy struct {
 	Rand func() float64
 }
 
-// DefaultSchedules are spec 001's RETRY_SCHEDULES.
+// DefaultSchedules are RETRY_SCHEDULES.
 func DefaultSchedules() map[string][]time.Duration {
 	s := func(secs ...int) []time.Duration {
 		out := make([]time.Duration, len(secs))
@@ -145,7 +145,7 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Unwrap() error   { return e.Err }
 func (e *StatusError) HTTPStatus() int { return e.Code }
 
-// ClassifyStatus maps an HTTP status to spec 001's classes: 429, 500, 502,
+// ClassifyStatus maps an HTTP status to classes: 429, 500, 502,
 // 503, 504 transient; 400, 401, 403, 404 (and other 4xx) permanent.
 func ClassifyStatus(code int) Decision {
 	switch code {

@@ -37,13 +37,13 @@ type Config struct {
 	// backlog of due entries is spread over ticks. Default 50.
 	MaxBatchesPerTick int
 	// Retention is how long COMPLETED and CANCELLED tasks stay in Redis
-	// after they finished (spec 003's 24 h of task metadata); then the
+	// after they finished (24 h of task metadata); then the
 	// hash and its index entries are deleted (the archive keeps them).
 	// Default 24h; negative keeps them forever.
 	Retention time.Duration
 	// DLQRetention is how long DLQ tasks (with their DLQ list entry and
 	// failure snapshot) stay, so operators can inspect and retry them;
-	// spec 003 keeps the DLQ stream 7 days. Default 7 days; negative keeps
+	// the original design keeps the DLQ stream 7 days. Default 7 days; negative keeps
 	// them forever.
 	DLQRetention time.Duration
 	// Logger defaults to a discarding logger.

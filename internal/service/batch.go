@@ -26,10 +26,10 @@ type batcher struct {
 type pending struct {
 	ctx  context.Context
 	req  store.EnqueueRequest
-	done chan result
+	done chan enqueued
 }
 
-type result struct {
+type enqueued struct {
 	t   *task.Task
 	err error
 }
@@ -55,7 +55,7 @@ func (b *batcher) enqueue(ctx context.Context, r store.EnqueueRequest) (*task.Ta
 	if b.max <= 1 {
 		return b.s.st.Enqueue(ctx, r)
 	}
-	p := &pending{ctx: ctx, req: r, done: make(chan result, 1)}
+	p := &pending{ctx: ctx, req: r, done: make(chan enqueued, 1)}
 	select {
 	case b.reqs <- p:
 	case <-ctx.Done():
@@ -99,7 +99,7 @@ func (b *batcher) write(batch []*pending) {
 	if len(batch) == 1 {
 		p := batch[0]
 		t, err := b.s.st.Enqueue(p.ctx, p.req)
-		p.done <- result{t, err}
+		p.done <- enqueued{t, err}
 		return
 	}
 	reqs := make([]store.EnqueueRequest, len(batch))
@@ -110,7 +110,7 @@ func (b *batcher) write(batch []*pending) {
 	ts, err := b.s.st.EnqueueBatch(ctx, reqs)
 	if err == nil && len(ts) == len(batch) {
 		for i, p := range batch {
-			p.done <- result{ts[i], nil}
+			p.done <- enqueued{ts[i], nil}
 		}
 		return
 	}
@@ -122,12 +122,12 @@ func (b *batcher) write(batch []*pending) {
 			err = fmt.Errorf("service: enqueue batch returned %d tasks for %d requests", len(ts), len(batch))
 		}
 		for _, p := range batch {
-			p.done <- result{nil, err}
+			p.done <- enqueued{nil, err}
 		}
 		return
 	}
 	for _, p := range batch {
 		t, err := b.s.st.Enqueue(p.ctx, p.req)
-		p.done <- result{t, err}
+		p.done <- enqueued{t, err}
 	}
 }

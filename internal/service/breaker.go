@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/keyspace"
 )
 
 // BreakerCommand is what the operator endpoints publish on the breaker
@@ -35,12 +36,12 @@ type BreakerOutcome struct {
 // workers that start later apply them too.
 type RedisBreakerControl struct {
 	rdb redis.UniversalClient
-	ns  string
+	ns  keyspace.Namespace
 	now func() time.Time
 }
 
 // NewRedisBreakerControl returns a control for the workers of namespace ns.
-func NewRedisBreakerControl(rdb redis.UniversalClient, ns string, now func() time.Time) *RedisBreakerControl {
+func NewRedisBreakerControl(rdb redis.UniversalClient, ns keyspace.Namespace, now func() time.Time) *RedisBreakerControl {
 	if now == nil {
 		now = time.Now
 	}

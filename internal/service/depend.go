@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/depend"
@@ -61,9 +60,8 @@ func (s *Service) submitAfter(ctx context.Context, p auth.Principal, r store.Enq
 		default:
 			return Submitted{}, Unprocessable("depends_on", "depends_on: no task %s", id)
 		}
-		if !p.Admin && owner != p.SessionID {
-			return Submitted{}, &Error{Kind: KindForbidden, Code: "forbidden", Field: "depends_on",
-				Message: fmt.Sprintf("depends_on: task %s belongs to another session", id)}
+		if !p.Admin && owner != p.SessionID { // as a missing task (authorize)
+			return Submitted{}, Unprocessable("depends_on", "depends_on: no task %s", id)
 		}
 	}
 	id, err := s.cfg.Dependencies.Submit(ctx, r, after)

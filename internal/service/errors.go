@@ -22,6 +22,8 @@ const (
 	KindTooLarge                    // a body or field is too large (413)
 	KindUnavailable                 // a dependency (Redis) is down (503)
 	KindRateLimited                 // too many requests from the caller (429); RetryAfter says when
+	KindUpstream                    // a backend the request needed failed (502), e.g. a plan's data store
+	KindTimeout                     // the work did not finish within its deadline (504)
 )
 
 // Error is what every service method returns for a failure a caller can act

@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -84,7 +85,7 @@ func TestListByCreationReadsBoundedly(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
 	require.NoError(t, err)
-	au, err := auth.New(rdb, auth.Config{Namespace: ns})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Store: st, Auth: au})
 	require.NoError(t, err)

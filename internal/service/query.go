@@ -20,7 +20,7 @@ type ListInput struct {
 	Status    string // a state (PROCESSING is accepted for ACTIVE)
 	TaskType  string
 	Page      int // 1-based
-	PageSize  int // 1..1000; spec 001's limit is an alias
+	PageSize  int // 1..1000; limit is an alias
 	SortBy    string
 	SortOrder string // asc | desc
 	Summary   bool   // leave out content and result
@@ -449,7 +449,7 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 	return all[q.offset:min(len(all), q.offset+q.size)], waiting, total, partial, nil
 }
 
-// QueueStatus is spec 001's GET /api/v1/queues/status answer.
+// QueueStatus is GET /api/v1/queues/status answer.
 type QueueStatus struct {
 	Queues            map[string]int64        `json:"queues"`
 	PrimaryByPriority map[task.Priority]int64 `json:"primary_by_priority"`
@@ -688,7 +688,7 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
-// Health is spec 001's GET /health answer.
+// Health is GET /health answer.
 type Health struct {
 	Status     string           `json:"status"` // healthy | unhealthy
 	Components HealthComponents `json:"components"`

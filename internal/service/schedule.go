@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	rcron "github.com/robfig/cron/v3"
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
@@ -67,7 +65,7 @@ func (s *Service) viewSchedule(sc cron.Schedule) ScheduleView {
 	if v.Priority == "" {
 		v.Priority = task.PriorityNormal
 	}
-	if sched, err := rcron.ParseStandard(sc.Expr); err == nil {
+	if sched, err := cron.ParseExpr(sc.Expr, s.cfg.Now()); err == nil {
 		v.NextRunAt = sched.Next(s.cfg.Now()).UTC()
 	}
 	return v
@@ -89,11 +87,12 @@ func (s *Service) CreateSchedule(ctx context.Context, p auth.Principal, in Sched
 	}
 	sc.SessionID = p.SessionID
 	sc.CreatedAt = s.cfg.Now().UTC()
+	id := sc.ID
 	sc, err = cr.Create(ctx, sc)
 	switch {
 	case errors.Is(err, cron.ErrExists):
 		return ScheduleView{}, &Error{Kind: KindConflict, Code: "duplicate_schedule_id", Field: "id",
-			Message: "a schedule with id " + sc.ID + " exists; choose another id or omit it"}
+			Message: "a schedule with id " + id + " exists; choose another id or omit it"}
 	case errors.Is(err, cron.ErrInvalid):
 		return ScheduleView{}, Unprocessable("cron", "%v", err)
 	case err != nil:
@@ -120,7 +119,10 @@ func (s *Service) validateSchedule(in ScheduleInput) (cron.Schedule, error) {
 	if strings.HasPrefix(sc.Expr, "TZ=") || strings.HasPrefix(sc.Expr, "CRON_TZ=") {
 		return sc, Unprocessable("cron", "cron: time zones are not supported; schedules run in UTC")
 	}
-	if err := parseCron(sc.Expr); err != nil {
+	if err := s.parseCron(sc.Expr); err != nil {
+		if errors.Is(err, cron.ErrNeverDue) {
+			return sc, Unprocessable("cron", "cron %q %v: nothing would ever run", truncate(sc.Expr, 80), err)
+		}
 		return sc, Unprocessable("cron", "cron %q is not a cron expression (minute hour day-of-month month day-of-week, or @hourly, @every 30s): %v", truncate(sc.Expr, 80), err)
 	}
 	// The task template is checked as a submit of it would be.
@@ -182,14 +184,14 @@ func (s *Service) ownSchedule(ctx context.Context, p auth.Principal, id string) 
 		return nil, cron.Schedule{}, Invalid("invalid_parameter", "schedule_id", "schedule_id %q is not a valid schedule id", truncate(id, 64))
 	}
 	sc, err := cr.Get(ctx, id)
+	if err == nil && !p.Admin && sc.SessionID != p.SessionID {
+		err = cron.ErrNotFound // another session's: as a missing one (authorize)
+	}
 	if errors.Is(err, cron.ErrNotFound) {
 		return nil, cron.Schedule{}, &Error{Kind: KindNotFound, Code: "schedule_not_found", Field: "schedule_id", Message: "no schedule " + id}
 	}
 	if err != nil {
 		return nil, cron.Schedule{}, storeErr("", err)
-	}
-	if !p.Admin && sc.SessionID != p.SessionID {
-		return nil, cron.Schedule{}, Forbidden("schedule %s belongs to another session", id)
 	}
 	return cr, sc, nil
 }
@@ -216,13 +218,8 @@ func (s *Service) DeleteSchedule(ctx context.Context, p auth.Principal, id strin
 	return nil
 }
 
-// parseCron checks expr; the parser's panics on odd input become errors.
-func parseCron(expr string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("unparsable: %v", r)
-		}
-	}()
-	_, err = rcron.ParseStandard(expr)
+// parseCron checks expr (cron.ParseExpr: it must parse and come due).
+func (s *Service) parseCron(expr string) error {
+	_, err := cron.ParseExpr(expr, s.cfg.Now())
 	return err
 }

@@ -20,7 +20,10 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
+	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -60,12 +63,35 @@ type Config struct {
 	// whose params do not satisfy it is refused (422 naming the field)
 	// before anything is published. Default nil: params are not checked.
 	ParamSchemas func(taskType string) (param.Schema, bool)
+	// ExternalTypes are the task types external services perform
+	// (TASKFLOW_EXTERNAL_TYPES): GET /api/v1/services says whether a live
+	// service takes each, and a task of one waiting with none running
+	// says so. Default nil.
+	ExternalTypes []string
 	// SessionLimit bounds POST /api/v1/sessions per client address (its
 	// AcquireFor, keyed by the address). Default nil: unlimited.
 	SessionLimit *ratelimit.Limiter
 	// Schedules stores recurring tasks (internal/cron). Default nil: the
 	// schedule endpoints answer 409 schedules_unavailable.
 	Schedules *cron.Cron
+	// Results builds get_task_result / list_user_tasks answers (Result,
+	// ListResults). Default nil: those answer 409 results_unavailable.
+	Results *result.Results
+	// Notifications holds the sessions' notifications (Notifications,
+	// OpenNotifications). Default nil: those answer 409
+	// notifications_unavailable.
+	Notifications *notify.Notifier
+	// NotificationHub wakes live feeds (OpenNotifications); its Run must
+	// be running. Default nil: no live feeds.
+	NotificationHub *notify.Hub
+	// OnNotificationDelivered, when set, is called for each notification
+	// a poll returns ("poll") or a live feed sends (its Via), with the
+	// delivery time. Default nil.
+	OnNotificationDelivered func(via string, n Notification, at time.Time)
+	// Plans runs named plans (RunPlan) and checks plan tasks at submit.
+	// Default nil: RunPlan answers 409 plans_unavailable and plan tasks'
+	// params are checked only by their schema.
+	Plans *planapi.Service
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock (health timestamps, run_at checks). Default time.Now.
@@ -144,7 +170,6 @@ type Service struct {
 	cfg   Config
 	st    *store.Store
 	rdb   redis.UniversalClient
-	ns    string
 	batch *batcher
 }
 
@@ -154,17 +179,13 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, st: cfg.Store, rdb: cfg.Store.Client(), ns: cfg.Store.Config().Namespace}
+	s := &Service{cfg: cfg, st: cfg.Store, rdb: cfg.Store.Client()}
 	s.batch = newBatcher(s, cfg.BatchMax, cfg.BatchWorkers)
 	return s, nil
 }
 
 // Close stops the batchers after the submits in flight are written.
 func (s *Service) Close() { s.batch.close() }
-
-// Store returns the underlying store (for front ends that need raw access,
-// e.g. the event stream).
-func (s *Service) Store() *store.Store { return s.st }
 
 // CreateSession opens a new session; anyone may, within SessionLimit per
 // client address (client: the caller's address as the front end knows it;
@@ -225,7 +246,7 @@ func storeErr(id string, err error) error {
 		return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: ve.Field, Message: ve.Field + " " + ve.Reason, Err: err}
 	}
 	if errors.Is(err, task.ErrNotFound) {
-		return &Error{Kind: KindNotFound, Code: "task_not_found", Message: fmt.Sprintf("no task %s", id), Err: err}
+		return taskNotFound(id, err)
 	}
 	if errors.Is(err, task.ErrDuplicateTaskID) {
 		return &Error{Kind: KindConflict, Code: "duplicate_task_id", Field: "task_id", Message: "a task with this id already exists", Err: err}
@@ -251,7 +272,10 @@ func isConnErr(err error) bool {
 }
 
 // authorize checks that p may touch t: the admin always, a session only its
-// own tasks.
+// own tasks. Another session's task is answered exactly as a task that does
+// not exist (taskNotFound), so a session cannot learn which ids are taken:
+// this is the one ownership rule of every front end (tasks, results,
+// schedules, depends_on, notifications).
 func authorize(p auth.Principal, t *task.Task) error {
 	if p.Admin {
 		return nil
@@ -260,9 +284,15 @@ func authorize(p auth.Principal, t *task.Task) error {
 		return Unauthenticated("credentials required")
 	}
 	if t.SessionID != p.SessionID {
-		return Forbidden("task %s belongs to another session", t.ID)
+		return taskNotFound(t.ID, nil)
 	}
 	return nil
+}
+
+// taskNotFound is the answer for a task id the caller cannot see: missing,
+// or another session's.
+func taskNotFound(id string, err error) *Error {
+	return &Error{Kind: KindNotFound, Code: "task_not_found", Message: fmt.Sprintf("no task %s", id), Err: err}
 }
 
 func requireAdmin(p auth.Principal) error {

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -28,7 +30,7 @@ func setup(t *testing.T, cfg service.Config) *bundle {
 	rdb, ns := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
-	au, err := auth.New(rdb, auth.Config{Namespace: ns})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	cfg.Store, cfg.Auth = st, au
 	svc, err := service.New(cfg)
@@ -93,10 +95,18 @@ func TestRulesWithoutHTTP(t *testing.T) {
 	out, err := b.svc.Submit(ctx, p1, service.SubmitInput{TaskType: "noop"})
 	require.NoError(t, err)
 
+	// another session's task is answered as a missing one: same kind,
+	// code, field and wording
 	_, err = b.svc.Get(ctx, p2, out.TaskID)
-	require.ErrorIs(t, err, service.ErrForbidden)
+	var se, missing *service.Error
+	require.ErrorAs(t, err, &se)
+	_, err = b.svc.Get(ctx, p1, "no-such-"+out.TaskID[8:])
+	require.ErrorAs(t, err, &missing)
+	require.Equal(t, service.KindNotFound, se.Kind)
+	require.Equal(t, missing.Code, se.Code)
+	require.Equal(t, missing.Field, se.Field)
+	require.Equal(t, strings.Replace(missing.Message, "no-such-"+out.TaskID[8:], out.TaskID, 1), se.Message)
 	_, err = b.svc.Get(ctx, nobody, out.TaskID)
-	var se *service.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, service.KindUnauthenticated, se.Kind)
 	_, err = b.svc.Get(ctx, admin, out.TaskID)

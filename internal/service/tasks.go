@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -25,7 +26,7 @@ type SubmitInput struct {
 	Timeout    *float64        `json:"timeout,omitempty"` // seconds
 	MaxRetries *int            `json:"max_retries,omitempty"`
 	RunAt      *string         `json:"run_at,omitempty"` // RFC 3339
-	// Delay runs the task this many seconds from now (spec 003's delayed
+	// Delay runs the task this many seconds from now (delayed
 	// execution); an alternative to RunAt, not both.
 	Delay *float64 `json:"delay,omitempty"`
 	// DependsOn lists tasks (the caller's own) that must complete first;
@@ -40,10 +41,10 @@ const (
 	MaxRunAhead   = 30 * 24 * time.Hour
 )
 
-// TaskTypeSummarize is spec 001's summarization task type.
+// TaskTypeSummarize is summarization task type.
 const TaskTypeSummarize = "summarize"
 
-// Submitted is the answer to a submit: spec 001's TaskResponse.
+// Submitted is the answer to a submit: TaskResponse.
 type Submitted struct {
 	TaskID string     `json:"task_id"`
 	State  task.State `json:"state"`
@@ -97,6 +98,9 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	if err := s.checkParams(r.Type, r.Params); err != nil {
 		return r, err
 	}
+	if err := s.checkPlanTask(r.Type, r.Params); err != nil {
+		return r, err
+	}
 	if in.TaskType == TaskTypeSummarize {
 		if err := s.summarizeText(r); err != nil {
 			return r, err
@@ -108,9 +112,9 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 	}
 	r.Priority = prio
 	if in.Timeout != nil {
-		d := time.Duration(*in.Timeout * float64(time.Second))
-		if *in.Timeout <= 0 || d > MaxTimeout {
-			return r, Unprocessable("timeout", "timeout must be between 0 and %d seconds (got %v)", int(MaxTimeout.Seconds()), *in.Timeout)
+		d, err := seconds.Within(*in.Timeout, time.Nanosecond, MaxTimeout)
+		if err != nil {
+			return r, Unprocessable("timeout", "timeout must be more than 0 and at most %d seconds (got %v)", int(MaxTimeout.Seconds()), *in.Timeout)
 		}
 		r.Timeout = d
 	}
@@ -132,13 +136,18 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 		r.RunAt = at
 	}
 	if in.Delay != nil {
-		d := time.Duration(*in.Delay * float64(time.Second))
-		switch {
-		case in.RunAt != nil && *in.RunAt != "":
+		if in.RunAt != nil && *in.RunAt != "" {
 			return r, Unprocessable("delay", "give run_at or delay, not both")
-		case *in.Delay < 0 || d > MaxRunAhead:
-			return r, Unprocessable("delay", "delay must be between 0 and %d seconds (got %v)", int(MaxRunAhead.Seconds()), *in.Delay)
-		case d > 0:
+		}
+		d, err := seconds.Within(*in.Delay, 0, MaxRunAhead)
+		if err != nil {
+			hint := ""
+			if *in.Delay > 1e9 { // 2001 onwards as Unix seconds (or milliseconds)
+				hint = "; it looks like a timestamp: give run_at (RFC 3339) for a time"
+			}
+			return r, Unprocessable("delay", "delay must be between 0 and %d seconds (got %v)%s", int(MaxRunAhead.Seconds()), *in.Delay, hint)
+		}
+		if d > 0 {
 			r.RunAt = s.cfg.Now().Add(d)
 		}
 	}
@@ -196,6 +205,9 @@ type TaskView struct {
 	// WaitingOn lists the tasks a task submitted with depends_on still
 	// waits for (it is PENDING, not yet in a queue).
 	WaitingOn []string `json:"waiting_on,omitempty"`
+	// WaitingFor says why a PENDING task is not picked up when no service
+	// runs for its type.
+	WaitingFor *WaitingFor `json:"waiting_for,omitempty"`
 }
 
 // ViewOf wraps t for output.
@@ -254,10 +266,12 @@ func (s *Service) Get(ctx context.Context, p auth.Principal, id string) (TaskVie
 	if err != nil {
 		return TaskView{}, err
 	}
-	return ViewOf(t), nil
+	v := ViewOf(t)
+	v.WaitingFor = s.waitingFor(ctx, t)
+	return v, nil
 }
 
-// Retry is spec 001's manual retry: a FAILED or DLQ task goes back to
+// Retry is manual retry: a FAILED or DLQ task goes back to
 // PENDING in the retry queue with retry_count 0. Another state is a 409
 // saying which state the task is in.
 func (s *Service) Retry(ctx context.Context, p auth.Principal, id string) (Submitted, error) {
@@ -356,7 +370,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error
 	return nil
 }
 
-// RequeueOrphaned is spec 001's operator action: ACTIVE tasks whose lease
+// RequeueOrphaned is operator action: ACTIVE tasks whose lease
 // expired go back to their queue now.
 func (s *Service) RequeueOrphaned(ctx context.Context, p auth.Principal) ([]string, error) {
 	if err := requireAdmin(p); err != nil {

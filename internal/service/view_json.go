@@ -11,12 +11,13 @@ import (
 // taskViewJSON is the wire form of a TaskView. Spec 001's task metadata
 // shows last_error, error_type, retry_after, completed_at and result as
 // null until they are known; these fields shadow the embedded task's
-// (omitted when empty) so that a client written against spec 001 finds
+// (omitted when empty) so that a client written against the original design finds
 // every key.
 type taskViewJSON struct {
 	*task.Task
 	TimeoutSeconds float64         `json:"timeout,omitempty"`
 	WaitingOn      []string        `json:"waiting_on,omitempty"`
+	WaitingFor     *WaitingFor     `json:"waiting_for,omitempty"`
 	LastError      *string         `json:"last_error"`
 	ErrorType      *string         `json:"error_type"`
 	RetryAfter     *time.Time      `json:"retry_after"`
@@ -25,7 +26,7 @@ type taskViewJSON struct {
 }
 
 func (v TaskView) wire() taskViewJSON {
-	w := taskViewJSON{Task: v.Task, TimeoutSeconds: v.TimeoutSeconds, WaitingOn: v.WaitingOn}
+	w := taskViewJSON{Task: v.Task, TimeoutSeconds: v.TimeoutSeconds, WaitingOn: v.WaitingOn, WaitingFor: v.WaitingFor}
 	if t := v.Task; t != nil {
 		if t.LastError != "" {
 			w.LastError = &t.LastError
@@ -41,7 +42,7 @@ func (v TaskView) wire() taskViewJSON {
 	return w
 }
 
-// MarshalJSON writes the task with spec 001's nullable fields present.
+// MarshalJSON writes the task with nullable fields present.
 func (v TaskView) MarshalJSON() ([]byte, error) {
 	if v.Task == nil {
 		return []byte("null"), nil

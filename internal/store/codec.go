@@ -39,6 +39,11 @@ const (
 	fNotBefore  = "not_before"
 	fCancelReq  = "cancel_requested"
 	fHandoff    = "handoff"
+	// fEnqueueCall is the id of the enqueue call that created the task: a
+	// resend of that call (the client library retrying after a read
+	// timeout, while Redis stalled) finds its own tasks and succeeds
+	// instead of reporting them as duplicates.
+	fEnqueueCall = "enq"
 )
 
 // errorRecord is an error_history line as stored.

@@ -3,17 +3,19 @@ package store
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/taskflow/taskflow/internal/keyspace"
 
 	"github.com/taskflow/taskflow/internal/clock"
 )
 
 // Config configures a Store. The zero value plus WithDefaults is usable;
-// names in parentheses are spec 001's Settings.
+// names in parentheses are Settings.
 type Config struct {
-	// Namespace prefixes every key as "{Namespace}:..." (a Redis Cluster
-	// hash tag). Default "taskflow". Must not contain '{' or '}'.
+	// Namespace is the deployment's namespace (keyspace.Parse's rules):
+	// every key is "{Namespace}:...", one Redis Cluster hash tag. Required:
+	// the one default is the configuration's (TASKFLOW_NAMESPACE).
 	Namespace string
 	// Clock gives "now" to every transition. Default clock.Real{}.
 	Clock clock.Clock
@@ -61,9 +63,6 @@ type Config struct {
 
 // WithDefaults returns c with every unset field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.Namespace == "" {
-		c.Namespace = "taskflow"
-	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -106,8 +105,8 @@ func (c Config) WithDefaults() Config {
 // Validate says in words what is wrong with c (after WithDefaults).
 func (c Config) Validate() error {
 	var errs []error
-	if strings.ContainsAny(c.Namespace, "{}") {
-		errs = append(errs, fmt.Errorf("store: Namespace %q must not contain { or }", c.Namespace))
+	if _, err := keyspace.Parse(c.Namespace); err != nil {
+		errs = append(errs, fmt.Errorf("store: Namespace: %w", err))
 	}
 	for name, r := range map[string]float64{"RetryRatio": c.RetryRatio, "RetryRatioWarning": c.RetryRatioWarning, "RetryRatioCritical": c.RetryRatioCritical} {
 		if r > 1 {

@@ -20,11 +20,11 @@ type EnqueueRequest struct {
 	ID string
 	// Type is the task_type a worker handler is registered for.
 	Type string
-	// Content is the task's input text (spec 001's content).
+	// Content is the task's input text (content).
 	Content string
-	// Params is a JSON value for the handler (spec 003's parameters).
+	// Params is a JSON value for the handler (parameters).
 	Params json.RawMessage
-	// SessionID is the session that owns the task (spec 003), if any.
+	// SessionID is the session that owns the task, if any.
 	SessionID string
 	// Priority chooses the primary queue; empty means normal.
 	Priority task.Priority
@@ -126,6 +126,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 	}
 	now := s.cfg.Clock.Now()
 	nowMS := ms(now)
+	call := s.enqueueCallID()
 	out := make([]*task.Task, 0, len(prepared))
 	for start := 0; start < len(prepared); start += s.cfg.EnqueueChunk {
 		chunk := prepared[start:min(start+s.cfg.EnqueueChunk, len(prepared))]
@@ -144,7 +145,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 			if r.MaxRetries != nil {
 				maxRetries = *r.MaxRetries
 			}
-			fields := []any{fMaxRetries, strconv.Itoa(maxRetries)}
+			fields := []any{fMaxRetries, strconv.Itoa(maxRetries), fEnqueueCall, call}
 			if r.Content != "" {
 				fields = append(fields, fContent, r.Content)
 			}
@@ -162,7 +163,7 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 				keys = append(keys, s.keys.sessionTasks(r.SessionID))
 			}
 		}
-		args = append(args, s.cfg.SessionIndexTTL.Milliseconds())
+		args = append(args, call, s.cfg.SessionIndexTTL.Milliseconds())
 		if err := scriptEnqueue.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
 			return out, scriptErr("", err)
 		}
@@ -171,6 +172,13 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 		}
 	}
 	return out, nil
+}
+
+// enqueueCallID names one enqueue call (all its chunks): the process's
+// random prefix and a counter, unique across the processes of a
+// deployment without a random read per call.
+func (s *Store) enqueueCallID() string {
+	return s.callPrefix + strconv.FormatUint(s.calls.Add(1), 36)
 }
 
 // created is the Task as enqueue wrote it.

@@ -1,6 +1,9 @@
 package store
 
-import "github.com/taskflow/taskflow/internal/task"
+import (
+	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/task"
+)
 
 // keys builds every Redis key name the engine uses. All keys of one
 // namespace share the hash tag {namespace}, so every script touches a single
@@ -14,53 +17,53 @@ import "github.com/taskflow/taskflow/internal/task"
 // id. The prefix carries the hash tag, so the derived keys live in the same
 // slot (Redis Cluster routes the call by KEYS; all are in {namespace}).
 type keys struct {
-	ns string // "{namespace}:"
+	p string // the namespace's prefix, "{namespace}:"
 }
 
-func newKeys(namespace string) keys { return keys{ns: "{" + namespace + "}:"} }
+func newKeys(ns keyspace.Namespace) keys { return keys{p: ns.Prefix()} }
 
 // task is the task hash (HASH): the single source of truth about one task.
-func (k keys) task(id string) string { return k.ns + "task:" + id }
+func (k keys) task(id string) string { return k.p + "task:" + id }
 
 // sessionTasks is a session's task index (ZSET id → created at ms),
 // written by enqueue with the task; it expires SessionIndexTTL after the
 // session's latest task. Entries of deleted or purged tasks stay until a
 // reader (the API's session listing) drops them.
 func (k keys) sessionTasks(sessionID string) string {
-	return k.ns + "api:session:" + sessionID + ":tasks"
+	return k.p + "api:session:" + sessionID + ":tasks"
 }
 
 // taskPrefix is task(id) without the id (for scripts that find their ids
 // in Redis).
-func (k keys) taskPrefix() string { return k.ns + "task:" }
+func (k keys) taskPrefix() string { return k.p + "task:" }
 
 // primary is a primary pending queue (LIST, RPUSH + LPOP = FIFO), one per
-// priority; normal priority keeps spec 001's name tasks:pending:primary.
+// priority; normal priority keeps name tasks:pending:primary.
 func (k keys) primary(p task.Priority) string {
 	switch p {
 	case task.PriorityHigh:
-		return k.ns + "tasks:pending:primary:high"
+		return k.p + "tasks:pending:primary:high"
 	case task.PriorityLow:
-		return k.ns + "tasks:pending:primary:low"
+		return k.p + "tasks:pending:primary:low"
 	}
-	return k.ns + "tasks:pending:primary"
+	return k.p + "tasks:pending:primary"
 }
 
 // retry is the retry queue (LIST, FIFO): tasks whose retry delay is over.
-func (k keys) retry() string { return k.ns + "tasks:pending:retry" }
+func (k keys) retry() string { return k.p + "tasks:pending:retry" }
 
 // scheduled holds delayed work (ZSET id → due unix ms): FAILED tasks
 // waiting for their retry, delayed first runs and breaker waits (PENDING).
-func (k keys) scheduled() string { return k.ns + "tasks:scheduled" }
+func (k keys) scheduled() string { return k.p + "tasks:scheduled" }
 
 // active is the lease set (ZSET id → lease deadline unix ms). It is also the
 // ACTIVE state index.
-func (k keys) active() string { return k.ns + "tasks:active" }
+func (k keys) active() string { return k.p + "tasks:active" }
 
 // handoff indexes the attempts handed off to the external path (ZSET
 // "id token timeout-ms" → unix ms of the attempt's next check: service
 // liveness, its timeout deadline, then liveness in the TIMEOUT state).
-func (k keys) handoff() string { return k.ns + "tasks:handoff" }
+func (k keys) handoff() string { return k.p + "tasks:handoff" }
 
 // stateIndex is the per-state index (ZSET id → unix ms the task entered the
 // state); ACTIVE uses the lease set. ZCARD gives the per-state counts.
@@ -68,37 +71,37 @@ func (k keys) stateIndex(s task.State) string {
 	if s == task.StateActive {
 		return k.active()
 	}
-	return k.ns + "tasks:state:" + string(s)
+	return k.p + "tasks:state:" + string(s)
 }
 
-// dlq is spec 001's dead-letter list (LIST of ids, newest first).
-func (k keys) dlq() string { return k.ns + "dlq:tasks" }
+// dlq is dead-letter list (LIST of ids, newest first).
+func (k keys) dlq() string { return k.p + "dlq:tasks" }
 
 // dlqTask is the failure snapshot of a dead-lettered task (HASH).
-func (k keys) dlqTask(id string) string { return k.ns + "dlq:task:" + id }
+func (k keys) dlqTask(id string) string { return k.p + "dlq:task:" + id }
 
 // dlqPrefix is dlqTask(id) without the id.
-func (k keys) dlqPrefix() string { return k.ns + "dlq:task:" }
+func (k keys) dlqPrefix() string { return k.p + "dlq:task:" }
 
 // events is the lifecycle event stream (STREAM, capped); each entry holds
 // the events of one script call.
-func (k keys) events() string { return k.ns + "events" }
+func (k keys) events() string { return k.p + "events" }
 
 // wake is the wake-up list (LIST) idle workers block on; enqueues and
 // promotions push a token when it is empty.
-func (k keys) wake() string { return k.ns + "tasks:wake" }
+func (k keys) wake() string { return k.p + "tasks:wake" }
 
 // wakeWorker is one worker's private wake-up list (LIST): pushing to it
 // ends that worker's blocking wait at once (shutdown).
-func (k keys) wakeWorker(id string) string { return k.ns + "tasks:wake:" + id }
+func (k keys) wakeWorker(id string) string { return k.p + "tasks:wake:" + id }
 
 // cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
 // tasks are announced (a channel, not a key).
-func (k keys) cancelChannel() string { return k.ns + "cancel" }
+func (k keys) cancelChannel() string { return k.p + "cancel" }
 
 // workers is the worker registry (ZSET worker id → last heartbeat unix ms).
-func (k keys) workers() string { return k.ns + "workers" }
+func (k keys) workers() string { return k.p + "workers" }
 
 // worker is one worker's info (HASH: started_at, host, concurrency, types,
 // breaker states as JSON), expiring when the worker stops heartbeating.
-func (k keys) worker(id string) string { return k.ns + "worker:" + id }
+func (k keys) worker(id string) string { return k.p + "worker:" + id }

@@ -102,7 +102,7 @@ type DLQEntry struct {
 	Snapshot map[string]string
 }
 
-// ListDLQ pages spec 001's dlq:tasks list (newest first) with snapshots.
+// ListDLQ pages dlq:tasks list (newest first) with snapshots.
 func (s *Store) ListDLQ(ctx context.Context, opts ListOptions) ([]DLQEntry, int64, error) {
 	opts, err := opts.norm()
 	if err != nil {
@@ -204,7 +204,7 @@ func (s *Store) queueKey(q Queue) (string, error) {
 	return "", err
 }
 
-// QueueStatus is spec 001's queue status, answered in O(1).
+// QueueStatus is queue status, answered in O(1).
 type QueueStatus struct {
 	// Primary is the depth of the three primary queues together.
 	Primary int64 `json:"primary"`
@@ -250,7 +250,7 @@ func (s *Store) QueueStatus(ctx context.Context) (*QueueStatus, error) {
 	return qs, nil
 }
 
-// RetryRatioFor is the adaptive ratio of spec 001 at a retry queue depth:
+// RetryRatioFor is the adaptive ratio at a retry queue depth:
 // RetryRatio below RetryQueueWarning, RetryRatioWarning up to
 // RetryQueueCritical, RetryRatioCritical above. The fetch script applies
 // the same rule.

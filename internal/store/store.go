@@ -8,15 +8,19 @@
 package store
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -25,7 +29,11 @@ import (
 type Store struct {
 	rdb  redis.UniversalClient
 	cfg  Config
+	ns   keyspace.Namespace
 	keys keys
+	// callPrefix and calls name enqueue calls (enqueueCallID).
+	callPrefix string
+	calls      atomic.Uint64
 }
 
 // New returns a Store over client with cfg (defaults applied). The client
@@ -38,8 +46,18 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	if client == nil {
 		return nil, errors.New("store: nil redis client")
 	}
-	return &Store{rdb: client, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("store: random enqueue-call prefix: %w", err)
+	}
+	ns, _ := keyspace.Parse(cfg.Namespace) // checked by Validate
+	return &Store{rdb: client, cfg: cfg, ns: ns, keys: newKeys(ns), callPrefix: hex.EncodeToString(rnd[:]) + "-"}, nil
 }
+
+// Namespace is the deployment's namespace: the packages that keep keys
+// beside the store's (cron, dependencies, results, the external path)
+// derive theirs from it, so they cannot name another.
+func (s *Store) Namespace() keyspace.Namespace { return s.ns }
 
 // Config returns the store's configuration (defaults applied).
 func (s *Store) Config() Config { return s.cfg }

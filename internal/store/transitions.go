@@ -176,7 +176,7 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 
 // Failure describes one failed attempt.
 type Failure struct {
-	// ErrorType is recorded on the task (spec 001's error types).
+	// ErrorType is recorded on the task (error types).
 	ErrorType string
 	// Message is the error text (last_error and the history entry).
 	Message string
@@ -259,7 +259,7 @@ func (s *Store) CancelActive(ctx context.Context, id, token, cause string) error
 // MarkTimeout moves an ACTIVE task held with token to TIMEOUT (overdue).
 // The task keeps its token, so a late Complete still moves it to
 // COMPLETED; Fail and Cancel apply too. The detector of external-service
-// timeouts (issue 4) calls it with the token recorded at dispatch.
+// timeouts calls it with the token recorded at dispatch.
 func (s *Store) MarkTimeout(ctx context.Context, id, token string) error {
 	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout), s.keys.events()}
 	err := scriptTimeout.Run(ctx, s.rdb, keys, s.nowMS(), token, s.cfg.EventStreamMaxLen).Err()
@@ -339,7 +339,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	return Cancelled, nil
 }
 
-// Retry is the manual retry of spec 001: a FAILED or DLQ task goes back to
+// Retry is the manual retry: a FAILED or DLQ task goes back to
 // PENDING in the retry queue with retry_count 0, leaving the DLQ list (and
 // its snapshot) or the scheduled set. Other states: *task.StateError.
 func (s *Store) Retry(ctx context.Context, id string) error {
@@ -405,7 +405,7 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) (ids []string, handl
 	return ids, int(n), nil
 }
 
-// RequeueOrphaned is spec 001's operator action: every ACTIVE task whose
+// RequeueOrphaned is operator action: every ACTIVE task whose
 // lease has expired goes back to its queue now (the scheduler does the same
 // continuously). It returns the ids requeued or cancelled.
 func (s *Store) RequeueOrphaned(ctx context.Context) ([]string, error) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// CreateData is the data of task.create (spec 003 §2), plus Attempt and
+// CreateData is the data of task.create, plus Attempt and
 // Token, our extensions.
 type CreateData struct {
 	TaskID   string          `json:"task_id"`
@@ -14,10 +14,12 @@ type CreateData struct {
 	Params   json.RawMessage `json:"params"`
 	// SessionID is the owning session ("" for tasks without a session).
 	SessionID string `json:"session_id"`
-	// Timeout is in seconds; 0 means no timeout.
-	Timeout   int    `json:"timeout"`
-	Priority  string `json:"priority"`
-	CreatedBy string `json:"created_by"`
+	// Timeout is the attempt's deadline in seconds, fractions allowed
+	// (0.5): the task's own timeout, else the workers' default the agent
+	// enforces. The agent never sends 0; a producer that does means none.
+	Timeout   float64 `json:"timeout"`
+	Priority  string  `json:"priority"`
+	CreatedBy string  `json:"created_by"`
 	// Attempt counts dispatches of this task, from 1 (retries add one).
 	Attempt int `json:"attempt,omitempty"`
 	// Token is the fencing token of this attempt; a service echoes it in
@@ -26,7 +28,7 @@ type CreateData struct {
 	Token string `json:"token,omitempty"`
 }
 
-// CompletedData is the data of task.completed (spec 003 §2).
+// CompletedData is the data of task.completed.
 type CompletedData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "success".
@@ -43,7 +45,7 @@ type CompletedData struct {
 type ErrorInfo struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// Details is a JSON object; empty is sent as {} (spec 003's form).
+	// Details is a JSON object; empty is sent as {} (form).
 	Details json.RawMessage `json:"details"`
 	// Retryable overrides the classification by Code (an extension): true
 	// retries with backoff, false goes straight to the DLQ.
@@ -59,7 +61,7 @@ func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(e))
 }
 
-// transientCodes are the error codes of spec 003 §7's transient category.
+// transientCodes are the error codes of transient category.
 var transientCodes = map[string]bool{
 	"TIMEOUT": true, "NETWORK_TIMEOUT": true, "NETWORK_ERROR": true,
 	"SERVICE_UNAVAILABLE": true, "UNAVAILABLE": true,
@@ -67,7 +69,7 @@ var transientCodes = map[string]bool{
 }
 
 // IsTransient reports whether the failure should be retried: Retryable when
-// set, else whether Code is one of spec 003's transient categories
+// set, else whether Code is one of transient categories
 // (network timeouts, service unavailable, rate limit exceeded).
 func (e ErrorInfo) IsTransient() bool {
 	if e.Retryable != nil {
@@ -76,7 +78,7 @@ func (e ErrorInfo) IsTransient() bool {
 	return transientCodes[strings.ToUpper(e.Code)]
 }
 
-// FailedData is the data of task.failed (spec 003 §2).
+// FailedData is the data of task.failed.
 type FailedData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "failed".
@@ -87,7 +89,7 @@ type FailedData struct {
 	Token      string    `json:"token,omitempty"`
 }
 
-// TimeoutData is the data of task.timeout (spec 003 §6).
+// TimeoutData is the data of task.timeout.
 type TimeoutData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "timeout".
@@ -230,6 +232,9 @@ func (d *CreateData) validate() error {
 	}
 	if d.Timeout < 0 {
 		return fieldErr("data.timeout", "negative")
+	}
+	if d.Timeout > 7*24*3600 {
+		return fieldErr("data.timeout", "more than 7 days")
 	}
 	if d.Priority == "" {
 		d.Priority = "normal"

@@ -1,10 +1,10 @@
-// Package stream is the wire format of spec 003: the Redis Streams that
+// Package stream is the wire format: the Redis Streams that
 // carry task events between the agent (orchestrator) and external services,
 // their event schemas field for field, encoding and validated decoding, and
 // the consumer-group operations both sides use (XREADGROUP, XACK,
 // XAUTOCLAIM, and XCLAIM as a heartbeat).
 //
-// An event is one stream entry with four fields, as in spec 003 §2:
+// An event is one stream entry with four fields:
 //
 //	event_id    UUID v4
 //	event_type  task.create | task.completed | task.failed | task.timeout | task.dlq | ...
@@ -46,7 +46,7 @@ func (t Type) Valid() bool {
 	return false
 }
 
-// TimeFormat is spec 003's timestamp form: UTC with milliseconds and a Z.
+// TimeFormat is timestamp form: UTC with milliseconds and a Z.
 const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // FormatTime renders t in TimeFormat (UTC).
@@ -78,7 +78,7 @@ func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// Event is one event of spec 003 §2 as it travels in a stream entry.
+// Event is one event as it travels in a stream entry.
 type Event struct {
 	ID        string          `json:"event_id"`
 	Type      Type            `json:"event_type"`

@@ -31,7 +31,7 @@ func TestEventRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, in.TaskID, d.TaskID)
 	require.JSONEq(t, string(in.Params), string(d.Params))
-	require.Equal(t, 300, d.Timeout)
+	require.Equal(t, 300.0, d.Timeout)
 
 	_, err = As[CompletedData](got)
 	require.ErrorIs(t, err, ErrInvalidEvent)

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultRetention is how long events stay in a stream: spec 003 keeps the
+// DefaultRetention is how long events stay in a stream: the original design keeps the
 // DLQ 7 days; we keep every stream as long, trimmed by XADD MINID.
 const DefaultRetention = 7 * 24 * time.Hour
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"go.uber.org/goleak"
 )
@@ -31,7 +32,7 @@ func TestGroupReadAckClaim(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	ctx := context.Background()
-	k := NewKeys(ns)
+	k := NewKeys(keyspace.MustParse(ns))
 	p := NewPublisher(rdb, 0, nil)
 	require.NoError(t, EnsureGroup(ctx, rdb, k.Cancel(), "g", "0"))
 	require.NoError(t, EnsureGroup(ctx, rdb, k.Cancel(), "g", "0"), "second create is a no-op")
@@ -72,7 +73,7 @@ func TestTouchKeepsEntriesFromBeingClaimed(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	ctx := context.Background()
-	k := NewKeys(ns)
+	k := NewKeys(keyspace.MustParse(ns))
 	p := NewPublisher(rdb, 0, nil)
 	require.NoError(t, EnsureGroup(ctx, rdb, k.Create(), "svc-group", "0"))
 	ids := publishN(t, p, k.Create(), 1)
@@ -107,7 +108,7 @@ func TestRetentionTrimsOldEntries(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	ctx := context.Background()
-	k := NewKeys(ns)
+	k := NewKeys(keyspace.MustParse(ns))
 	// Entries written with explicit old ids, then a publish "now" with a
 	// 1 h retention trims them (MINID is approximate: use many entries so
 	// whole radix-tree nodes go).

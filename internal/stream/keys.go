@@ -1,23 +1,20 @@
 package stream
 
-// Keys builds the name of every stream of spec 003 §2 under one configurable
+import "github.com/taskflow/taskflow/internal/keyspace"
+
+// Keys builds the name of every stream under one configurable
 // namespace. All names carry the hash tag {namespace}, the same tag the
 // store's keys carry, so a script may touch a task and its streams in one
 // Redis Cluster slot.
 //
-// With the default namespace "taskflow" the create stream is
+// In the namespace "taskflow" the create stream is
 // "{taskflow}:agent:stream:task.create"; docs/protocol.md lists them all.
 type Keys struct {
-	ns string // "{namespace}:"
+	ns string // the namespace's prefix, "{namespace}:"
 }
 
-// NewKeys returns the stream names of namespace ("" means "taskflow").
-func NewKeys(namespace string) Keys {
-	if namespace == "" {
-		namespace = "taskflow"
-	}
-	return Keys{ns: "{" + namespace + "}:"}
-}
+// NewKeys returns the stream names of the namespace ns.
+func NewKeys(ns keyspace.Namespace) Keys { return Keys{ns: ns.Prefix()} }
 
 // Prefix is the namespace prefix every name starts with ("{taskflow}:").
 func (k Keys) Prefix() string { return k.ns }
@@ -40,15 +37,15 @@ func (k Keys) Timeout() string { return k.ns + "agent:stream:task.timeout" }
 func (k Keys) DLQ() string { return k.ns + "agent:stream:task.dlq" }
 
 // Progress is agent:stream:task.progress (STREAM, services → agent, capped):
-// progress reports and heartbeats of running tasks. An extension of spec 003.
+// progress reports and heartbeats of running tasks. An extension.
 func (k Keys) Progress() string { return k.ns + "agent:stream:task.progress" }
 
 // Cancel is agent:stream:task.cancel (STREAM, agent → services): cancel
 // requests of running tasks, read by every service worker without a group.
-// An extension of spec 003.
+// An extension.
 func (k Keys) Cancel() string { return k.ns + "agent:stream:task.cancel" }
 
-// Responses are the streams the agent-group consumes (spec 003 §4), plus
+// Responses are the streams the agent-group consumes, plus
 // progress.
 func (k Keys) Responses() []string {
 	return []string{k.Completed(), k.Failed(), k.Timeout(), k.Progress()}
@@ -60,7 +57,7 @@ func (k Keys) All() []string {
 }
 
 // ServiceGroup is the consumer group of a service on the create stream
-// ({service}-group, spec 003 §4).
+// ({service}-group).
 func ServiceGroup(service string) string { return service + "-group" }
 
 // AgentGroup is the orchestrator's consumer group on the response streams.

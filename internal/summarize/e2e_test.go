@@ -19,6 +19,7 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/llmfake"
 	"github.com/taskflow/taskflow/internal/ratelimit"
@@ -32,7 +33,7 @@ import (
 	"github.com/taskflow/taskflow/internal/worker"
 )
 
-// scenario is what the fake LLM does to one task and what spec 001's rules
+// scenario is what the fake LLM does to one task and what rules
 // then say must become of it (max_retries 3: up to 4 attempts).
 type scenario struct {
 	marker   string
@@ -67,7 +68,7 @@ func scenarioOf(i int) scenario {
 // submitted through the real HTTP API, run by two workers, the scheduler,
 // the breaker and the fleet-wide rate limit against the fake LLM with
 // injected 429/503/500/400/401/timeouts. Every task must end COMPLETED or
-// DLQ exactly as spec 001's rules say (state, retry_count, error history,
+// DLQ exactly as rules say (state, retry_count, error history,
 // error type), the fake must see exactly one call per attempt, and
 // GET /api/v1/queues/status must agree with the tasks themselves.
 func TestEndToEnd(t *testing.T) {
@@ -90,7 +91,7 @@ func TestEndToEnd(t *testing.T) {
 	client, err := llm.New(llm.Config{APIKey: key, BaseURL: base, Model: "fake/model", Timeout: 3 * time.Second}, hc)
 	require.NoError(t, err)
 	// Low enough that the two workers (2 × 25 handlers) run into it.
-	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 300, Interval: 250 * time.Millisecond, Name: summarize.Dependency, Namespace: ns})
+	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 300, Interval: 250 * time.Millisecond, Name: summarize.Dependency, Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	h, err := summarize.New(summarize.Config{LLM: client, Limiter: lim})
 	require.NoError(t, err)
@@ -135,7 +136,7 @@ func TestEndToEnd(t *testing.T) {
 			Concurrency:  25,
 			Dependencies: map[string]string{summarize.TaskType: summarize.Dependency},
 			Breaker:      breaker.Config{Timeout: 100 * time.Millisecond},
-			Retry:        retry.Policy{Scale: 0.001}, // spec 001's schedules in ms
+			Retry:        retry.Policy{Scale: 0.001}, // schedules in ms
 		})
 		require.NoError(t, err)
 		wg.Go(func() { require.NoError(t, w.Run(ctx)) })
@@ -204,7 +205,7 @@ type apiClient struct {
 
 func startAPI(t *testing.T, rdb redis.UniversalClient, st *store.Store, ns string) *apiClient {
 	t.Helper()
-	au, err := auth.New(rdb, auth.Config{Namespace: ns, Open: true})
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), Open: true})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Store: st, Auth: au,
 		TaskTypes: func() []string { return []string{summarize.TaskType} }})

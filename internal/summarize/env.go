@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 )
@@ -29,7 +30,7 @@ const (
 // _TIMEOUT, and the rate limit OPENROUTER_RATE_LIMIT calls per
 // OPENROUTER_RATE_INTERVAL shared through rdb under namespace), else the
 // extractive summarizer, which needs neither the network nor rdb.
-func FromEnv(getenv func(string) string, rdb redis.Scripter, namespace string) (*Handler, error) {
+func FromEnv(getenv func(string) string, rdb redis.Scripter, namespace keyspace.Namespace) (*Handler, error) {
 	lc, err := llm.ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-// Package summarize is the "summarize" task type of spec 001. With an LLM
+// Package summarize is the "summarize" task type. With an LLM
 // client (OPENROUTER_API_KEY set) it makes one chat-completions call per
 // attempt, under a fleet-wide rate limit, and maps the call's outcome onto
 // the engine's error classes; without one it runs the built-in extractive
@@ -298,7 +298,7 @@ func rateLimited(d time.Duration) error {
 }
 
 // Classify maps an llm error onto the engine's error classes. HTTP statuses
-// follow retry.ClassifyStatus, the engine's one table of spec 001's rules
+// follow retry.ClassifyStatus, the engine's one table of rules
 // (429 RateLimitError; 500, 502, 503 ServiceUnavailable; 504 NetworkTimeout;
 // 400/422 InvalidInput, 401 AuthenticationError, 403 PermissionDenied, 404
 // NotFound, other 4xx InvalidInput — all permanent), and a transient

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/llmfake"
 	"github.com/taskflow/taskflow/internal/ratelimit"
@@ -63,7 +64,7 @@ func TestLLMSuccess(t *testing.T) {
 	require.Equal(t, "Bearer "+key, b.fake.LastAuthorization())
 }
 
-// TestOutcomeMapping checks every HTTP outcome against spec 001's classes.
+// TestOutcomeMapping checks every HTTP outcome against classes.
 func TestOutcomeMapping(t *testing.T) {
 	t.Parallel()
 	type want struct {
@@ -140,7 +141,7 @@ func TestCallerCancelIsNotClassified(t *testing.T) {
 func TestRateLimitWaitsWithoutRetry(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
-	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 2, Interval: time.Hour, Name: summarize.Dependency, Namespace: ns})
+	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 2, Interval: time.Hour, Name: summarize.Dependency, Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	b := setup(t, 5*time.Second, lim)
 	for range 2 {
@@ -165,7 +166,7 @@ func TestRateLimitWaitsWithoutRetry(t *testing.T) {
 func TestShortRateWaitHappensInHandler(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
-	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 1, Interval: 100 * time.Millisecond, Name: summarize.Dependency, Namespace: ns})
+	lim, err := ratelimit.New(rdb, ratelimit.Config{Limit: 1, Interval: 100 * time.Millisecond, Name: summarize.Dependency, Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)
 	b := setup(t, 5*time.Second, lim)
 	for i := range 3 {
@@ -202,7 +203,7 @@ func TestInvalidInputIsPermanentBeforeAnyCall(t *testing.T) {
 
 func TestExtractiveHandler(t *testing.T) {
 	t.Parallel()
-	h, err := summarize.FromEnv(func(string) string { return "" }, nil, "unused")
+	h, err := summarize.FromEnv(func(string) string { return "" }, nil, keyspace.Default)
 	require.NoError(t, err)
 	require.Empty(t, h.Dependencies(), "the extractive path needs no outside service")
 	require.Equal(t, summarize.SummarizerExtractive, h.Summarizer())
@@ -230,24 +231,24 @@ func TestFromEnv(t *testing.T) {
 		summarize.EnvRateInterval: "2s",
 	}
 	getenv := func(k string) string { return env[k] }
-	h, err := summarize.FromEnv(getenv, rdb, ns)
+	h, err := summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
 	require.NoError(t, err)
 	require.Equal(t, summarize.SummarizerLLM, h.Summarizer())
 	require.Equal(t, []string{summarize.Dependency}, h.Dependencies())
 
-	_, err = summarize.FromEnv(getenv, nil, ns)
+	_, err = summarize.FromEnv(getenv, nil, keyspace.MustParse(ns))
 	require.ErrorContains(t, err, summarize.EnvRateLimit, "a limit needs Redis")
 	env[summarize.EnvRateLimit] = "0"
-	_, err = summarize.FromEnv(getenv, nil, ns)
+	_, err = summarize.FromEnv(getenv, nil, keyspace.MustParse(ns))
 	require.NoError(t, err, "no limit, no Redis needed")
 	env[summarize.EnvRateLimit] = "lots"
-	_, err = summarize.FromEnv(getenv, rdb, ns)
+	_, err = summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
 	require.ErrorContains(t, err, summarize.EnvRateLimit)
 	env[summarize.EnvRateLimit], env[summarize.EnvRateInterval] = "5", "never"
-	_, err = summarize.FromEnv(getenv, rdb, ns)
+	_, err = summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
 	require.ErrorContains(t, err, summarize.EnvRateInterval)
 	env[summarize.EnvRateInterval], env[llm.EnvBaseURL] = "", "not a url"
-	_, err = summarize.FromEnv(getenv, rdb, ns)
+	_, err = summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
 	require.ErrorContains(t, err, llm.EnvBaseURL)
 	require.NotContains(t, err.Error(), key)
 }

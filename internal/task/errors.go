@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Class is how a failure is treated by the retry rules of spec 001.
+// Class is how a failure is treated by the retry rules.
 type Class string
 
 const (
@@ -16,7 +16,7 @@ const (
 	ClassPermanent Class = "permanent"
 )
 
-// Error types of spec 001's RETRY_SCHEDULES, plus the permanent ones.
+// Error types of RETRY_SCHEDULES, plus the permanent ones.
 const (
 	ErrTypeRateLimit          = "RateLimitError"
 	ErrTypeServiceUnavailable = "ServiceUnavailable"

@@ -28,7 +28,7 @@ const (
 // States lists every state in a stable order (for counters and listings).
 var States = []State{StatePending, StateActive, StateCompleted, StateFailed, StateDLQ, StateTimeout, StateCancelled}
 
-// ParseState accepts a state name in any case, plus spec 003's aliases
+// ParseState accepts a state name in any case, plus aliases
 // (PROCESSING for ACTIVE).
 func ParseState(s string) (State, error) {
 	u := strings.ToUpper(strings.TrimSpace(s))
@@ -70,7 +70,7 @@ func CanTransition(from, to State) bool {
 	return false
 }
 
-// Priority orders pending tasks (spec 003's future enhancement).
+// Priority orders pending tasks (future enhancement).
 type Priority string
 
 const (
@@ -112,8 +112,8 @@ type StateChange struct {
 	Cause string    `json:"cause,omitempty"`
 }
 
-// Task is the single source of truth about one task: spec 001's metadata
-// plus what spec 003 needs. Times are UTC; optional times are nil when unset.
+// Task is the single source of truth about one task: metadata
+// plus what the original design needs. Times are UTC; optional times are nil when unset.
 type Task struct {
 	ID          string          `json:"task_id"`
 	Type        string          `json:"task_type"`

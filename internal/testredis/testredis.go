@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,6 +152,26 @@ func (s *Server) Stop() {
 		_ = s.cmd.Process.Kill()
 		_, _ = s.cmd.Process.Wait()
 		s.cmd = nil
+	}
+}
+
+// Pause stops the server's process (SIGSTOP): connections stay open and
+// the kernel still accepts new ones, but nothing is answered until Resume
+// — a stalled Redis, as a long fork, swap or a frozen VM makes one.
+func (s *Server) Pause() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			s.t.Fatalf("testredis: pause: %v", err)
+		}
+	}
+}
+
+// Resume lets a paused server go on (SIGCONT).
+func (s *Server) Resume() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			s.t.Fatalf("testredis: resume: %v", err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/keyspace"
 )
 
 // breakerListener follows the operator's breaker commands
@@ -13,7 +14,7 @@ import (
 // workers view and /health show the new states at once. ready is closed
 // once subscribed (or when subscribing failed).
 func (w *Worker) breakerListener(ctx context.Context, ready chan<- struct{}) {
-	ns := w.st.Config().Namespace
+	ns := w.st.Namespace()
 	ps := w.st.Client().Subscribe(ctx, breaker.CommandChannel(ns))
 	defer ps.Close()
 	_, err := ps.Receive(ctx)
@@ -56,7 +57,7 @@ func (w *Worker) applyBreakerCommand(ctx context.Context, payload []byte) {
 	}
 }
 
-func (w *Worker) replayBreakerCommands(ctx context.Context, ns string) {
+func (w *Worker) replayBreakerCommands(ctx context.Context, ns keyspace.Namespace) {
 	fields, err := w.st.Client().HGetAll(ctx, breaker.ForcedKey(ns)).Result()
 	if err != nil {
 		w.log.Warn("breaker commands in force: read", "err", err)

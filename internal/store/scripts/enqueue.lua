@@ -7,11 +7,15 @@
 -- ARGV[1] now  ARGV[2] event stream maxlen  ARGV[3] n
 -- then per task: id, priority, run_at (ms; 0 = now), task_type, session_id,
 --                nfields, field/value pairs...
--- ARGV[#ARGV] session index TTL (ms)
+--                (the fields carry 'enq' = this call's id)
+-- ARGV[#ARGV - 1] this call's id  ARGV[#ARGV] session index TTL (ms)
 local now = ARGV[1]
 local n = tonumber(ARGV[3])
 -- pass 1: duplicates (one EXISTS for the whole batch; find which only if any)
 if redis.call('EXISTS', unpack(KEYS, 8, 7 + n)) > 0 then
+ -- the same call run again (its client resent it after a read timeout):
+ -- the first run created the whole batch, so this one has nothing to do
+ if redis.call('HGET', KEYS[8], 'enq') == ARGV[#ARGV - 1] then return n end
  for i = 1, n do
   if redis.call('EXISTS', KEYS[7 + i]) == 1 then
     local a, j = 4, 1

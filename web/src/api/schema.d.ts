@@ -13,7 +13,9 @@ export interface paths {
         };
         /**
          * Poll the session's notifications
-         * @description Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set.
+         * @description Lists the unread notifications (or those after ?after=) and marks them read unless mark_read=false. An unknown or repeated parameter is 400 naming it; limit out of 1..1000 is 400 invalid_parameter, as on /api/v1/results.
+         *
+         *     Access: session or admin.
          */
         get: operations["getNotifications"];
         put?: never;
@@ -32,8 +34,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The session's notifications over Server-Sent Events (?access_token= for EventSource)
-         * @description Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set.
+         * The session's notifications over Server-Sent Events (id: the notification id; resume with Last-Event-ID)
+         * @description Access: session or admin.
          */
         get: operations["getNotificationsStream"];
         put?: never;
@@ -52,8 +54,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The session's notifications over WebSocket (?access_token= for browsers)
-         * @description Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set.
+         * The session's notifications over WebSocket: the unread ones, then each new one
+         * @description Access: session or admin.
          */
         get: operations["getNotificationsWs"];
         put?: never;
@@ -74,8 +76,10 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Run a plan synchronously (spec 002); body: rankd's request
-         * @description Access: session or admin.
+         * Run a plan synchronously; body: rankd's request
+         * @description The body is {user_id, request_id?, param_overrides?, deadline_ms?, node_timeout_ms?}; the answer is rankd's success line. A plan name is 1 to 128 letters, digits or _ (400 invalid_plan_name); an unknown plan is 404 plan_not_found; a run past its deadline 504; a failure of the plan's data store 502.
+         *
+         *     Access: session or admin.
          */
         post: operations["postPlansNameExecute"];
         delete?: never;
@@ -92,7 +96,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Dead-letter queue, newest first, with failure snapshots (spec 001)
+         * Dead-letter queue, newest first, with failure snapshots
          * @description Access: admin.
          */
         get: operations["getQueuesDlq"];
@@ -112,7 +116,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Queue depths, tasks per state and the retry ratio (spec 001)
+         * Queue depths, tasks per state and the retry ratio
          * @description Access: admin.
          */
         get: operations["getQueuesStatus"];
@@ -174,8 +178,10 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * list_user_tasks: the session's tasks, ?status_filter=all|pending|processing|completed|failed|timeout
-         * @description Access: session or admin.
+         * list_user_tasks: the session's tasks, newest first, live then archived
+         * @description A session's call only (the admin has no session: 400).
+         *
+         *     Access: session or admin.
          */
         get: operations["getResults"];
         put?: never;
@@ -195,7 +201,9 @@ export interface paths {
         };
         /**
          * get_task_result: per status the result, error, progress/ETA, queue position or timeout message
-         * @description Access: session or admin.
+         * @description A task that has left Redis is read back from the archive (source: archive). Another session's task is 404, as a missing one.
+         *
+         *     Access: session or admin.
          */
         get: operations["getResultsTaskId"];
         put?: never;
@@ -251,6 +259,28 @@ export interface paths {
          * @description Access: session or admin.
          */
         delete: operations["deleteSchedulesScheduleId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * External services: their registrations, and whether a live service takes each external task type
+         * @description A task of an external type that no live service takes waits PENDING; its view says so (waiting_for).
+         *
+         *     Access: session or admin.
+         */
+        get: operations["getServices"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -332,7 +362,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Requeue ACTIVE tasks whose lease expired (spec 001)
+         * Requeue ACTIVE tasks whose lease expired
          * @description The scheduler does this continuously; this is the operator's manual trigger.
          *
          *     Access: admin.
@@ -354,7 +384,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Submit a summarization task (spec 001)
+         * Submit a summarization task
          * @description Access: session or admin.
          */
         post: operations["postTasksSummarize"];
@@ -422,7 +452,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Retry a FAILED or DLQ task (spec 001)
+         * Retry a FAILED or DLQ task
          * @description Any other state is refused with 409 task_not_retryable, saying which state the task is in.
          *
          *     Access: session or admin.
@@ -518,7 +548,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Health of Redis, workers and circuit breakers (spec 001); 503 when unhealthy */
+        /** Health of Redis, workers and circuit breakers; 503 when unhealthy */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -683,6 +713,14 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        NotificationPage: {
+            /** @description pass as ?after= next time */
+            cursor: string;
+            notifications: Record<string, never>[];
+            session_id: string;
+            /** @description still unread after this call (counted up to 1000) */
+            unread: number;
+        };
         Probe: {
             status: string;
         };
@@ -714,6 +752,70 @@ export interface components {
         Requeued: {
             requeued: number;
             task_ids: string[];
+        };
+        Result: {
+            /** Format: date-time */
+            completed_at?: string;
+            /** Format: date-time */
+            created_at?: string;
+            error?: {
+                code: string;
+                details?: Record<string, never>;
+                history?: Record<string, never>[];
+                max_retries?: number;
+                message: string;
+                /** Format: date-time */
+                retry_at?: string;
+                retry_count?: number;
+                will_retry?: boolean;
+            };
+            /** @description processing: seconds left, by the last estimate */
+            eta_seconds?: number;
+            /** @description what the status means, in words */
+            message: string;
+            progress?: {
+                /** Format: date-time */
+                at?: string;
+                eta_seconds?: number;
+                message?: string;
+                percent?: number;
+                reported_by?: string;
+            };
+            /** @description pending: 1 = next */
+            queue_position?: number;
+            /** @description completed: the task's result */
+            result?: unknown;
+            /** @enum {string} */
+            source: "redis" | "cache" | "archive";
+            /** @enum {string} */
+            state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
+            /** @enum {string} */
+            status: "pending" | "processing" | "completed" | "failed" | "timeout" | "cancelled";
+            task_id: string;
+            task_type: string;
+            /** Format: date-time */
+            updated_at?: string;
+            waiting_on?: string[];
+        };
+        ResultList: {
+            session_id: string;
+            status_filter: string;
+            tasks: {
+                /** @description read from the archive */
+                archived?: boolean;
+                /** Format: date-time */
+                created_at?: string;
+                /** @enum {string} */
+                state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
+                status: string;
+                /** @description one line, in words */
+                summary: string;
+                task_id: string;
+                task_type: string;
+                /** Format: date-time */
+                updated_at?: string;
+                waiting_on?: string[];
+            }[];
         };
         Schedule: {
             content?: string;
@@ -763,6 +865,24 @@ export interface components {
             task_type: string;
             /** @description seconds each run may take, 1..86400 */
             timeout?: number;
+        };
+        Services: {
+            external_types: {
+                /** @description a live service takes this type */
+                online: boolean;
+                services?: string[];
+                task_type: string;
+            }[];
+            services: {
+                /** @description the instance that registered last */
+                consumer?: string;
+                /** Format: date-time */
+                last_heartbeat?: string;
+                name: string;
+                /** @description an instance heartbeated within three heartbeats */
+                online: boolean;
+                task_types: string[];
+            }[];
         };
         Session: {
             /** Format: date-time */
@@ -881,6 +1001,12 @@ export interface components {
             timeout?: number;
             /** Format: date-time */
             updated_at: string;
+            waiting_for?: {
+                /** @description e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers */
+                message: string;
+                /** @enum {string} */
+                reason: "no_service";
+            };
             /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
             worker?: string;
@@ -955,25 +1081,16 @@ export type $defs = Record<string, never>;
 export interface operations {
     getNotifications: {
         parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
+            query?: {
+                /** @description list after this notification id; 0 = from the start; default: the unread ones */
+                after?: string;
+                /** @description at most this many, 1..1000 (default 100) */
+                limit?: number;
+                /** @description false leaves them unread (default true); after= does not change this */
+                mark_read?: boolean;
+                /** @description whose notifications: required for the admin; a session may name only itself */
+                session_id?: string;
             };
-        };
-    };
-    getNotificationsStream: {
-        parameters: {
-            query?: never;
             header?: never;
             path?: never;
             cookie?: never;
@@ -985,43 +1102,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["NotificationPage"];
+                };
             };
-        };
-    };
-    getNotificationsWs: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
+            /** @description Bad Request */
+            400: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
-            };
-        };
-    };
-    postPlansNameExecute: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    [name: string]: unknown;
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
-                content?: never;
             };
             /** @description Unauthorized */
             401: {
@@ -1034,6 +1126,187 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getNotificationsStream: {
+        parameters: {
+            query?: {
+                /** @description start after this id (0: from the start); Last-Event-ID also works */
+                after?: string;
+                /** @description whose notifications: required for the admin; a session may name only itself */
+                session_id?: string;
+                /** @description the session token, when the Authorization header cannot be set; never logged */
+                access_token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getNotificationsWs: {
+        parameters: {
+            query?: {
+                /** @description start after this id (0: from the start) */
+                after?: string;
+                /** @description whose notifications: required for the admin; a session may name only itself */
+                session_id?: string;
+                /** @description the session token, when the Authorization header cannot be set; never logged */
+                access_token?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postPlansNameExecute: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the plan's name (plans/<name>.plan.json) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Bad Gateway */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Gateway Timeout */
+            504: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1251,7 +1524,12 @@ export interface operations {
     };
     getResults: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description which tasks (default all) */
+                status_filter?: "all" | "pending" | "processing" | "completed" | "failed" | "timeout";
+                /** @description at most this many, 1..1000 (default 100) */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1263,7 +1541,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["ResultList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description Unauthorized */
             401: {
@@ -1289,7 +1578,10 @@ export interface operations {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description the task's id */
+                task_id: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -1299,7 +1591,18 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["Result"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
             };
             /** @description Unauthorized */
             401: {
@@ -1312,6 +1615,15 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1555,6 +1867,44 @@ export interface operations {
             };
         };
     };
+    getServices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Services"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postSessions: {
         parameters: {
             query?: never;
@@ -1627,7 +1977,7 @@ export interface operations {
             query?: {
                 /** @description only tasks in this state (PROCESSING = ACTIVE) */
                 status?: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
-                /** @description page size (spec 001's name for page_size) */
+                /** @description page size (the same as page_size) */
                 limit?: number;
                 /** @description 1-based page (default 1) */
                 page?: number;

@@ -35,8 +35,8 @@ type loadResult struct {
 	FirstError  string  `json:"first_error,omitempty"`
 }
 
-func init() {
-	register("loadgen", func(m *Main) *cobra.Command {
+func newLoadgenCommand(m *Main) *cobra.Command {
+	{
 		var (
 			rate        float64
 			duration    time.Duration
@@ -77,7 +77,7 @@ func init() {
 			}
 			return err
 		})
-	})
+	}
 }
 
 type loadSpec struct {

@@ -1,8 +1,8 @@
-// Package keys holds the one value every Redis key of a deployment is
+// Package keyspace holds the one value every Redis key of a deployment is
 // derived from: its namespace. Each package that owns keys builds them in its
 // own keys.go from a Namespace, and nothing else spells out the hash tag or
 // defaults the namespace, so one deployment's keys cannot drift apart.
-package keys
+package keyspace
 
 import (
 	"errors"
@@ -28,16 +28,16 @@ var Default = Namespace{name: DefaultName}
 var ErrInvalid = errors.New("invalid namespace")
 
 // Parse checks name and returns its Namespace. A name is 1 to 64 characters
-// without braces, colons or white space (a brace would break the hash tag, a
-// colon would let one namespace's keys read as another's).
+// without braces or white space (a brace would end the hash tag early, so
+// two namespaces could share a slot's keys).
 func Parse(name string) (Namespace, error) {
 	switch {
 	case name == "":
 		return Namespace{}, fmt.Errorf("%w: it is empty", ErrInvalid)
 	case len(name) > 64:
 		return Namespace{}, fmt.Errorf("%w: %d characters, at most 64", ErrInvalid, len(name))
-	case strings.ContainsAny(name, "{}: \t\r\n"):
-		return Namespace{}, fmt.Errorf("%w: %q holds a brace, a colon or white space", ErrInvalid, name)
+	case strings.ContainsAny(name, "{} \t\r\n"):
+		return Namespace{}, fmt.Errorf("%w: %q holds a brace or white space", ErrInvalid, name)
 	}
 	return Namespace{name: name}, nil
 }

@@ -19,12 +19,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
 )
 
-// benchResult is what `taskflow bench --json` prints.
+// benchResult is what `taskflow-bench bench --json` prints.
 type benchResult struct {
 	Tasks       int `json:"tasks"`
 	Concurrency int `json:"concurrency"`
@@ -69,8 +70,8 @@ type benchOpts struct {
 	ackBatch    int
 }
 
-func init() {
-	register("bench", func(m *Main) *cobra.Command {
+func newBenchCommand(m *Main) *cobra.Command {
+	{
 		var o benchOpts
 		cmd := &cobra.Command{
 			Use:   "bench",
@@ -135,7 +136,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
 		return cmd
-	})
+	}
 }
 
 func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
@@ -371,7 +372,7 @@ func redisUsec(ctx context.Context, rdb *redis.Client) int64 {
 
 // cleanNamespace deletes the bench namespace's keys (and only those).
 func cleanNamespace(ctx context.Context, rdb *redis.Client, ns string) {
-	iter := rdb.Scan(ctx, 0, "{"+ns+"}:*", 5000).Iterator()
+	iter := rdb.Scan(ctx, 0, keyspace.MustParse(ns).Pattern(), 5000).Iterator()
 	var batch []string
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())

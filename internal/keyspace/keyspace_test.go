@@ -1,4 +1,4 @@
-package keys
+package keyspace
 
 import (
 	"errors"
@@ -7,19 +7,19 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	for _, bad := range []string{"", "a{b", "a}b", "a:b", "a b", "a\tb", strings.Repeat("x", 65)} {
+	for _, bad := range []string{"", "a{b", "a}b", "a b", "a\tb", strings.Repeat("x", 65)} {
 		if _, err := Parse(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Parse(%q) = %v, want ErrInvalid", bad, err)
 		}
 	}
-	ns, err := Parse("team-a.prod_1")
+	ns, err := Parse("team-a.prod_1:eu")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ns.Key("task", "42"); got != "{team-a.prod_1}:task:42" {
+	if got := ns.Key("task", "42"); got != "{team-a.prod_1:eu}:task:42" {
 		t.Errorf("Key = %q", got)
 	}
-	if got := ns.Pattern(); got != "{team-a.prod_1}:*" {
+	if got := ns.Pattern(); got != "{team-a.prod_1:eu}:*" {
 		t.Errorf("Pattern = %q", got)
 	}
 }

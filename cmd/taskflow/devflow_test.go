@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestDevWholeFlow is the README's first hour on `taskflow dev --services
+// all --demo-data` (what `make run` starts) with nothing else running: an
+// external report is done by the in-process example service, its session is
+// notified and gets the result; a named plan runs on the demo data loaded
+// into the embedded Redis, from a directory without plans/.
+func TestDevWholeFlow(t *testing.T) {
+	t.Parallel()
+	base, printed := startDev(t, nil, "--services", "all", "--demo-data", "--output-dir", t.TempDir())
+	require.Contains(t, printed.String(), "example services running in this process: analysis, document, export, report")
+	require.Contains(t, printed.String(), "loaded 31 plan demo keys")
+
+	do := func(method, path, token, body string) (int, map[string]any) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		raw, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		var out map[string]any
+		require.NoError(t, json.Unmarshal(raw, &out), string(raw))
+		return res.StatusCode, out
+	}
+	code, sess := do("POST", "/api/v1/sessions", "", "")
+	require.Equal(t, http.StatusCreated, code)
+	tok := sess["token"].(string)
+	code, sub := do("POST", "/api/v1/tasks", tok, `{"task_type":"report.generate","params":{"quarter":"Q4","year":2024,"format":"md","data":{"revenue":[120,135,150]}}}`)
+	require.Equal(t, http.StatusCreated, code, sub)
+	id := sub["task_id"].(string)
+	var notes []any
+	require.Eventually(t, func() bool {
+		_, out := do("GET", "/api/v1/notifications?mark_read=false", tok, "")
+		notes, _ = out["notifications"].([]any)
+		return len(notes) > 0
+	}, 20*time.Second, 50*time.Millisecond, "the session is told")
+	note := notes[0].(map[string]any)
+	require.Equal(t, "task_completed", note["type"])
+	require.Equal(t, id, note["task_id"])
+	code, res := do("GET", "/api/v1/results/"+id, tok, "")
+	require.Equal(t, http.StatusOK, code, res)
+	require.Equal(t, "completed", res["status"])
+	require.Contains(t, res["result"].(map[string]any)["file_url"], "report")
+
+	code, out := do("POST", "/api/v1/plans/complex_dag/execute", tok, `{"user_id":1}`)
+	require.Equal(t, http.StatusOK, code, out)
+	require.NotEmpty(t, out["candidates"], "the demo data is where the plans read")
+}
+
+// Stopping `taskflow dev` (Ctrl-C: its context ends) is not a failure: no
+// component logs a warning or an error about the cancellation.
+func TestDevStopsQuietly(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	m := testMain(nil, io.Discard)
+	m.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pr, pw := io.Pipe()
+	m.Stderr = pw
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx, []string{"dev", "--addr", "127.0.0.1:0", "--services", "all"}) }()
+	base := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "taskflow dev: open "); ok {
+				base <- strings.TrimSuffix(strings.Fields(u)[0], "/docs")
+			}
+		}
+	}()
+	var b string
+	select {
+	case b = <-base:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no URL")
+	}
+	// some work in flight: a chain of dependencies and a running sleep
+	for _, body := range []string{`{"task_type":"sleep","params":{"duration_ms":5000}}`, `{"task_type":"noop","delay":60}`} {
+		res, err := http.Post(b+"/api/v1/tasks", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		res.Body.Close()
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev did not stop")
+	}
+	pw.Close()
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			require.NotContains(t, line, "context canceled", "a stop logged as a failure")
+		}
+	}
+}
+
+// A task whose service is not running says so, in the task, its result and
+// the CLI, and GET /api/v1/services shows which external types have no
+// live service; once a service registers, the task runs.
+func TestWaitingForAService(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	base, printed := startDev(t, nil, "--output-dir", out) // no --services
+	id, _, err := client(t, base, "", "submit", "--type", "data.export", "--params", `{"rows":[{"a":1}],"format":"csv"}`)
+	require.NoError(t, err)
+	id = strings.TrimSpace(id)
+
+	require.Eventually(t, func() bool {
+		got, _, err := client(t, base, "", "status", id)
+		return err == nil && strings.Contains(got, "no service for data.export is running")
+	}, 10*time.Second, 50*time.Millisecond)
+	raw, _, err := client(t, base, "", "status", id, "--json")
+	require.NoError(t, err)
+	require.Contains(t, raw, `"waiting_for":{"reason":"no_service"`)
+	res, err := http.Get(base + "/api/v1/results/" + id)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Contains(t, string(body), "no service for data.export is running")
+	got, _, err := client(t, base, "", "services")
+	require.NoError(t, err)
+	require.Regexp(t, `data\.export\s+none running`, got)
+
+	// a service starts (as `taskflow service export` would): the task runs
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	m := regexp.MustCompile(`embedded in-memory Redis \((127\.0\.0\.1:\d+)\)`).FindStringSubmatch(printed.String())
+	require.Len(t, m, 2, printed.String())
+	svcEnv := map[string]string{"REDIS_URL": "redis://" + m[1] + "/0", "TASKFLOW_OUTPUT_DIR": out}
+	go func() { done <- testMain(svcEnv, io.Discard).Run(ctx, []string{"service", "export"}) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool {
+		got, _, err := client(t, base, "", "status", id)
+		return err == nil && strings.Contains(got, "COMPLETED")
+	}, 20*time.Second, 50*time.Millisecond)
+	got, _, err = client(t, base, "", "services")
+	require.NoError(t, err)
+	require.Regexp(t, `data\.export\s+export-service`, got)
+}
+
+// `submit --wait` of a task whose result has a file says where the file is.
+func TestSubmitWaitShowsTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	base, _ := startDev(t, nil, "--services", "report", "--output-dir", dir)
+	out, errOut, err := client(t, base, "", "submit", "--type", "report.generate", "--wait",
+		"--params", `{"quarter":"Q4","year":2024,"format":"csv","data":{"revenue":[1,2,3]}}`)
+	require.NoError(t, err, errOut)
+	require.Contains(t, errOut, "file: "+dir)
+	require.Contains(t, errOut, "(written by the service, on the machine it runs on)")
+	require.Contains(t, out, `"file_url"`)
+}

@@ -1,0 +1,83 @@
+package testredis
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster of three masters (no replicas) owned by one
+// test: three redis-server --cluster-enabled processes on free ports, joined
+// with redis-cli --cluster create. It is stopped at cleanup.
+type Cluster struct {
+	Nodes []*Server
+	t     testing.TB
+}
+
+// StartCluster starts a three-master cluster and waits until every node
+// says cluster_state:ok.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Fatalf("testredis: redis-cli not on PATH (Debian's redis-tools): %v", err)
+	}
+	c := &Cluster{t: t}
+	addrs := make([]string, 3)
+	for i := range addrs {
+		n := StartServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+		c.Nodes = append(c.Nodes, n)
+		addrs[i] = n.Addr
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("testredis: redis-cli --cluster create: %v: %s", err, out)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		nc := redis.NewClient(&redis.Options{Addr: n.Addr})
+		for {
+			info, err := nc.ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = nc.Close()
+				t.Fatalf("testredis: cluster node %s not ok: %v %s", n.Addr, err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = nc.Close()
+	}
+	return c
+}
+
+// URL is the cluster's URL in the form taskflow reads: the first node, the
+// others as addr parameters.
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr + "?"
+	for i, n := range c.Nodes[1:] {
+		if i > 0 {
+			u += "&"
+		}
+		u += "addr=" + n.Addr
+	}
+	return u
+}
+
+// Client returns a cluster client, closed at cleanup.
+func (c *Cluster) Client() *redis.ClusterClient {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	c.t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
