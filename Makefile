@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps conformance clean
+.PHONY: help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ build: ## Build the binaries into bin/
 install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your PATH)
 	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/...
 
-test: test-go test-dsl ## Run every test (Go with -race, then the DSL's)
+test: test-go test-dsl ui-check test-ui ## Run every test (Go with -race, the DSL's, the dashboard's build check and browser tests)
 
 test-go: check-test-servers node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
@@ -53,6 +53,25 @@ plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.jso
 	cd dsl && npm run --silent generate:check
 	cd dsl && npx tsc -p ../plans/tsconfig.json --noEmit
 	cd dsl && npm run --silent build && node bin/dslc build $(PLAN_SOURCES:%=../%) --out ../plans --check
+
+web-deps: # Install web/node_modules from the lock file when missing
+	@if [ ! -d web/node_modules ]; then cd web && npm ci --no-audit --no-fund; fi
+
+ui: web-deps ## Regenerate the API types and rebuild the web dashboard into internal/webui/dist (embedded in the binary)
+	cd web && npm run --silent types && npm run --silent build
+
+ui-types: web-deps ## Regenerate web/src/api/schema.d.ts from the API's /openapi.json
+	cd web && npm run --silent types
+
+ui-check: web-deps ## Fail when the committed dashboard build or its API types differ from fresh ones
+	cd web && npm run --silent types
+	git diff --exit-code --stat -- web/src/api
+	cd web && npm run --silent build
+	git diff --exit-code --stat -- internal/webui/dist
+	@test -z "$$(git status --porcelain -- internal/webui/dist)" || (git status --porcelain -- internal/webui/dist && false)
+
+test-ui: web-deps ## Run the dashboard's unit tests (vitest), then its end-to-end tests in Chromium against a real taskflow dev
+	cd web && npx tsc --noEmit && npm test && npm run test:e2e
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

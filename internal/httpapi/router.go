@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/webui"
 )
 
 // access is who may call a route.
@@ -64,6 +65,9 @@ func newRouter(s *Server) *router {
 	// Every request no route takes lands here (also a known path with
 	// another method: "/" matches any method), so the mux routes once.
 	rt.mux.HandleFunc("/", rt.miss)
+	// The web dashboard: public files; its data comes from the API itself.
+	rt.mux.Handle("GET /ui", webui.Handler())
+	rt.mux.Handle("GET /ui/", webui.Handler())
 	return rt
 }
 
@@ -189,6 +193,10 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // miss answers a request no route takes: 405 when another method would
 // match, else 404.
 func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/" && r.Method == http.MethodGet && webui.WantsHTML(r) {
+		http.Redirect(w, r, webui.Prefix, http.StatusFound)
+		return
+	}
 	var allow []string
 	for _, m := range allMethods {
 		probe := r.Clone(r.Context())

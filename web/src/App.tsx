@@ -1,0 +1,159 @@
+import { useEffect, useState } from 'react'
+import { api, ApiError, getToken, setToken, type QueueStatus } from './api'
+import { Link } from './Link'
+import { route, useLocation } from './route'
+import { Submit, TaskDetail, Tasks } from './Tasks'
+
+type Auth = 'checking' | 'signed-out' | 'signed-in'
+
+export function App() {
+  const [auth, setAuth] = useState<Auth>('checking')
+  const [error, setError] = useState('')
+  const url = useLocation()
+  const { page, rest } = route(url.pathname)
+
+  async function probe() {
+    try {
+      await api<QueueStatus>('/api/v1/queues/status')
+      setAuth('signed-in')
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+        if (getToken()) setError(e.message)
+        setAuth('signed-out')
+      } else {
+        setError(e instanceof Error ? e.message : String(e))
+        setAuth('signed-out')
+      }
+    }
+  }
+  useEffect(() => {
+    void probe()
+  }, [])
+
+  return (
+    <div className="shell">
+      <header>
+        <h1>taskflow</h1>
+        <nav aria-label="Main">
+          <Link href="/ui/" aria-current={page === '' ? 'page' : undefined}>Overview</Link>{' '}
+          <Link href="/ui/tasks" aria-current={page === 'tasks' ? 'page' : undefined}>Tasks</Link>{' '}
+          <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
+        </nav>
+        {auth === 'signed-in' && getToken() && (
+          <button
+            type="button"
+            onClick={() => {
+              setToken(null)
+              setAuth('signed-out')
+            }}
+          >
+            Sign out
+          </button>
+        )}
+      </header>
+      <main>
+        {auth === 'checking' && <p>Loading…</p>}
+        {auth === 'signed-out' && (
+          <SignIn
+            error={error}
+            onSubmit={(t) => {
+              setToken(t)
+              setError('')
+              void probe()
+            }}
+          />
+        )}
+        {auth === 'signed-in' && page === '' && <Overview />}
+        {auth === 'signed-in' && page === 'tasks' && rest[0] && <TaskDetail id={rest[0]} />}
+        {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} />}
+        {auth === 'signed-in' && page === 'submit' && <Submit />}
+        {auth === 'signed-in' && !['', 'tasks', 'submit'].includes(page) && <p>No page {url.pathname}.</p>}
+      </main>
+    </div>
+  )
+}
+
+function SignIn({ error, onSubmit }: { error: string; onSubmit: (t: string) => void }) {
+  const [tok, setTok] = useState('')
+  return (
+    <form
+      className="card"
+      onSubmit={(e) => {
+        e.preventDefault()
+        onSubmit(tok.trim())
+      }}
+    >
+      <h2>Sign in</h2>
+      <label htmlFor="token">Admin key or session token</label>
+      <input id="token" type="password" autoComplete="off" value={tok} onChange={(e) => setTok(e.target.value)} />
+      <button type="submit">Sign in</button>
+      {error && <p role="alert">{error}</p>}
+    </form>
+  )
+}
+
+function Overview() {
+  const [status, setStatus] = useState<QueueStatus | null>(null)
+  const [live, setLive] = useState<'connecting' | 'live' | 'reconnecting'>('connecting')
+  useEffect(() => {
+    const tok = getToken()
+    const url = '/api/v1/queues/status/stream' + (tok ? `?access_token=${encodeURIComponent(tok)}` : '')
+    const es = new EventSource(url)
+    const onStatus = (ev: MessageEvent) => {
+      setStatus(JSON.parse(ev.data) as QueueStatus)
+      setLive('live')
+    }
+    es.addEventListener('snapshot', onStatus)
+    es.addEventListener('queues', onStatus)
+    es.onerror = () => setLive('reconnecting')
+    return () => es.close()
+  }, [])
+  return (
+    <section aria-labelledby="ov">
+      <h2 id="ov">Overview</h2>
+      <p role="status">Stream: {live}</p>
+      {status && (
+        <div className="grid">
+          <CountTable caption="Queues" rows={status.queues} />
+          <CountTable caption="Tasks by state" rows={status.states} />
+          {status.primary_by_priority && <CountTable caption="Primary by priority" rows={status.primary_by_priority} />}
+          <table>
+            <caption>Retry pressure</caption>
+            <tbody>
+              <tr>
+                <th scope="row">Retry ratio</th>
+                <td>{status.retry_ratio ?? '–'}</td>
+              </tr>
+              <tr>
+                <th scope="row">Pressure</th>
+                <td>{status.pressure ?? '–'}</td>
+              </tr>
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  )
+}
+
+function CountTable({ caption, rows }: { caption: string; rows: Record<string, number> }) {
+  return (
+    <table>
+      <caption>{caption}</caption>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Count</th>
+        </tr>
+      </thead>
+      <tbody>
+        {Object.entries(rows).map(([k, v]) => (
+          <tr key={k}>
+            <th scope="row">{k}</th>
+            <td>{v}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  )
+}

@@ -1,0 +1,118 @@
+// End to end: a real `taskflow dev` (embedded Redis, open mode) on a free
+// port, driven through Debian's Chromium. Any console error or failed
+// request in the page fails the test.
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+
+const root = resolve(__dirname, '../../..')
+let proc: ChildProcess
+let base = ''
+let browser: Browser
+let page: Page
+let problems: string[] = []
+const tmp = mkdtempSync(join(tmpdir(), 'taskflow-e2e-'))
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address()
+      s.close(() => (a && typeof a === 'object' ? ok(a.port) : fail(new Error('no port'))))
+    })
+  })
+}
+
+beforeAll(async () => {
+  execFileSync('go', ['build', '-o', join(tmp, 'taskflow'), './cmd/taskflow'], { cwd: root, stdio: 'inherit' })
+  const port = await freePort()
+  base = `http://127.0.0.1:${port}`
+  const env = { ...process.env }
+  delete env.REDIS_URL
+  delete env.TASKFLOW_ADMIN_KEY
+  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`], { env, stdio: 'ignore' })
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(base + '/ready')).ok) break
+    } catch {
+      /* not yet listening */
+    }
+    if (i > 200) throw new Error('taskflow dev did not become ready')
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  // launch() gives the browser a fresh temporary profile of its own.
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  })
+}, 180_000)
+
+afterAll(async () => {
+  await browser?.close()
+  if (proc && proc.exitCode === null) {
+    const done = new Promise((r) => proc.once('exit', r))
+    proc.kill('SIGTERM')
+    await done
+  }
+  rmSync(tmp, { recursive: true, force: true })
+})
+
+beforeEach(async () => {
+  problems = []
+  page = await browser.newPage()
+  page.on('console', (m) => m.type() === 'error' && problems.push('console: ' + m.text()))
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message))
+  page.on('requestfailed', (r) => {
+    // EventSource streams are cut when the page closes; that is not a failure.
+    if (!r.url().includes('/stream')) problems.push('request failed: ' + r.url())
+  })
+  page.on('response', (r) => r.status() >= 400 && problems.push(`HTTP ${r.status()}: ${r.url()}`))
+})
+
+afterEach(async () => {
+  await page.close()
+  expect(problems).toEqual([])
+})
+
+// shoot writes the page in the light and the dark theme to docs/img/.
+async function shoot(name: string) {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme })
+    await page.screenshot({ path: join(root, 'docs/img', `dashboard-${name}-${scheme}.png`) })
+  }
+}
+
+describe('dashboard', () => {
+  it('opens from / on the live overview without sign-in in open mode', async () => {
+    await page.goto(base + '/')
+    expect(new URL(page.url()).pathname).toBe('/ui/')
+    await page.getByRole('heading', { name: 'Overview' }).waitFor()
+    await page.getByText('Stream: live').waitFor()
+    await page.getByRole('table', { name: 'Queues' }).waitFor()
+    await shoot('overview')
+  })
+
+  it('submits a summarize, follows it to COMPLETED, and the deep URL survives a reload', async () => {
+    await page.goto(base + '/ui/submit')
+    await page.getByLabel('Text to summarize').fill('Taskflow runs tasks on Redis. Workers take them. The dashboard shows them live.')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.waitForURL(/\/ui\/tasks\/[^/]+$/)
+    await page.getByTestId('task-state').filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 30_000 })
+    const deep = page.url()
+    await page.reload()
+    expect(page.url()).toBe(deep)
+    await page.getByTestId('task-state').filter({ hasText: 'COMPLETED' }).waitFor()
+    await page.getByRole('link', { name: 'Tasks' }).click()
+    await page.getByRole('table').waitFor()
+    await page.getByLabel('State').selectOption('COMPLETED')
+    await page.waitForURL(/state=COMPLETED/)
+    await page.getByRole('link', { name: deep.split('/').pop()! }).waitFor()
+    await shoot('tasks')
+  })
+})
