@@ -319,6 +319,14 @@ func (s *Service) Plan(name string) (*plan.Compiled, error) {
 	}
 	key := fmt.Sprintf("%s\x00%d\x00%d", name, st.ModTime().UnixNano(), st.Size())
 	v, err, _ := s.loads.Do(key, func() (any, error) {
+		// a caller that missed the cache just before an earlier compile of
+		// the same file stored it finds it here, instead of compiling again
+		s.mu.Lock()
+		hit, ok := s.cache[name]
+		s.mu.Unlock()
+		if ok && hit.mod.Equal(st.ModTime()) && hit.size == st.Size() {
+			return hit.c, nil
+		}
 		s.compiles.Add(1)
 		c, err := s.eng.Load(path)
 		if err != nil {
@@ -345,6 +353,12 @@ func (s *Service) builtinPlan(name string) (*plan.Compiled, error) {
 		return hit.c, nil
 	}
 	v, err, _ := s.loads.Do(name, func() (any, error) {
+		s.mu.Lock()
+		hit, ok := s.cache[name]
+		s.mu.Unlock()
+		if ok {
+			return hit.c, nil
+		}
 		data, err := fs.ReadFile(builtin.FS(), name+builtin.Suffix)
 		if err != nil {
 			return nil, err
