@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui web-deps conformance clean
+.PHONY: help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -72,6 +72,9 @@ ui-check: web-deps ## Fail when the committed dashboard build or its API types d
 
 test-ui: web-deps ## Run the dashboard's unit tests (vitest), then its end-to-end tests in Chromium against a real taskflow dev
 	cd web && npx tsc --noEmit && npm test && npm run test:e2e
+
+ui-screenshots: web-deps ## Run the dashboard's end-to-end tests and write the screenshots of each page into docs/img/
+	cd web && UI_SCREENSHOTS=1 npm run test:e2e
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
