@@ -22,16 +22,16 @@ func TestEngineFromEnv(t *testing.T) {
 	e, err := app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
 	require.Equal(t, "ns1", e.Store.Namespace)
-	require.Zero(t, e.Store.DefaultMaxRetries, "unset keeps the package default")
+	require.Nil(t, e.Store.DefaultMaxRetries, "unset keeps the package default")
 
 	env = map[string]string{"MAX_RETRIES": "5", "MAX_TASK_AGE": "90", "CIRCUIT_TIMEOUT": "2m", "DEFAULT_RETRY_RATIO": "0.25",
 		"TASKFLOW_LEASE": "10s", "TASKFLOW_RETRY_SCALE": "0.001", "RETRY_QUEUE_WARNING": "10", "RETRY_QUEUE_CRITICAL": "20"}
 	e, err = app.EngineFromEnv(get, "ns1")
 	require.NoError(t, err)
-	require.Equal(t, 5, e.Store.DefaultMaxRetries)
-	require.Equal(t, 90*time.Second, e.Store.MaxTaskAge)
+	require.Equal(t, 5, *e.Store.DefaultMaxRetries)
+	require.Equal(t, 90*time.Second, *e.Store.MaxTaskAge)
 	require.Equal(t, 2*time.Minute, e.Worker.Breaker.Timeout)
-	require.Equal(t, 0.25, e.Store.RetryRatio)
+	require.Equal(t, 0.25, *e.Store.RetryRatio)
 	require.Equal(t, 10*time.Second, e.Worker.Lease)
 	require.Equal(t, 0.001, e.Worker.Retry.Scale)
 	require.Nil(t, e.Worker.Retry.Schedules, "unset: schedules")
@@ -63,9 +63,10 @@ func TestEngineFromEnv(t *testing.T) {
 }
 
 // TestEngineFromEnvExplicitZero: 0 in a variable is never silently the
-// default (the packages' zero value means unset). Where 0 means something
-// it reaches the store as its explicit zero; where it does not, it is
-// refused naming the variable.
+// default: the store's optional settings are unset only when nil, so where
+// 0 means something (no retries, no age rule, no retry-first share) it
+// reaches the store as 0; where it does not, it is refused naming the
+// variable.
 func TestEngineFromEnvExplicitZero(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"MAX_RETRIES": "0", "DEFAULT_RETRY_RATIO": "0", "RETRY_RATIO_WARNING": "0.0",
@@ -74,11 +75,11 @@ func TestEngineFromEnvExplicitZero(t *testing.T) {
 	require.NoError(t, err)
 	cfg := e.Store.WithDefaults()
 	require.NoError(t, cfg.Validate())
-	require.Negative(t, cfg.DefaultMaxRetries, "store's spelling of no retries")
-	require.Negative(t, cfg.RetryRatio)
-	require.Negative(t, cfg.RetryRatioWarning)
-	require.Negative(t, cfg.RetryRatioCritical)
-	require.Negative(t, cfg.MaxTaskAge, "0 turns the age rule off")
+	require.Zero(t, *cfg.DefaultMaxRetries, "no retries: a set 0 stays 0")
+	require.Zero(t, *cfg.RetryRatio)
+	require.Zero(t, *cfg.RetryRatioWarning)
+	require.Zero(t, *cfg.RetryRatioCritical)
+	require.Zero(t, *cfg.MaxTaskAge, "0 turns the age rule off")
 
 	for _, name := range []string{"RETRY_QUEUE_WARNING", "CIRCUIT_FAILURE_THRESHOLD", "CIRCUIT_VOLUME_THRESHOLD",
 		"CIRCUIT_TIMEOUT", "TASKFLOW_LEASE", "TASKFLOW_TASK_TIMEOUT", "TASKFLOW_FETCH_BATCH", "TASKFLOW_RETRY_SCALE",

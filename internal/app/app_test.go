@@ -26,8 +26,8 @@ func TestOpenFollowsTheFlags(t *testing.T) {
 	sc := a.Store.Config()
 	require.Equal(t, ns, sc.Namespace)
 	require.Equal(t, 90*time.Minute, sc.SessionIndexTTL)
-	require.Negative(t, sc.DefaultMaxRetries, "MAX_RETRIES=0: no retries")
-	require.Negative(t, sc.MaxTaskAge, "MAX_TASK_AGE=0: no age limit")
+	require.Zero(t, *sc.DefaultMaxRetries, "MAX_RETRIES=0: no retries")
+	require.Zero(t, *sc.MaxTaskAge, "MAX_TASK_AGE=0: no age limit")
 }
 
 func TestOpenErrors(t *testing.T) {

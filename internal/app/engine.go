@@ -63,11 +63,31 @@ func EngineFromEnv(getenv func(string) string, namespace string) (Engine, error)
 			*dst = d
 		}
 	}
-	intVar("MAX_RETRIES", &e.Store.DefaultMaxRetries)
-	durVar("MAX_TASK_AGE", &e.Store.MaxTaskAge)
-	floatVar("DEFAULT_RETRY_RATIO", &e.Store.RetryRatio)
-	floatVar("RETRY_RATIO_WARNING", &e.Store.RetryRatioWarning)
-	floatVar("RETRY_RATIO_CRITICAL", &e.Store.RetryRatioCritical)
+	set := func(name string) bool { return strings.TrimSpace(getenv(name)) != "" && !unparsed[name] }
+	// optional settings: set only when the variable is (0 is a value)
+	optInt := func(name string, dst **int) {
+		var v int
+		if intVar(name, &v); set(name) {
+			*dst = new(v)
+		}
+	}
+	optFloat := func(name string, dst **float64) {
+		var v float64
+		if floatVar(name, &v); set(name) {
+			*dst = new(v)
+		}
+	}
+	optDur := func(name string, dst **time.Duration) {
+		var v time.Duration
+		if durVar(name, &v); set(name) {
+			*dst = new(v)
+		}
+	}
+	optInt("MAX_RETRIES", &e.Store.DefaultMaxRetries)
+	optDur("MAX_TASK_AGE", &e.Store.MaxTaskAge)
+	optFloat("DEFAULT_RETRY_RATIO", &e.Store.RetryRatio)
+	optFloat("RETRY_RATIO_WARNING", &e.Store.RetryRatioWarning)
+	optFloat("RETRY_RATIO_CRITICAL", &e.Store.RetryRatioCritical)
 	intVar("RETRY_QUEUE_WARNING", &e.Store.RetryQueueWarning)
 	intVar("RETRY_QUEUE_CRITICAL", &e.Store.RetryQueueCritical)
 	floatVar("CIRCUIT_FAILURE_THRESHOLD", &e.Worker.Breaker.FailureThreshold)
@@ -95,32 +115,19 @@ func EngineFromEnv(getenv func(string) string, namespace string) (Engine, error)
 	}
 	retention("TASKFLOW_RETENTION", &e.Scheduler.Retention)
 	retention("TASKFLOW_DLQ_RETENTION", &e.Scheduler.DLQRetention)
-	// An explicit 0 must not fall back to the packages' defaults (their
-	// zero value means unset): where 0 means something, pass the packages'
-	// spelling of it; where it does not, say so.
-	set := func(name string) bool { return strings.TrimSpace(getenv(name)) != "" && !unparsed[name] }
-	if set("MAX_RETRIES") {
-		switch {
-		case e.Store.DefaultMaxRetries < 0:
-			errs = append(errs, fmt.Errorf("MAX_RETRIES: %d must be 0 or more", e.Store.DefaultMaxRetries))
-		case e.Store.DefaultMaxRetries == 0:
-			e.Store.DefaultMaxRetries = -1 // store: no retries
-		}
+	// the optional settings' own rules (0 is a value: no retries, no age
+	// rule, retry queue only when the primaries are empty)
+	if r := e.Store.DefaultMaxRetries; r != nil && *r < 0 {
+		errs = append(errs, fmt.Errorf("MAX_RETRIES: %d must be 0 or more", *r))
 	}
-	for name, r := range map[string]*float64{"DEFAULT_RETRY_RATIO": &e.Store.RetryRatio,
-		"RETRY_RATIO_WARNING": &e.Store.RetryRatioWarning, "RETRY_RATIO_CRITICAL": &e.Store.RetryRatioCritical} {
-		if !set(name) {
-			continue
-		}
-		switch {
-		case *r < 0 || *r > 1:
+	for name, r := range map[string]*float64{"DEFAULT_RETRY_RATIO": e.Store.RetryRatio,
+		"RETRY_RATIO_WARNING": e.Store.RetryRatioWarning, "RETRY_RATIO_CRITICAL": e.Store.RetryRatioCritical} {
+		if r != nil && (*r < 0 || *r > 1) {
 			errs = append(errs, fmt.Errorf("%s: %v must be within [0, 1]", name, *r))
-		case *r == 0:
-			*r = -1 // store: never retry-first
 		}
 	}
-	if set("MAX_TASK_AGE") && e.Store.MaxTaskAge == 0 {
-		e.Store.MaxTaskAge = -1 // 0: no age limit
+	if a := e.Store.MaxTaskAge; a != nil && *a < 0 {
+		*a = 0 // negative, as 0: no age limit
 	}
 	for name, pos := range map[string]bool{
 		"RETRY_QUEUE_WARNING": e.Store.RetryQueueWarning > 0, "RETRY_QUEUE_CRITICAL": e.Store.RetryQueueCritical > 0,

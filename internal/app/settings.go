@@ -42,16 +42,16 @@ var Settings = []Setting{
 	{Vars: []string{"TASKFLOW_CONCURRENCY"}, Default: "`10`", Effective: func(c Config) string { return strconv.Itoa(c.Concurrency) }},
 	{Vars: []string{"LOG_LEVEL"}, Default: "`info`", Effective: func(c Config) string { return c.LogLevel }},
 	{Vars: []string{"LOG_FORMAT"}, Default: "`text`", Effective: func(c Config) string { return c.LogFormat }},
-	{Vars: []string{"MAX_RETRIES"}, Default: "`3`", Effective: func(c Config) string { return strconv.Itoa(c.Engine.Store.WithDefaults().DefaultMaxRetries) }},
-	{Vars: []string{"MAX_TASK_AGE"}, Default: "`3600`", Effective: func(c Config) string { return secs(c.Engine.Store.WithDefaults().MaxTaskAge) }},
-	{Vars: []string{"DEFAULT_RETRY_RATIO"}, Default: "`0.3`", Effective: func(c Config) string { return num(c.Engine.Store.WithDefaults().RetryRatio) }},
+	{Vars: []string{"MAX_RETRIES"}, Default: "`3`", Effective: func(c Config) string { return strconv.Itoa(*c.Engine.Store.WithDefaults().DefaultMaxRetries) }},
+	{Vars: []string{"MAX_TASK_AGE"}, Default: "`3600`", Effective: func(c Config) string { return secs(*c.Engine.Store.WithDefaults().MaxTaskAge) }},
+	{Vars: []string{"DEFAULT_RETRY_RATIO"}, Default: "`0.3`", Effective: func(c Config) string { return num(*c.Engine.Store.WithDefaults().RetryRatio) }},
 	{Vars: []string{"RETRY_QUEUE_WARNING", "RETRY_RATIO_WARNING"}, Default: "`1000` / `0.2`", Effective: func(c Config) string {
 		s := c.Engine.Store.WithDefaults()
-		return strconv.Itoa(s.RetryQueueWarning) + "` / `" + num(s.RetryRatioWarning)
+		return strconv.Itoa(s.RetryQueueWarning) + "` / `" + num(*s.RetryRatioWarning)
 	}},
 	{Vars: []string{"RETRY_QUEUE_CRITICAL", "RETRY_RATIO_CRITICAL"}, Default: "`5000` / `0.1`", Effective: func(c Config) string {
 		s := c.Engine.Store.WithDefaults()
-		return strconv.Itoa(s.RetryQueueCritical) + "` / `" + num(s.RetryRatioCritical)
+		return strconv.Itoa(s.RetryQueueCritical) + "` / `" + num(*s.RetryRatioCritical)
 	}},
 	{Vars: []string{"CIRCUIT_FAILURE_THRESHOLD"}, Default: "`0.5`", Effective: func(c Config) string {
 		return num(c.Engine.Worker.WithDefaults().Breaker.WithDefaults().FailureThreshold)

@@ -226,7 +226,7 @@ func TestInProcessNotifierSweepsTheIndexesAfterAGap(t *testing.T) {
 func TestExternalTaskEndedOffThePathIsAnnounced(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(time.Now().Add(-24 * time.Hour))
-	r := newNoticeRig(t, store.Config{Clock: clk, MaxTaskAge: time.Hour})
+	r := newNoticeRig(t, store.Config{Clock: clk, MaxTaskAge: new(time.Hour)})
 	ctx := context.Background()
 	cfg := NoticeConfig{External: []string{"x.ext"}, Since: time.UnixMilli(0)}
 	stop := r.run(t, NewInProcessNotifier(r.st, r.note, cfg))

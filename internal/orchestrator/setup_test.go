@@ -89,7 +89,11 @@ type options struct {
 func setup(t testing.TB, o options) *bundle {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	st, err := store.New(rdb, store.Config{Namespace: ns, DefaultMaxRetries: o.maxRetries})
+	var maxRetries *int // 0 in options: the store's default
+	if o.maxRetries != 0 {
+		maxRetries = new(o.maxRetries)
+	}
+	st, err := store.New(rdb, store.Config{Namespace: ns, DefaultMaxRetries: maxRetries})
 	require.NoError(t, err)
 	note, err := notify.New(rdb, notify.Config{Namespace: keyspace.MustParse(ns)})
 	require.NoError(t, err)

@@ -165,7 +165,7 @@ func TestRetention(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	clk := clock.NewFake(time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC))
-	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, DefaultMaxRetries: 0})
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk, DefaultMaxRetries: new(0)})
 	require.NoError(t, err)
 	ctx := context.Background()
 	const done, cancelled, dead = 1200, 300, 200

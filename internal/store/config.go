@@ -20,23 +20,23 @@ type Config struct {
 	// Clock gives "now" to every transition. Default clock.Real{}.
 	Clock clock.Clock
 	// DefaultMaxRetries (MAX_RETRIES) applies when a task sets none.
-	// Default 3; a negative value means 0 (no retries), since 0 is unset.
-	DefaultMaxRetries int
+	// nil: 3. 0 means no retries. (Optional fields are pointers: nil is
+	// unset, so 0 can mean 0; build them with new(value).)
+	DefaultMaxRetries *int
 	// MaxTaskAge (MAX_TASK_AGE): a PENDING task older than this at pickup,
-	// or a FAILED one when its retry is due, goes to the DLQ. Default 1h;
-	// negative disables the rule.
-	MaxTaskAge time.Duration
+	// or a FAILED one when its retry is due, goes to the DLQ. nil: 1h;
+	// 0 turns the rule off.
+	MaxTaskAge *time.Duration
 	// RetryRatio (DEFAULT_RETRY_RATIO): share of fetches served from the
 	// retry queue first while it holds fewer than RetryQueueWarning tasks.
-	// Default 0.3. For this and the two ratios below a negative value
-	// means 0 (the retry queue only when the primary queues are empty),
-	// since 0 is unset.
-	RetryRatio float64
+	// nil: 0.3. For this and the two ratios below 0 means the retry queue
+	// is served only when the primary queues are empty.
+	RetryRatio *float64
 	// RetryRatioWarning: the share between RetryQueueWarning and
-	// RetryQueueCritical tasks. Default 0.2.
-	RetryRatioWarning float64
-	// RetryRatioCritical: the share above RetryQueueCritical. Default 0.1.
-	RetryRatioCritical float64
+	// RetryQueueCritical tasks. nil: 0.2.
+	RetryRatioWarning *float64
+	// RetryRatioCritical: the share above RetryQueueCritical. nil: 0.1.
+	RetryRatioCritical *float64
 	// RetryQueueWarning (RETRY_QUEUE_WARNING). Default 1000.
 	RetryQueueWarning int
 	// RetryQueueCritical (RETRY_QUEUE_CRITICAL). Default 5000.
@@ -66,20 +66,20 @@ func (c Config) WithDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
-	if c.DefaultMaxRetries == 0 {
-		c.DefaultMaxRetries = 3
+	if c.DefaultMaxRetries == nil {
+		c.DefaultMaxRetries = new(3)
 	}
-	if c.MaxTaskAge == 0 {
-		c.MaxTaskAge = time.Hour
+	if c.MaxTaskAge == nil {
+		c.MaxTaskAge = new(time.Hour)
 	}
-	if c.RetryRatio == 0 {
-		c.RetryRatio = 0.3
+	if c.RetryRatio == nil {
+		c.RetryRatio = new(0.3)
 	}
-	if c.RetryRatioWarning == 0 {
-		c.RetryRatioWarning = 0.2
+	if c.RetryRatioWarning == nil {
+		c.RetryRatioWarning = new(0.2)
 	}
-	if c.RetryRatioCritical == 0 {
-		c.RetryRatioCritical = 0.1
+	if c.RetryRatioCritical == nil {
+		c.RetryRatioCritical = new(0.1)
 	}
 	if c.RetryQueueWarning == 0 {
 		c.RetryQueueWarning = 1000
@@ -108,10 +108,16 @@ func (c Config) Validate() error {
 	if _, err := keyspace.Parse(c.Namespace); err != nil {
 		errs = append(errs, fmt.Errorf("store: Namespace: %w", err))
 	}
-	for name, r := range map[string]float64{"RetryRatio": c.RetryRatio, "RetryRatioWarning": c.RetryRatioWarning, "RetryRatioCritical": c.RetryRatioCritical} {
-		if r > 1 {
-			errs = append(errs, fmt.Errorf("store: %s %v must be within [0, 1] (negative: 0)", name, r))
+	for name, r := range map[string]*float64{"RetryRatio": c.RetryRatio, "RetryRatioWarning": c.RetryRatioWarning, "RetryRatioCritical": c.RetryRatioCritical} {
+		if r != nil && (*r < 0 || *r > 1) {
+			errs = append(errs, fmt.Errorf("store: %s %v must be within [0, 1]", name, *r))
 		}
+	}
+	if c.DefaultMaxRetries != nil && *c.DefaultMaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("store: DefaultMaxRetries %d must not be negative", *c.DefaultMaxRetries))
+	}
+	if c.MaxTaskAge != nil && *c.MaxTaskAge < 0 {
+		errs = append(errs, fmt.Errorf("store: MaxTaskAge %s must not be negative (0 turns the rule off)", *c.MaxTaskAge))
 	}
 	if c.RetryQueueWarning < 0 || c.RetryQueueCritical < c.RetryQueueWarning {
 		errs = append(errs, fmt.Errorf("store: need 0 <= RetryQueueWarning (%d) <= RetryQueueCritical (%d)", c.RetryQueueWarning, c.RetryQueueCritical))
@@ -138,8 +144,8 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// maxRetries is DefaultMaxRetries with a negative value read as 0.
-func (c Config) maxRetries() int { return max(c.DefaultMaxRetries, 0) }
+// maxRetries is DefaultMaxRetries (after WithDefaults).
+func (c Config) maxRetries() int { return *c.DefaultMaxRetries }
 
-// ratio is a configured retry ratio with a negative value read as 0.
-func ratio(r float64) float64 { return max(r, 0) }
+// ratio is a configured retry ratio (after WithDefaults).
+func ratio(r *float64) float64 { return *r }

@@ -194,7 +194,7 @@ func (b *testBundle) requireEvents(t *testing.T, seen *int, want ...wantEvent) {
 // the order they make them, matching the task's state history.
 func TestQueueDrivenEvents(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.RetryRatio = 1 }) // a due retry goes first
+	b := setup(t, func(c *Config) { c.RetryRatio = new(1.0) }) // a due retry goes first
 	_, seen := b.eventsSince(t, 0)
 	b.enqueue(t, EnqueueRequest{ID: "a"})
 	b.enqueue(t, EnqueueRequest{ID: "b"})

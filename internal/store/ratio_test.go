@@ -132,12 +132,14 @@ func TestPriorityWeightsWithoutStarvation(t *testing.T) {
 	require.Equal(t, 6, count[task.PriorityNormal])
 }
 
-// TestExplicitZeroSettings: a negative ratio or DefaultMaxRetries is the
-// explicit 0 (0 itself means "unset": the default) — MAX_RETRIES=0 and
-// DEFAULT_RETRY_RATIO=0 reach the store this way.
+// TestExplicitZeroSettings: an optional setting given as 0 is 0 (nil is
+// unset: the default) — MAX_RETRIES=0 and DEFAULT_RETRY_RATIO=0 reach the
+// store this way; a negative one is refused.
 func TestExplicitZeroSettings(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.RetryRatio, c.DefaultMaxRetries = -1, -1 })
+	require.ErrorContains(t, Config{Namespace: "x", RetryRatio: new(-0.5)}.WithDefaults().Validate(), "RetryRatio -0.5 must be within [0, 1]")
+	require.ErrorContains(t, Config{Namespace: "x", DefaultMaxRetries: new(-1)}.WithDefaults().Validate(), "must not be negative")
+	b := setup(t, func(c *Config) { c.RetryRatio, c.DefaultMaxRetries = new(0.0), new(0) })
 	require.NoError(t, b.s.Config().WithDefaults().Validate())
 	fill(t, b, 20, 20)
 	qs := b.status(t)

@@ -98,10 +98,7 @@ func ms(t time.Time) int64 { return t.UnixMilli() }
 func (s *Store) nowMS() int64 { return ms(s.cfg.Clock.Now()) }
 
 func (s *Store) maxAgeMS() int64 {
-	if s.cfg.MaxTaskAge < 0 {
-		return 0
-	}
-	return s.cfg.MaxTaskAge.Milliseconds()
+	return s.cfg.MaxTaskAge.Milliseconds() // 0: the scripts skip the rule
 }
 
 // scriptErr maps a script's error reply to the task package's errors.

@@ -88,7 +88,7 @@ func TestFIFO(t *testing.T) {
 
 func TestFailRetryThenPromoteFIFO(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.RetryRatio = 1 })
+	b := setup(t, func(c *Config) { c.RetryRatio = new(1.0) })
 	for i := 0; i < 3; i++ {
 		b.enqueue(t, EnqueueRequest{ID: fmt.Sprintf("r%d", i)})
 	}
@@ -550,7 +550,7 @@ func TestHandoff(t *testing.T) {
 // are refused.
 func TestPurge(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *Config) { c.DefaultMaxRetries = 0 })
+	b := setup(t, func(c *Config) { c.DefaultMaxRetries = nil })
 	b.enqueue(t, EnqueueRequest{ID: "d"})
 	tk := b.fetchOne(t)
 	_, err := b.s.Fail(b.ctx, "d", tk.Lease, Failure{ErrorType: "InvalidInput", Message: "x", Permanent: true})
