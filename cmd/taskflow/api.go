@@ -113,7 +113,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	}
 	types := mux.Types()
 	// POST /api/v1/sessions per client address, shared by every API process
-	sessionLimit, err := ratelimit.New(rdb, ratelimit.Config{Limit: max(cfg.SessionRateLimit, 0), Interval: time.Minute,
+	sessionLimit, err := ratelimit.New(rdb, ratelimit.Config{Limit: *cfg.SessionRateLimit, Interval: time.Minute,
 		Name: "sessions", Namespace: st.Namespace()})
 	if err != nil {
 		return nil, err

@@ -219,7 +219,7 @@ func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
 		if err != nil || j < 0 || j >= 1 {
 			return b, fmt.Errorf("%s: %q is not a fraction in [0, 1) like 0.2", EnvBackoffJitter, v)
 		}
-		b.Jitter, b.NoJitter = j, j == 0
+		b.Jitter = new(j) // 0: no jitter
 	}
 	b = b.WithDefaults()
 	if err := b.Validate(); err != nil {

@@ -107,14 +107,13 @@ func EngineFromEnv(getenv func(string) string, namespace string) (Engine, error)
 	durVar("TASKFLOW_SCHEDULER_INTERVAL", &e.Scheduler.Interval)
 	// retention: unset keeps the scheduler's defaults (24 h, DLQ 7 days);
 	// 0 keeps finished tasks forever
-	retention := func(name string, dst *time.Duration) {
-		durVar(name, dst)
-		if strings.TrimSpace(getenv(name)) != "" && *dst == 0 {
-			*dst = -1
+	optDur("TASKFLOW_RETENTION", &e.Scheduler.Retention)
+	optDur("TASKFLOW_DLQ_RETENTION", &e.Scheduler.DLQRetention)
+	for name, r := range map[string]*time.Duration{"TASKFLOW_RETENTION": e.Scheduler.Retention, "TASKFLOW_DLQ_RETENTION": e.Scheduler.DLQRetention} {
+		if r != nil && *r < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s must not be negative (0 keeps finished tasks forever)", name, *r))
 		}
 	}
-	retention("TASKFLOW_RETENTION", &e.Scheduler.Retention)
-	retention("TASKFLOW_DLQ_RETENTION", &e.Scheduler.DLQRetention)
 	// the optional settings' own rules (0 is a value: no retries, no age
 	// rule, retry queue only when the primaries are empty)
 	if r := e.Store.DefaultMaxRetries; r != nil && *r < 0 {

@@ -70,9 +70,9 @@ type Config struct {
 	// --token; falls back to TASKFLOW_ADMIN_KEY). Default empty.
 	Token string
 	// SessionRateLimit is how many sessions one client address may open
-	// per minute (TASKFLOW_SESSION_RATE_LIMIT; 0 there turns the limit
-	// off), shared by every API process. Default 30; negative = off.
-	SessionRateLimit int
+	// per minute (TASKFLOW_SESSION_RATE_LIMIT), shared by every API
+	// process. nil: 30; 0 turns the limit off.
+	SessionRateLimit *int
 	// ClientIPHeader names the header a reverse proxy sets to the client's
 	// address (TASKFLOW_CLIENT_IP_HEADER, e.g. X-Forwarded-For: its last
 	// value is used). Default empty: the connection's address.
@@ -136,8 +136,8 @@ func (c Config) WithDefaults() Config {
 	if c.APIURL == "" {
 		c.APIURL = DefaultAPIURL
 	}
-	if c.SessionRateLimit == 0 {
-		c.SessionRateLimit = DefaultSessionRateLimit
+	if c.SessionRateLimit == nil {
+		c.SessionRateLimit = new(DefaultSessionRateLimit)
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = DefaultLogLevel
@@ -184,8 +184,8 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 || c.Concurrency > 10000 {
 		bad("TASKFLOW_CONCURRENCY", "%d must be between 1 and 10000", c.Concurrency)
 	}
-	if c.SessionRateLimit > 1000000 {
-		bad("TASKFLOW_SESSION_RATE_LIMIT", "%d is above 1000000 per minute (0 turns the limit off)", c.SessionRateLimit)
+	if r := c.SessionRateLimit; r != nil && (*r < 0 || *r > 1000000) {
+		bad("TASKFLOW_SESSION_RATE_LIMIT", "%d must be 0 to 1000000 per minute (0 turns the limit off)", *r)
 	}
 	if strings.ContainsAny(c.ClientIPHeader, " :\t\r\n") {
 		bad("TASKFLOW_CLIENT_IP_HEADER", "%q is not a header name", c.ClientIPHeader)
@@ -261,9 +261,8 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		if err != nil || n < 0 {
 			errs = append(errs, fmt.Errorf("%w: TASKFLOW_SESSION_RATE_LIMIT: %q is not a count of sessions per minute (0 = no limit)", ErrInvalid, v))
 		}
-		c.SessionRateLimit = n
-		if n == 0 {
-			c.SessionRateLimit = -1 // off
+		if err == nil && n >= 0 {
+			c.SessionRateLimit = new(n) // 0: off
 		}
 	}
 	// 0 is the fields' "unset": refuse it rather than serve the default

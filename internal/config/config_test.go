@@ -121,18 +121,18 @@ func TestSessionRateLimitEnv(t *testing.T) {
 	t.Parallel()
 	c, err := config.FromEnv(env(nil))
 	require.NoError(t, err)
-	require.Equal(t, config.DefaultSessionRateLimit, c.SessionRateLimit)
+	require.Equal(t, config.DefaultSessionRateLimit, *c.SessionRateLimit)
 	require.Empty(t, c.ClientIPHeader)
 
 	c, err = config.FromEnv(env(map[string]string{"TASKFLOW_SESSION_RATE_LIMIT": "5", "TASKFLOW_CLIENT_IP_HEADER": "X-Real-IP"}))
 	require.NoError(t, err)
 	require.NoError(t, c.Validate())
-	require.Equal(t, 5, c.SessionRateLimit)
+	require.Equal(t, 5, *c.SessionRateLimit)
 	require.Equal(t, "X-Real-IP", c.ClientIPHeader)
 
 	c, err = config.FromEnv(env(map[string]string{"TASKFLOW_SESSION_RATE_LIMIT": "0"}))
 	require.NoError(t, err)
-	require.Negative(t, c.SessionRateLimit, "0 turns the limit off")
+	require.Zero(t, *c.SessionRateLimit, "0 turns the limit off")
 
 	for _, v := range []string{"many", "-3", "1.5"} {
 		_, err = config.FromEnv(env(map[string]string{"TASKFLOW_SESSION_RATE_LIMIT": v}))

@@ -14,11 +14,9 @@ type Backoff struct {
 	Initial time.Duration
 	// Max caps the delay. Default 60s.
 	Max time.Duration
-	// Jitter is the ± fraction applied to each delay. Default 0.2; 0 is
-	// allowed only through NoJitter.
-	Jitter float64
-	// NoJitter turns jitter off (tests).
-	NoJitter bool
+	// Jitter is the ± fraction applied to each delay. nil: 0.2; 0 turns
+	// jitter off.
+	Jitter *float64
 }
 
 // WithDefaults returns b with unset fields defaulted.
@@ -29,8 +27,8 @@ func (b Backoff) WithDefaults() Backoff {
 	if b.Max == 0 {
 		b.Max = 60 * time.Second
 	}
-	if b.Jitter == 0 && !b.NoJitter {
-		b.Jitter = 0.2
+	if b.Jitter == nil {
+		b.Jitter = new(0.2)
 	}
 	return b
 }
@@ -42,8 +40,8 @@ func (b Backoff) Validate() error {
 		return fmt.Errorf("orchestrator: backoff Initial %s must be positive", b.Initial)
 	case b.Max < b.Initial:
 		return fmt.Errorf("orchestrator: backoff Max %s is below Initial %s", b.Max, b.Initial)
-	case b.Jitter < 0 || b.Jitter >= 1:
-		return fmt.Errorf("orchestrator: backoff Jitter %v must be in [0, 1)", b.Jitter)
+	case b.Jitter != nil && (*b.Jitter < 0 || *b.Jitter >= 1):
+		return fmt.Errorf("orchestrator: backoff Jitter %v must be in [0, 1)", *b.Jitter)
 	}
 	return nil
 }
@@ -58,14 +56,14 @@ func (b Backoff) Delay(n int, r *rand.Rand) time.Duration {
 	if d > b.Max {
 		d = b.Max
 	}
-	if b.Jitter > 0 {
+	if b.Jitter != nil && *b.Jitter > 0 {
 		var u float64
 		if r != nil {
 			u = r.Float64()
 		} else {
 			u = rand.Float64()
 		}
-		d = time.Duration(float64(d) * (1 + b.Jitter*(2*u-1)))
+		d = time.Duration(float64(d) * (1 + *b.Jitter*(2*u-1)))
 	}
 	return d
 }

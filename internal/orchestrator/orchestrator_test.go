@@ -296,7 +296,7 @@ func TestServiceWorkerDiesMidTask(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	t.Parallel()
-	b := Backoff{NoJitter: true}.WithDefaults()
+	b := Backoff{Jitter: new(0.0)}.WithDefaults()
 	var got []time.Duration
 	for n := 0; n < 8; n++ {
 		got = append(got, b.Delay(n, nil))

@@ -39,13 +39,12 @@ type Config struct {
 	// Retention is how long COMPLETED and CANCELLED tasks stay in Redis
 	// after they finished (24 h of task metadata); then the
 	// hash and its index entries are deleted (the archive keeps them).
-	// Default 24h; negative keeps them forever.
-	Retention time.Duration
+	// nil: 24h; 0 keeps them forever.
+	Retention *time.Duration
 	// DLQRetention is how long DLQ tasks (with their DLQ list entry and
 	// failure snapshot) stay, so operators can inspect and retry them;
-	// the original design keeps the DLQ stream 7 days. Default 7 days; negative keeps
-	// them forever.
-	DLQRetention time.Duration
+	// the DLQ stream keeps 7 days too. nil: 7 days; 0 keeps them forever.
+	DLQRetention *time.Duration
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 }
@@ -61,11 +60,11 @@ func (c Config) WithDefaults() Config {
 	if c.MaxBatchesPerTick == 0 {
 		c.MaxBatchesPerTick = 50
 	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
+	if c.Retention == nil {
+		c.Retention = new(DefaultRetention)
 	}
-	if c.DLQRetention == 0 {
-		c.DLQRetention = DefaultDLQRetention
+	if c.DLQRetention == nil {
+		c.DLQRetention = new(DefaultDLQRetention)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -173,8 +172,8 @@ func (s *Scheduler) Tick(ctx context.Context) (TickResult, error) {
 	for _, p := range []struct {
 		state task.State
 		keep  time.Duration
-	}{{task.StateCompleted, s.cfg.Retention}, {task.StateCancelled, s.cfg.Retention}, {task.StateDLQ, s.cfg.DLQRetention}} {
-		if p.keep < 0 {
+	}{{task.StateCompleted, *s.cfg.Retention}, {task.StateCancelled, *s.cfg.Retention}, {task.StateDLQ, *s.cfg.DLQRetention}} {
+		if p.keep <= 0 { // 0: kept forever
 			continue
 		}
 		for i := 0; i < s.cfg.MaxBatchesPerTick; i++ {

@@ -285,7 +285,7 @@ func TestRetentionOff(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Cancel(ctx, tk.ID)
 	require.NoError(t, err)
-	s, err := New(st, Config{Retention: -1, DLQRetention: -1})
+	s, err := New(st, Config{Retention: new(time.Duration(0)), DLQRetention: new(time.Duration(0))})
 	require.NoError(t, err)
 	clk.Advance(365 * 24 * time.Hour)
 	r, err := s.Tick(ctx)
