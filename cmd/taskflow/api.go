@@ -20,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
@@ -126,7 +127,8 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
 		TaskTypes:     func() []string { return append([]string(nil), types...) },
 		ExternalTypes: externalTypes(m),
-		Breakers:      newBreakerControl(st),
+		TypeSchema:    typeSchema, TypeDescriptions: typeDescriptions,
+		Breakers: newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),
@@ -204,6 +206,32 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 		return err
 	}
 	return nil
+}
+
+// typeSchema is a task type's params as a JSON Schema (GET
+// /api/v1/task-types): the plan task's, else the declared one.
+func typeSchema(taskType string) (map[string]any, bool) {
+	if taskType == planapi.TaskType {
+		return planapi.ParamsJSONSchema(), true
+	}
+	if s, ok := paramSchema(taskType); ok {
+		return s.JSONSchema(), true
+	}
+	return nil, false
+}
+
+// typeDescriptions say what each task type does, for people and agents
+// choosing one.
+var typeDescriptions = map[string]string{
+	"noop":             "Does nothing and completes: a probe of the queue (tests, benchmarks).",
+	"sleep":            "Sleeps duration_ms, then completes or fails as fail says: a stand-in for slow work.",
+	summarize.TaskType: "Summarizes a text (content or params.content) with an LLM, or the built-in extractive summarizer offline.",
+	planapi.TaskType:   "Runs a named plan (a DAG of Redis reads and CPU steps) for a user; the result is its candidates.",
+	"report.generate":  "Builds a quarterly report (md, html, csv or pdf) from metric values; the result links the file.",
+	"data.analyze":     "Computes statistics of a CSV (per column: count, mean, min, max); the result links the analysis.",
+	"document.process": "Extracts the text, headings and statistics of a document (text, HTML or Markdown).",
+	"data.export":      "Writes rows (JSON objects) as CSV, JSON or JSON Lines; the result links the file.",
+	"text.wordcount":   "Counts the words, characters and lines of a text (the Node example service).",
 }
 
 // paramSchema is the declared params of a task type: the built-in types'

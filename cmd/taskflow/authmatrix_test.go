@@ -59,6 +59,7 @@ var authMatrix = map[string]authRow{
 	"GET /api/v1/queues/{queue}/tasks":           {access: "admin"},
 	"GET /api/v1/workers":                        {access: "admin"},
 	"GET /api/v1/services":                       {access: "session"},
+	"GET /api/v1/task-types":                     {access: "session"},
 	"POST /api/v1/workers/reset-circuit-breaker": {access: "admin"},
 	"POST /api/v1/workers/open-circuit-breaker":  {access: "admin", body: `{"duration_seconds":1}`},
 	"GET /metrics":                               {access: "admin"},

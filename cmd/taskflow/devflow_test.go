@@ -172,3 +172,57 @@ func TestSubmitWaitShowsTheFile(t *testing.T) {
 	require.Contains(t, errOut, "(written by the service, on the machine it runs on)")
 	require.Contains(t, out, `"file_url"`)
 }
+
+// GET /api/v1/task-types lists every type the deployment accepts with a
+// description, its params' JSON Schema, who runs it, and (external ones)
+// whether a live service takes it; the schema is the one the submit
+// checks.
+func TestTaskTypesListing(t *testing.T) {
+	t.Parallel()
+	base, _ := startDev(t, nil, "--services", "report", "--output-dir", t.TempDir())
+	var out struct {
+		TaskTypes []struct {
+			Name        string         `json:"name"`
+			Description string         `json:"description"`
+			Params      map[string]any `json:"params_schema"`
+			HandledBy   string         `json:"handled_by"`
+			Services    []string       `json:"services"`
+			Online      *bool          `json:"online"`
+		} `json:"task_types"`
+	}
+	require.Eventually(t, func() bool {
+		res, err := http.Get(base + "/api/v1/task-types")
+		if err != nil {
+			return false
+		}
+		defer res.Body.Close()
+		if json.NewDecoder(res.Body).Decode(&out) != nil {
+			return false
+		}
+		for _, tt := range out.TaskTypes {
+			if tt.Name == "report.generate" {
+				return tt.Online != nil && *tt.Online
+			}
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond, "the in-process report service is online")
+	byName := map[string]int{}
+	for i, tt := range out.TaskTypes {
+		byName[tt.Name] = i
+		require.NotEmpty(t, tt.Description, tt.Name)
+		require.Equal(t, "object", tt.Params["type"], tt.Name)
+	}
+	for _, n := range []string{"noop", "sleep", "summarize", "plan", "report.generate", "data.export", "text.wordcount"} {
+		require.Contains(t, byName, n)
+	}
+	rep := out.TaskTypes[byName["report.generate"]]
+	require.Equal(t, "service", rep.HandledBy)
+	require.Equal(t, []string{"report-service"}, rep.Services)
+	require.ElementsMatch(t, []any{"quarter", "year", "data"}, rep.Params["required"])
+	exp := out.TaskTypes[byName["data.export"]]
+	require.False(t, *exp.Online, "no export service runs")
+	pl := out.TaskTypes[byName["plan"]]
+	require.Equal(t, "worker", pl.HandledBy)
+	require.Nil(t, pl.Online)
+	require.ElementsMatch(t, []any{"plan_name", "user_id"}, pl.Params["required"])
+}

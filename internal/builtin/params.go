@@ -14,7 +14,7 @@ var ParamSchemas = map[string]param.Schema{
 	TypeNoop: {AllowUnknown: true},
 	TypeSleep: {Fields: []param.Field{
 		{Name: "duration_ms", Kind: param.Integer, Min: 0, Max: maxSleepMS, Description: "how long to sleep, 0..86400000 ms"},
-		{Name: "fail", Kind: param.String, Enum: sleepFailKinds, Description: "fail after sleeping: transient (503), permanent (400), timeout, panic or cancel"},
+		{Name: "fail", Kind: param.String, Enum: sleepFailKinds, Description: "fail after sleeping: transient (retried), permanent (to the DLQ), timeout, panic or cancel"},
 	}},
 }
 

@@ -46,6 +46,7 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/queues/dlq/tasks", nil, "admin"},
 		{"GET", "/api/v1/workers", nil, "admin"},
 		{"GET", "/api/v1/services", nil, "session"},
+		{"GET", "/api/v1/task-types", nil, "session"},
 		{"POST", "/api/v1/workers/reset-circuit-breaker", nil, "admin"},
 		{"POST", "/api/v1/workers/open-circuit-breaker", nil, "admin"},
 		{"GET", "/metrics", nil, "admin"},

@@ -95,6 +95,9 @@ func (s *Server) routes() {
 			enum: []string{"primary", "primary:high", "primary:low", "retry", "scheduled", "dlq"}}}, pageParams...),
 		responses: map[int]string{200: "QueuePage"}}})
 
+	add(route{method: "GET", path: "/api/v1/task-types", access: principal, handler: s.taskTypes, doc: opDoc{
+		tag: "tasks", summary: "The task types this deployment accepts: description, params JSON Schema, who runs each and whether a service for it is online",
+		responses: map[int]string{200: "TaskTypes"}}})
 	add(route{method: "GET", path: "/api/v1/services", access: principal, handler: s.services, doc: opDoc{
 		tag: "workers", summary: "External services: their registrations, and whether a live service takes each external task type",
 		description: "A task of an external type that no live service takes waits PENDING; its view says so (waiting_for).",
@@ -387,6 +390,15 @@ func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queue": name, "tasks": out.Items, "total": out.Total, "offset": out.Offset, "limit": out.Limit})
+}
+
+func (s *Server) taskTypes(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	ts, err := s.svc.TaskTypes(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task_types": ts, "count": len(ts)})
 }
 
 func (s *Server) services(w http.ResponseWriter, r *http.Request, p auth.Principal) {

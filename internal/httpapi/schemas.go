@@ -87,6 +87,16 @@ var apiSchemas = map[string]any{
 			"message": str("e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers"),
 		}),
 	}),
+	"TaskTypes": obj([]string{"task_types", "count"}, map[string]any{
+		"count": integer(""),
+		"task_types": arr(obj([]string{"name", "params_schema", "handled_by"}, map[string]any{
+			"name": str(""), "description": str(""),
+			"params_schema": map[string]any{"type": "object", "description": "a JSON Schema of the task's params"},
+			"handled_by":    map[string]any{"type": "string", "enum": []string{"worker", "service"}},
+			"services":      arr(str("live services taking the type")),
+			"online":        boolean("external types: a live service takes it"),
+		})),
+	}),
 	"Services": obj([]string{"services", "external_types"}, map[string]any{
 		"services": arr(obj([]string{"name", "task_types", "online"}, map[string]any{
 			"name": str(""), "task_types": arr(str("")), "online": boolean("an instance heartbeated within three heartbeats"),

@@ -51,3 +51,22 @@ func (s *Service) TaskHandler() worker.Handler {
 		return nil, err
 	})
 }
+
+// ParamsJSONSchema is a plan task's params as a JSON Schema (the body of
+// the plan endpoint plus plan_name), for GET /api/v1/task-types.
+func ParamsJSONSchema() map[string]any {
+	num := func(d string) map[string]any { return map[string]any{"type": "integer", "minimum": 1, "description": d} }
+	return map[string]any{
+		"type":     "object",
+		"required": []string{"plan_name", "user_id"},
+		"properties": map[string]any{
+			"plan_name":       map[string]any{"type": "string", "pattern": "^[A-Za-z0-9_]{1,128}$", "description": "a named plan, e.g. complex_dag"},
+			"user_id":         map[string]any{"type": []string{"integer", "string"}, "description": "the user the plan ranks for (a positive integer, or its decimal string)"},
+			"request_id":      map[string]any{"type": "string"},
+			"param_overrides": map[string]any{"type": "object", "description": "plan params by name"},
+			"deadline_ms":     num("the whole run's deadline in ms (at most 30000)"),
+			"node_timeout_ms": num("each node's timeout in ms"),
+		},
+		"additionalProperties": false,
+	}
+}

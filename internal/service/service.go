@@ -63,6 +63,11 @@ type Config struct {
 	// whose params do not satisfy it is refused (422 naming the field)
 	// before anything is published. Default nil: params are not checked.
 	ParamSchemas func(taskType string) (param.Schema, bool)
+	// TypeSchema returns a task type's params as a JSON Schema, and
+	// TypeDescriptions says what each type does, for GET
+	// /api/v1/task-types. Default nil: {"type": "object"}, no description.
+	TypeSchema       func(taskType string) (map[string]any, bool)
+	TypeDescriptions map[string]string
 	// ExternalTypes are the task types external services perform
 	// (TASKFLOW_EXTERNAL_TYPES): GET /api/v1/services says whether a live
 	// service takes each, and a task of one waiting with none running

@@ -326,6 +326,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/task-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The task types this deployment accepts: description, params JSON Schema, who runs each and whether a service for it is online
+         * @description Access: session or admin.
+         */
+        get: operations["getTaskTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -1051,6 +1071,20 @@ export interface components {
             updated_at?: string;
             /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
+        };
+        TaskTypes: {
+            count: number;
+            task_types: {
+                description?: string;
+                /** @enum {string} */
+                handled_by: "worker" | "service";
+                name: string;
+                /** @description external types: a live service takes it */
+                online?: boolean;
+                /** @description a JSON Schema of the task's params */
+                params_schema: Record<string, never>;
+                services?: string[];
+            }[];
         };
         Workers: {
             count: number;
@@ -1950,6 +1984,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionEnded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getTaskTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskTypes"];
                 };
             };
             /** @description Unauthorized */
