@@ -55,7 +55,9 @@ func (s *Service) TaskHandler() worker.Handler {
 // ParamsJSONSchema is a plan task's params as a JSON Schema (the body of
 // the plan endpoint plus plan_name), for GET /api/v1/task-types.
 func ParamsJSONSchema() map[string]any {
-	num := func(d string) map[string]any { return map[string]any{"type": "integer", "minimum": 1, "description": d} }
+	num := func(d string) map[string]any {
+		return map[string]any{"type": "integer", "minimum": 1, "description": d}
+	}
 	return map[string]any{
 		"type":     "object",
 		"required": []string{"plan_name", "user_id"},
