@@ -199,16 +199,18 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 	// External services' outcomes, cron, dependencies (orchestrator.go),
 	// counted on the API's /metrics: one process, one registry.
 	go func() { errc <- runOrchestrator(ctx, m, ap, "", a.extras.orch) }()
-	first := <-errc
+	// the first part to end stops the others; a part that ended because
+	// of that stop (or the caller's) did not fail, even when the stop
+	// caught it starting up
+	errs := []error{<-errc}
 	cancel()
-	second, third := <-errc, <-errc
-	if errors.Is(first, context.Canceled) {
-		first = nil
+	errs = append(errs, <-errc, <-errc)
+	for i, err := range errs {
+		if errors.Is(err, context.Canceled) {
+			errs[i] = nil
+		}
 	}
-	if errors.Is(second, context.Canceled) {
-		second = nil
-	}
-	return errors.Join(first, second, third)
+	return errors.Join(errs...)
 }
 
 // seedDevDemo loads the plans' demo data where the plans read: the Redis

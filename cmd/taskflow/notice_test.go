@@ -44,7 +44,11 @@ func TestDevInProcessTaskNotifies(t *testing.T) {
 		return s["token"].(string)
 	}
 	tok, other := session(), session()
-	code, sub := do("POST", "/api/v1/tasks", tok, `{"task_type":"summarize","content":"`+strings.ReplaceAll(article, "\n", " ")+`"}`)
+	// (delay: the task runs after the submit's response is written;
+	// otherwise, on a loaded machine, its notification could ride on that
+	// response as the session's next interaction and be read before the
+	// poll below looks for it)
+	code, sub := do("POST", "/api/v1/tasks", tok, `{"task_type":"summarize","delay":0.3,"content":"`+strings.ReplaceAll(article, "\n", " ")+`"}`)
 	require.Equal(t, http.StatusCreated, code, "%v", sub)
 	id := sub["task_id"].(string)
 	notes := func(out map[string]any) []map[string]any {
