@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -38,28 +37,12 @@ func TestSplitDeploymentMetrics(t *testing.T) {
 	const admin = "split-metrics-admin-key-0123456789"
 	env := map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin}
 	apiAddr, metricsAddr := freeAddr(t), freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmds := [][]string{
-		{"api", "--addr", apiAddr},
-		{"worker"},
-		{"orchestrator", "--metrics-addr", metricsAddr},
-		{"service", "analysis", "--output-dir", t.TempDir()},
-	}
-	done := make(chan error, len(cmds))
-	for _, args := range cmds {
-		go func() { done <- testMain(env, io.Discard).Run(ctx, args) }()
-	}
-	t.Cleanup(func() {
-		cancel()
-		for range cmds {
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Fatal("a command did not stop")
-			}
-		}
-	})
+	startCommands(t, env,
+		[]string{"api", "--addr", apiAddr},
+		[]string{"worker"},
+		[]string{"orchestrator", "--metrics-addr", metricsAddr},
+		[]string{"service", "analysis", "--output-dir", t.TempDir()},
+	)
 	get := func(url, token string) (int, string) {
 		req, err := http.NewRequest("GET", url, nil)
 		require.NoError(t, err)

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -63,7 +64,7 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 	for _, typ := range s.cfg.ExternalTypes {
 		st := ExternalTypeStatus{TaskType: typ}
 		for _, sv := range svcs {
-			if sv.Online && contains(sv.Types, typ) {
+			if sv.Online && slices.Contains(sv.Types, typ) {
 				st.Online = true
 				st.Services = append(st.Services, sv.Name)
 			}
@@ -114,7 +115,7 @@ func (s *Service) serviceRegistry(ctx context.Context) ([]ServiceInfo, error) {
 // nil when the task is not waiting for that reason (or on a read error:
 // the hint is a courtesy, never a failure of the request).
 func (s *Service) waitingFor(ctx context.Context, t *task.Task) *WaitingFor {
-	if t == nil || !contains(s.cfg.ExternalTypes, t.Type) || (t.State != task.StatePending && t.State != task.StateActive) {
+	if t == nil || !slices.Contains(s.cfg.ExternalTypes, t.Type) || (t.State != task.StatePending && t.State != task.StateActive) {
 		return nil
 	}
 	svcs, err := s.serviceRegistry(ctx)
@@ -122,7 +123,7 @@ func (s *Service) waitingFor(ctx context.Context, t *task.Task) *WaitingFor {
 		return nil
 	}
 	for _, sv := range svcs {
-		if sv.Online && contains(sv.Types, t.Type) {
+		if sv.Online && slices.Contains(sv.Types, t.Type) {
 			return nil
 		}
 	}
@@ -130,13 +131,4 @@ func (s *Service) waitingFor(ctx context.Context, t *task.Task) *WaitingFor {
 	return &WaitingFor{Reason: "no_service", Message: fmt.Sprintf(
 		"no service for %s is running: the task has waited %s and runs when one registers (taskflow service NAME, or taskflow dev --services)",
 		t.Type, waited)}
-}
-
-func contains(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/taskflow/taskflow/internal/auth"
@@ -47,11 +48,11 @@ func (s *Service) TaskTypes(ctx context.Context, p auth.Principal) ([]TaskTypeIn
 				ti.Params = sch
 			}
 		}
-		if contains(s.cfg.ExternalTypes, n) {
+		if slices.Contains(s.cfg.ExternalTypes, n) {
 			ti.HandledBy = "service"
 			online := false
 			for _, sv := range svcs {
-				if sv.Online && contains(sv.Types, n) {
+				if sv.Online && slices.Contains(sv.Types, n) {
 					online = true
 					ti.Services = append(ti.Services, sv.Name)
 				}
