@@ -287,22 +287,35 @@ func TestIOGroups(t *testing.T) {
 	t.Run("Shared", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		res, err := b.eng.Run(context.Background(), b.compile(t, src), user(1), plan.RunOptions{Trace: true})
-		require.NoError(t, err)
-		got := decode(t, b.reg, res)
-		// media:1 = 1001..1003 sorted desc, then follow:1's first 3 with their country.
-		require.Equal(t, []int64{1003, 1002, 1001, 1, 2, 3}, ids(got))
-		require.Equal(t, "US", got[3].Fields["country"])
-		require.Equal(t, "CA", got[4].Fields["country"])
-		tr := map[string]plan.NodeTrace{}
-		for _, x := range res.Trace {
-			tr[x.NodeID] = x
+		c := b.compile(t, src)
+		// The last check compares two clocks a few µs apart: on a loaded
+		// machine f's second read can end just before s's goroutine runs
+		// (about 3 runs in 100 under 4 parallel copies). An engine that
+		// makes s wait for f fails every run, so the plan runs up to 5
+		// times and the check must hold in one; every other check holds
+		// in every run.
+		var tr map[string]plan.NodeTrace
+		for attempt := 0; attempt < 5; attempt++ {
+			res, err := b.eng.Run(context.Background(), c, user(1), plan.RunOptions{Trace: true})
+			require.NoError(t, err)
+			got := decode(t, b.reg, res)
+			// media:1 = 1001..1003 sorted desc, then follow:1's first 3 with their country.
+			require.Equal(t, []int64{1003, 1002, 1001, 1, 2, 3}, ids(got))
+			require.Equal(t, "US", got[3].Fields["country"])
+			require.Equal(t, "CA", got[4].Fields["country"])
+			tr = map[string]plan.NodeTrace{}
+			for _, x := range res.Trace {
+				tr[x.NodeID] = x
+			}
+			require.Equal(t, tr["f"].Start, tr["m"].Start, "f and m start as one group")
+			require.Equal(t, 2, tr["f"].RoundTrips)
+			require.Equal(t, 1, tr["m"].RoundTrips)
+			require.Equal(t, 2, res.CriticalRoundTrips, "the viewer reads nothing: only list ops read it")
+			if tr["s"].Start <= tr["f"].End {
+				break
+			}
 		}
-		require.Equal(t, tr["f"].Start, tr["m"].Start, "f and m start as one group")
-		require.Equal(t, 2, tr["f"].RoundTrips)
-		require.Equal(t, 1, tr["m"].RoundTrips)
 		require.LessOrEqual(t, tr["s"].Start, tr["f"].End, "m's successor does not wait for f's hydration")
-		require.Equal(t, 2, res.CriticalRoundTrips, "the viewer reads nothing: only list ops read it")
 	})
 	t.Run("MemberFails", func(t *testing.T) {
 		t.Parallel()
