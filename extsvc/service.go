@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 )
@@ -26,6 +27,8 @@ type Service struct {
 	pub      *stream.Publisher
 	group    string
 	handlers map[string]Handler
+
+	specs map[string]stream.TypeSpec // task type → what register publishes
 
 	mu        sync.Mutex
 	inflight  map[string]*running  // stream entry id → running task
@@ -55,6 +58,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 		pub:       stream.NewPublisher(rdb, cfg.Retention, cfg.Now),
 		group:     stream.ServiceGroup(cfg.Name),
 		handlers:  map[string]Handler{},
+		specs:     map[string]stream.TypeSpec{},
 		inflight:  map[string]*running{},
 		cancelled: map[string]time.Time{},
 		slot:      make(chan struct{}, 1),
@@ -71,6 +75,32 @@ func (s *Service) Handle(taskType string, h Handler) {
 		panic(fmt.Sprintf("extsvc: task type %q registered twice", taskType))
 	}
 	s.handlers[taskType] = h
+}
+
+// TypeInfo describes a task type to the deployment's clients: the API
+// lists it (GET /api/v1/task-types), checks a submit's params against
+// Params before publishing the task (a 422 naming the field), agent tools
+// take Params as their input schema, and a session's notification of a
+// completed task reads Notify.
+type TypeInfo struct {
+	// Description says what the type does, for people and agents.
+	Description string
+	// Params declares the type's params.
+	Params param.Schema
+	// Notify is the notification text when a task of the type completes;
+	// {field} is replaced by the task's params.field, e.g. "Your {quarter}
+	// {year} report is ready". Empty: the default text.
+	Notify string
+}
+
+// Describe publishes info about taskType, a type this service handles,
+// each time the service registers. Call it before Run.
+func (s *Service) Describe(taskType string, info TypeInfo) {
+	sch, err := json.Marshal(info.Params.JSONSchema())
+	if err != nil {
+		panic(fmt.Sprintf("extsvc: %s: params schema: %v", taskType, err)) // only maps of plain values
+	}
+	s.specs[taskType] = stream.TypeSpec{Service: s.cfg.Name, Description: info.Description, Params: sch, Notify: info.Notify}
 }
 
 // HandleFunc registers f for taskType.
@@ -96,6 +126,11 @@ func (s *Service) Consumer() string { return s.cfg.Consumer }
 func (s *Service) Run(ctx context.Context) error {
 	if len(s.handlers) == 0 {
 		return errors.New("extsvc: no task types registered")
+	}
+	for t := range s.specs {
+		if _, ok := s.handlers[t]; !ok {
+			return fmt.Errorf("extsvc: %q is described but has no handler", t)
+		}
 	}
 	// "0": a service started after tasks were published still gets them.
 	if err := stream.EnsureGroup(ctx, s.rdb, s.keys.Create(), s.group, "0"); err != nil {
@@ -440,6 +475,13 @@ func (s *Service) register(ctx context.Context) error {
 		p.HSet(ctx, s.keys.Service(s.cfg.Name), "types", strings.Join(s.Types(), ","),
 			"consumer", s.cfg.Consumer, "heartbeat_ms", s.cfg.Now().UnixMilli())
 		p.PExpire(ctx, s.keys.Service(s.cfg.Name), ttl)
+		for t, spec := range s.specs {
+			b, err := json.Marshal(spec)
+			if err != nil {
+				return err
+			}
+			p.HSet(ctx, s.keys.TaskTypes(), t, b)
+		}
 		return nil
 	})
 	if err != nil {

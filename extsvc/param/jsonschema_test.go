@@ -16,9 +16,10 @@ func TestJSONSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// properties in the declared order
 	want := `{"additionalProperties":false,"properties":{"quarter":{"description":"the quarter","enum":["Q1","Q2"],"type":"string"},` +
-		`"rows":{"items":{"type":"object"},"maxItems":10,"type":"array"},"title":{"maxLength":200,"type":"string"},` +
-		`"year":{"maximum":2200,"minimum":1900,"type":"integer"}},"required":["quarter","year"],"type":"object"}`
+		`"year":{"maximum":2200,"minimum":1900,"type":"integer"},"rows":{"items":{"type":"object"},"maxItems":10,"type":"array"},` +
+		`"title":{"maxLength":200,"type":"string"}},"required":["quarter","year"],"type":"object"}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}

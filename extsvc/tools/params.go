@@ -41,6 +41,33 @@ var ParamSchemas = map[string]param.Schema{
 	}},
 }
 
+// Descriptions say what each example type does, for people and agents
+// choosing one; Notify is each one's notification text ({field} is the
+// task's params.field). Both are published with the schema when the
+// service registers.
+var (
+	Descriptions = map[string]string{
+		"report.generate":  "Builds a quarterly report (md, html, csv or pdf) from metric values; the result links the file.",
+		"data.analyze":     "Computes statistics of a CSV (per column: count, mean, min, max); the result links the analysis.",
+		"document.process": "Extracts the text, headings and statistics of a document (text, HTML or Markdown).",
+		"data.export":      "Writes rows (JSON objects) as CSV, JSON or JSON Lines; the result links the file.",
+		"text.wordcount":   "Counts the words, characters and lines of a text (the Node example service).",
+	}
+	Notify = map[string]string{
+		"report.generate":  "Your {quarter} {year} report is ready",
+		"data.analyze":     "Your data analysis is ready",
+		"document.process": "Your document is processed",
+		"data.export":      "Your {format} export is ready",
+	}
+)
+
+// handle registers h for taskType on s behind its params check, and
+// describes the type (description, schema, notification text).
+func handle(s *extsvc.Service, taskType string, h extsvc.Handler) {
+	s.Handle(taskType, checked(taskType, h))
+	s.Describe(taskType, extsvc.TypeInfo{Description: Descriptions[taskType], Params: ParamSchemas[taskType], Notify: Notify[taskType]})
+}
+
 // ParamSchema returns the declared params of taskType, if any.
 func ParamSchema(taskType string) (param.Schema, bool) {
 	s, ok := ParamSchemas[taskType]

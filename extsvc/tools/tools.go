@@ -47,16 +47,16 @@ type Spec struct {
 // accepts.
 var Catalog = map[string]Spec{
 	"report": {Service: "report-service", Types: []string{"report.generate"}, Register: func(s *extsvc.Service, o Options) {
-		s.Handle("report.generate", checked("report.generate", reportHandler{o}))
+		handle(s, "report.generate", reportHandler{o})
 	}},
 	"analysis": {Service: "analysis-service", Types: []string{"data.analyze"}, Register: func(s *extsvc.Service, o Options) {
-		s.Handle("data.analyze", checked("data.analyze", analyzeHandler{o}))
+		handle(s, "data.analyze", analyzeHandler{o})
 	}},
 	"document": {Service: "document-service", Types: []string{"document.process"}, Register: func(s *extsvc.Service, o Options) {
-		s.Handle("document.process", checked("document.process", documentHandler{o}))
+		handle(s, "document.process", documentHandler{o})
 	}},
 	"export": {Service: "export-service", Types: []string{"data.export"}, Register: func(s *extsvc.Service, o Options) {
-		s.Handle("data.export", checked("data.export", exportHandler{o}))
+		handle(s, "data.export", exportHandler{o})
 	}},
 }
 

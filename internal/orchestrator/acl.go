@@ -28,8 +28,9 @@ func ACLRules(ns keyspace.Namespace) []string {
 //     GROUPS, XRANGE/XREVRANGE) — never XADD, DEL or trim it;
 //   - task.cancel: XREAD / XREVRANGE;
 //   - task.completed, task.failed, task.progress: XADD only;
-//   - the registry: SADD agent:services; HSET, HGET, PEXPIRE and DEL of
-//     its agent:service:<name> hash (it is never deleted: it expires).
+//   - the registry: SADD agent:services; HSET, HGET and PEXPIRE of
+//     its agent:service:<name> hash (it is never deleted: it expires);
+//     HSET of agent:task-types (its types' descriptions and schemas).
 //
 // No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
 // outcomes. A service can still publish an outcome for any task id; the
@@ -44,5 +45,6 @@ func ServiceACLRules(ns keyspace.Namespace) []string {
 		"(~" + p + "stream:task.completed ~" + p + "stream:task.failed ~" + p + "stream:task.progress +xadd)",
 		"(~" + p + "services +sadd)",
 		"(~" + p + "service:* +hset +hget +pexpire)",
+		"(~" + p + "task-types +hset)",
 	}
 }

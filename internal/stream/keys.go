@@ -66,6 +66,12 @@ const AgentGroup = "agent-group"
 // Services is the registry of external services (SET of service names).
 func (k Keys) Services() string { return k.ns + "agent:services" }
 
+// TaskTypes holds what services published about their task types (HASH:
+// task type → a TypeSpec as JSON). Unlike a registration it does not
+// expire: the API keeps checking a type's params while its service is
+// restarting or down.
+func (k Keys) TaskTypes() string { return k.ns + "agent:task-types" }
+
 // Service is one service's registration (HASH: types = comma-separated task
 // types, consumer, heartbeat_ms), expiring when the service stops
 // heartbeating. A task type is external while a live service registers it.
