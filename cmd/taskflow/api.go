@@ -12,19 +12,22 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/extsvc/param"
-	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/summarize"
+	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/version"
 )
 
@@ -108,11 +111,6 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux, err := newTaskMux(m)
-	if err != nil {
-		return nil, err
-	}
-	types := mux.Types()
 	// POST /api/v1/sessions per client address, shared by every API process
 	sessionLimit, err := ratelimit.New(rdb, ratelimit.Config{Limit: *cfg.SessionRateLimit, Interval: time.Minute,
 		Name: "sessions", Namespace: st.Namespace()})
@@ -123,20 +121,21 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	types, err := taskTypes(m, x.plans, rdb, st.Namespace())
+	if err != nil {
+		for _, c := range x.close {
+			c()
+		}
+		return nil, err
+	}
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
-		TaskTypes:     func() []string { return append([]string(nil), types...) },
-		ExternalTypes: externalTypes(m),
-		TypeSchema:    typeSchema, TypeDescriptions: typeDescriptions,
+		Types:    types,
 		Breakers: newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),
 		Schedules:    cron.New(st, cron.Config{Logger: m.Logger}),
-		// params checked before task.create is published;
-		// the built-in types' too (a bad sleep is a 422, not a task that
-		// can only fail)
-		ParamSchemas: paramSchema,
 		SessionLimit: sessionLimit,
 		// results, notifications and plan runs go through the service too
 		Results: x.results, Notifications: x.notifier, NotificationHub: x.hub,
@@ -208,41 +207,13 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 	return nil
 }
 
-// typeSchema is a task type's params as a JSON Schema (GET
-// /api/v1/task-types): the plan task's, else the declared one.
-func typeSchema(taskType string) (map[string]any, bool) {
-	if taskType == planapi.TaskType {
-		return planapi.ParamsJSONSchema(), true
-	}
-	if s, ok := paramSchema(taskType); ok {
-		return s.JSONSchema(), true
-	}
-	return nil, false
-}
-
-// typeDescriptions say what each task type does, for people and agents
-// choosing one.
-var typeDescriptions = map[string]string{
-	"noop":             "Does nothing and completes: a probe of the queue (tests, benchmarks).",
-	"sleep":            "Sleeps duration_ms, then completes or fails as fail says: a stand-in for slow work.",
-	summarize.TaskType: "Summarizes a text (content or params.content) with an LLM, or the built-in extractive summarizer offline.",
-	planapi.TaskType:   "Runs a named plan (a DAG of Redis reads and CPU steps) for a user; the result is its candidates.",
-	"report.generate":  "Builds a quarterly report (md, html, csv or pdf) from metric values; the result links the file.",
-	"data.analyze":     "Computes statistics of a CSV (per column: count, mean, min, max); the result links the analysis.",
-	"document.process": "Extracts the text, headings and statistics of a document (text, HTML or Markdown).",
-	"data.export":      "Writes rows (JSON objects) as CSV, JSON or JSON Lines; the result links the file.",
-	"text.wordcount":   "Counts the words, characters and lines of a text (the Node example service).",
-}
-
-// paramSchema is the declared params of a task type: the built-in types'
-// (internal/builtin, internal/summarize), then the example external
-// services' (extsvc/tools).
-func paramSchema(taskType string) (param.Schema, bool) {
-	if taskType == summarize.TaskType {
-		return summarize.ParamSchema, true
-	}
-	if s, ok := builtin.ParamSchema(taskType); ok {
-		return s, true
-	}
-	return tools.ParamSchema(taskType)
+// taskTypes is the registry of the task types this deployment accepts:
+// the in-process ones as their packages declare them (the same the workers'
+// handler registry holds, handlers.go; a test keeps the two equal), the
+// external ones TASKFLOW_EXTERNAL_TYPES names, described by what their
+// services publish when they register.
+func taskTypes(m *Main, plans *planapi.Service, rdb redis.UniversalClient, ns keyspace.Namespace) (*tasktype.Registry, error) {
+	local := append(builtin.Types(), summarize.Type, planapi.Type(plans))
+	return tasktype.New(tasktype.Config{Local: local, External: externalTypes(m),
+		Redis: rdb, Keys: stream.NewKeys(ns), Logger: m.Logger})
 }

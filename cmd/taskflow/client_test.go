@@ -72,8 +72,6 @@ func TestDevRefusesBadBuiltinParams(t *testing.T) {
 		`{"task_type":"summarize","content":"A text.","params":{"max_sentences":-4}}`:   "params.max_sentences",
 		`{"task_type":"summarize","content":"A text.","params":{"max_chars":"many"}}`:   "params.max_chars",
 		`{"task_type":"summarize","content":"A text.","params":{"content":"Another."}}`: "params.content",
-		`{"task_type":"text.wordcount","params":{"content":"one two"}}`:                 "params.text",
-		`{"task_type":"text.wordcount"}`:                                                "params.text",
 	} {
 		res, err := http.Post(base+"/api/v1/tasks", "application/json", strings.NewReader(body))
 		require.NoError(t, err)

@@ -188,6 +188,7 @@ func TestTaskTypesListing(t *testing.T) {
 			HandledBy   string         `json:"handled_by"`
 			Services    []string       `json:"services"`
 			Online      *bool          `json:"online"`
+			PublishedBy string         `json:"published_by"`
 		} `json:"task_types"`
 	}
 	require.Eventually(t, func() bool {
@@ -209,8 +210,10 @@ func TestTaskTypesListing(t *testing.T) {
 	byName := map[string]int{}
 	for i, tt := range out.TaskTypes {
 		byName[tt.Name] = i
-		require.NotEmpty(t, tt.Description, tt.Name)
 		require.Equal(t, "object", tt.Params["type"], tt.Name)
+		if tt.HandledBy == "worker" || tt.PublishedBy != "" {
+			require.NotEmpty(t, tt.Description, tt.Name)
+		}
 	}
 	for _, n := range []string{"noop", "sleep", "summarize", "plan", "report.generate", "data.export", "text.wordcount"} {
 		require.Contains(t, byName, n)
@@ -218,9 +221,11 @@ func TestTaskTypesListing(t *testing.T) {
 	rep := out.TaskTypes[byName["report.generate"]]
 	require.Equal(t, "service", rep.HandledBy)
 	require.Equal(t, []string{"report-service"}, rep.Services)
+	require.Equal(t, "report-service", rep.PublishedBy, "the service published the type's spec when it registered")
 	require.ElementsMatch(t, []any{"quarter", "year", "data"}, rep.Params["required"])
 	exp := out.TaskTypes[byName["data.export"]]
 	require.False(t, *exp.Online, "no export service runs")
+	require.Empty(t, exp.PublishedBy, "no export service ever registered here: nothing published")
 	pl := out.TaskTypes[byName["plan"]]
 	require.Equal(t, "worker", pl.HandledBy)
 	require.Nil(t, pl.Online)

@@ -81,6 +81,19 @@ func TestDevWithNodeService(t *testing.T) {
 		Token string `json:"token"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(body), &sess))
+
+	// The service published its type's spec when it registered: the API
+	// lists it and refuses params that break it, naming the field.
+	code, body = do("GET", "/api/v1/task-types", sess.Token, "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `"published_by":"wordcount-service"`)
+	require.Contains(t, body, "the text whose words are counted")
+	for bad, field := range map[string]string{`{"content":"one two"}`: "params.text", `{"text":"a","content":"b"}`: "params.content", `{}`: "params.text", `{"text":5}`: "params.text"} {
+		code, body = do("POST", "/api/v1/tasks", sess.Token, `{"task_type":"text.wordcount","params":`+bad+`}`)
+		require.Equal(t, http.StatusUnprocessableEntity, code, body)
+		require.Contains(t, body, `"field":"`+field+`"`, bad)
+	}
+
 	code, body = do("POST", "/api/v1/tasks", sess.Token, `{"task_type":"text.wordcount","params":{"text":"the cat and the hat\nthe end"}}`)
 	require.Equal(t, http.StatusCreated, code, body)
 	var sub struct {
@@ -109,6 +122,7 @@ func TestDevWithNodeService(t *testing.T) {
 	// notified once the outcome is applied (the state is written first)
 	require.Eventually(t, func() bool {
 		code, body := do("GET", notify.PathPoll+"?after=0", sess.Token, "")
-		return code == http.StatusOK && strings.Contains(body, sub.ID) && strings.Contains(body, "task_completed")
-	}, 10*time.Second, 20*time.Millisecond)
+		return code == http.StatusOK && strings.Contains(body, sub.ID) && strings.Contains(body, "task_completed") &&
+			strings.Contains(body, "Your word count is ready")
+	}, 10*time.Second, 20*time.Millisecond, "the notification says what finished, in the service's words")
 }

@@ -74,7 +74,7 @@ func TestDevInProcessTaskNotifies(t *testing.T) {
 	require.Equal(t, id, n["task_id"])
 	require.Equal(t, "task_completed", n["type"])
 	require.Equal(t, "summarize", n["task_type"])
-	require.Equal(t, "Your summarize task is ready!", n["message"])
+	require.Equal(t, "Your summary is ready", n["message"])
 	require.Equal(t, "retrieve_result", n["action"])
 	code, task := do("GET", "/api/v1/tasks/"+id, admin, "")
 	require.Equal(t, http.StatusOK, code)

@@ -136,7 +136,11 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	} else {
 		m.Logger.Warn("DATABASE_URL is not set: finished tasks are not archived (results live 24 h in Redis)")
 	}
-	cfg := orchestrator.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo}
+	types, err := taskTypes(m, nil, rdb, st.Namespace())
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	cfg := orchestrator.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo, Types: types}
 	if mt != nil {
 		cfg.Observe = mt.Observe
 	}
@@ -168,7 +172,7 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	// Sessions hear of their in-process tasks' ends as of external ones'
 	// (the orchestrator announces those).
 	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{
-		External: externalTypes(m), Since: processStart, Logger: m.Logger})
+		Types: types, Since: processStart, Logger: m.Logger})
 	if mt != nil {
 		nt.OnGap(mt.Gap("notifier"))
 	}

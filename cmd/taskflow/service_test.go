@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
@@ -50,6 +52,31 @@ func TestExternalTypes(t *testing.T) {
 	// A type both in-process and external is refused.
 	_, err := newTaskMux(testMain(map[string]string{EnvExternalTypes: "summarize"}, nil))
 	require.ErrorContains(t, err, "already an in-process task type")
+	_, err = taskTypes(testMain(map[string]string{EnvExternalTypes: "summarize"}, nil), nil, nil, keyspace.Default)
+	require.ErrorContains(t, err, "already an in-process task type")
+}
+
+// TestRegistryMatchesWorkers: the types the API accepts (the registry the
+// packages declare) are exactly the types a worker handles, for the
+// default external types and for a configured list; every in-process
+// type has a description.
+func TestRegistryMatchesWorkers(t *testing.T) {
+	t.Parallel()
+	for _, env := range []map[string]string{nil, {EnvExternalTypes: "x.one,y.two"}} {
+		m := testMain(env, nil)
+		mux, err := newTaskMux(m)
+		require.NoError(t, err)
+		reg, err := taskTypes(m, nil, nil, keyspace.Default)
+		require.NoError(t, err)
+		want := mux.Types()
+		sort.Strings(want)
+		require.Equal(t, want, reg.Names())
+		for _, tt := range reg.List(context.Background()) {
+			if !tt.External {
+				require.NotEmpty(t, tt.Description, tt.Name)
+			}
+		}
+	}
 }
 
 // TestBackoffFromEnv: defaults when unset; each variable

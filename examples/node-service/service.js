@@ -26,6 +26,26 @@ const K = {
   progress: P + 'agent:stream:task.progress',
   services: P + 'agent:services',
   service: P + 'agent:service:' + SERVICE,
+  taskTypes: P + 'agent:task-types',
+};
+// What the service publishes about each of its types when it registers
+// (docs/protocol.md, "Publishing a task type"): the API checks a submit's
+// params against params_schema (422 naming the field), lists it at
+// GET /api/v1/task-types, and the MCP server makes a tool of it.
+const SPECS = {
+  'text.wordcount': {
+    service: SERVICE,
+    description: 'Counts the words of a text and lists its most frequent ones (the Node example service).',
+    params_schema: {
+      type: 'object',
+      properties: {
+        text: { type: 'string', maxLength: 1 << 20, description: 'the text whose words are counted' },
+      },
+      required: ['text'],
+      additionalProperties: false,
+    },
+    notify: 'Your word count is ready',
+  },
 };
 const RETENTION_MS = 7 * 24 * 3600 * 1000;
 const BLOCK_MS = Number(process.env.BLOCK_MS || 1000);
@@ -118,6 +138,9 @@ async function handle(client, entryId, flat) {
 }
 
 async function register(client) {
+  for (const [type, spec] of Object.entries(SPECS)) {
+    await client.sendCommand(['HSET', K.taskTypes, type, JSON.stringify(spec)]);
+  }
   await client.sendCommand(['SADD', K.services, SERVICE]);
   await client.sendCommand(['HSET', K.service, 'types', TYPES.join(','), 'consumer', CONSUMER,
     'heartbeat_ms', String(Date.now())]);

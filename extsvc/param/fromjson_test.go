@@ -20,8 +20,8 @@ func TestFromJSONSchemaRoundTrip(t *testing.T) {
 	for n, s := range tools.ParamSchemas {
 		schemas[n] = s
 	}
-	for n, s := range builtin.ParamSchemas {
-		schemas[n] = s
+	for _, bt := range builtin.Types() {
+		schemas[bt.Name] = bt.Params
 	}
 	inputs := []string{`{}`, `null`, `{"quarter":"q4","year":2024,"data":{"r":[1]}}`, `{"quarter":"Q5","year":2024,"data":{}}`,
 		`{"quarter":"Q1","year":1800,"data":{}}`, `{"quarter":"Q1","year":20.5,"data":{}}`, `{"csv":"a,b\n1,2","delimiter":";;;;;"}`,

@@ -29,11 +29,6 @@ var ParamSchemas = map[string]param.Schema{
 		{Name: "content", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the document's text, HTML or Markdown"},
 		{Name: "format", Kind: param.String, Enum: []string{"text", "txt", "html", "markdown", "md"}, FoldCase: true, Description: "default: guessed from the content"},
 	}},
-	// text.wordcount is the type of the Node example service
-	// (examples/node-service), which needs the text in params.text.
-	"text.wordcount": {Fields: []param.Field{
-		{Name: "text", Kind: param.String, Required: true, MaxLen: MaxDocumentBytes, Description: "the text whose words are counted"},
-	}},
 	"data.export": {Fields: []param.Field{
 		{Name: "rows", Kind: param.Array, Items: param.Object, Required: true, MaxLen: MaxExportRows, Description: "the rows, JSON objects"},
 		{Name: "format", Kind: param.String, Enum: []string{"csv", "json", "jsonl"}, Description: "default csv"},
@@ -51,7 +46,6 @@ var (
 		"data.analyze":     "Computes statistics of a CSV (per column: count, mean, min, max); the result links the analysis.",
 		"document.process": "Extracts the text, headings and statistics of a document (text, HTML or Markdown).",
 		"data.export":      "Writes rows (JSON objects) as CSV, JSON or JSON Lines; the result links the file.",
-		"text.wordcount":   "Counts the words, characters and lines of a text (the Node example service).",
 	}
 	Notify = map[string]string{
 		"report.generate":  "Your {quarter} {year} report is ready",

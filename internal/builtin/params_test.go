@@ -11,8 +11,9 @@ import (
 // declared schema) is exactly what the handler would refuse when it runs.
 func TestSleepSchemaAgreesWithParse(t *testing.T) {
 	t.Parallel()
-	sch, ok := ParamSchema(TypeSleep)
-	require.True(t, ok)
+	types := Types()
+	require.Len(t, types, 2)
+	require.Equal(t, TypeSleep, types[1].Name)
 	for params, valid := range map[string]bool{
 		``:                                      true,
 		`null`:                                  true,
@@ -32,14 +33,12 @@ func TestSleepSchemaAgreesWithParse(t *testing.T) {
 		`{"duration_ms":10,"fail":"transient"}`: true,
 	} {
 		_, perr := ParseSleepParams(json.RawMessage(params))
-		serr := sch.Validate(json.RawMessage(params))
+		serr := types[1].CheckParams(json.RawMessage(params))
 		require.Equal(t, valid, perr == nil, "ParseSleepParams(%s): %v", params, perr)
 		require.Equal(t, valid, serr == nil, "schema(%s): %v", params, serr)
 	}
-	_, ok = ParamSchema("summarize")
-	require.False(t, ok, "only the built-in types are declared here")
-	noop, ok := ParamSchema(TypeNoop)
-	require.True(t, ok)
-	require.NoError(t, noop.Validate(json.RawMessage(`{"payload":"x"}`)), "noop ignores its params")
-	require.Error(t, noop.Validate(json.RawMessage(`[1]`)), "params are an object")
+	noop := types[0]
+	require.Equal(t, TypeNoop, noop.Name)
+	require.NoError(t, noop.CheckParams(json.RawMessage(`{"payload":"x"}`)), "noop ignores its params")
+	require.Error(t, noop.CheckParams(json.RawMessage(`[1]`)), "params are an object")
 }

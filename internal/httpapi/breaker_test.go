@@ -77,7 +77,6 @@ func TestBreakerCommands(t *testing.T) {
 func TestBreakerControlReachesWorkers(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{breakerControl: true})
-	b.types = append(b.types, "guarded")
 	wst, err := store.New(b.st.Client(), store.Config{Namespace: b.ns})
 	require.NoError(t, err)
 	var calls atomic.Int64

@@ -1,20 +1,38 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/extsvc/tools"
+	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/stream"
 )
 
+// publishSpec writes what the example service's registration publishes
+// about taskType (its params as JSON Schema), as extsvc.Service does.
+func publishSpec(t *testing.T, b *testBundle, taskType string) {
+	t.Helper()
+	sch, err := json.Marshal(tools.ParamSchemas[taskType].JSONSchema())
+	require.NoError(t, err)
+	spec, err := json.Marshal(stream.TypeSpec{Service: "tools", Description: tools.Descriptions[taskType], Params: sch})
+	require.NoError(t, err)
+	require.NoError(t, b.st.Client().HSet(context.Background(), stream.NewKeys(keyspace.MustParse(b.ns)).TaskTypes(), taskType, spec).Err())
+}
+
 // TestParamsValidatedBeforePublishing: an external task
-// type's params are checked against the schema its service declares
-// (extsvc/tools) before anything is created or published; the 422 names
-// the parameter.
+// type's params are checked against the schema its service published when
+// it registered (extsvc/tools') before anything is created or published;
+// the 422 names the parameter.
 func TestParamsValidatedBeforePublishing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.types = append(b.types, "report.generate", "data.export")
+	publishSpec(t, b, "report.generate")
+	publishSpec(t, b, "data.export")
 	tok := b.session().Token
 	for name, tc := range map[string]struct {
 		typ    string

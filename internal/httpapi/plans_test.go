@@ -62,7 +62,6 @@ func TestPlanRoute(t *testing.T) {
 func TestPlanTaskCheckedAtSubmit(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.types = append(b.types, planapi.TaskType)
 	s := b.session()
 	for _, tc := range []struct {
 		name   string

@@ -20,9 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
@@ -35,7 +35,10 @@ import (
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -51,7 +54,6 @@ type testBundle struct {
 	svc   *service.Service
 	api   *httpapi.Server
 	ns    string
-	types []string
 	clock *clock.Fake // the store's clock
 	cron  *cron.Cron  // the service's schedules (tests fire them with Tick)
 	deps  *depend.Graph
@@ -78,7 +80,6 @@ type setupOpts struct {
 	sessionLimit   int    // sessions per minute per client address (0: unlimited)
 	clientIPHeader string // httpapi.Config.ClientIPHeader
 	mounts         []httpapi.Mount
-	withoutTypes   bool
 	server         *testredis.Server // a Redis of the test's own instead of the shared one
 	middleware     func(http.Handler) http.Handler
 	maxStreams     int
@@ -109,7 +110,7 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	}
 	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), AdminKey: key, Open: opt.open})
 	require.NoError(t, err)
-	b := &testBundle{t: t, st: st, ns: ns, clock: clk, types: []string{"summarize", "noop", "sleep"}}
+	b := &testBundle{t: t, st: st, ns: ns, clock: clk}
 	if opt.breakerControl {
 		opt.breakers = service.NewRedisBreakerControl(rdb, keyspace.MustParse(ns), nil)
 	}
@@ -142,12 +143,16 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	plans, err := planapi.New(eng, planapi.Config{PlanDir: b.plans, DefaultDeadline: 5 * time.Second})
 	require.NoError(t, err)
 	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
-		Dependencies: b.deps, Schedules: b.cron, ParamSchemas: tools.ParamSchema, SessionLimit: sessionLimit,
+		Dependencies: b.deps, Schedules: b.cron, SessionLimit: sessionLimit,
 		Results:       result.New(st, result.Config{Archive: b.arc, Clock: opt.resultClock}),
 		Notifications: b.note, NotificationHub: hub, OnNotificationDelivered: opt.onDelivered, Plans: plans}
-	if !opt.withoutTypes {
-		scfg.TaskTypes = func() []string { return append([]string(nil), b.types...) }
-	}
+	// the types the tests' workers handle, the plan type, and two of the
+	// example services' types (their params are checked once a test
+	// publishes their spec, as a service's registration does)
+	local := append(builtin.Types(), summarize.Type, planapi.Type(plans), tasktype.Type{Name: "guarded"})
+	scfg.Types, err = tasktype.New(tasktype.Config{Local: local, External: []string{"report.generate", "data.export"},
+		Redis: rdb, Keys: stream.NewKeys(keyspace.MustParse(ns)), Now: clk.Now})
+	require.NoError(t, err)
 	svc, err := service.New(scfg)
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)

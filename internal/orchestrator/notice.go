@@ -12,6 +12,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
 )
 
 // NoticeConfig configures an InProcessNotifier.
@@ -20,6 +21,10 @@ type NoticeConfig struct {
 	// orchestrator notifies those itself, so they are skipped (but for a
 	// cancel while PENDING or TIMEOUT, which it does not see). Default none.
 	External []string
+	// Types gives each type's completion notification text (see
+	// Config.Types); its external types are skipped as External's are.
+	// Default nil.
+	Types *tasktype.Registry
 	// Since is where a first run (no cursor saved yet) starts: tasks that
 	// finished before it are not announced, so deploying the notifier does
 	// not replay the whole capped event stream to the sessions. Default
@@ -46,9 +51,10 @@ type NoticeConfig struct {
 // path (finishedOffTheExternalPath: cancelled or dead-lettered while no
 // attempt ran), of which no outcome reaches the orchestrator.
 type InProcessNotifier struct {
-	f    *follower
-	note *notify.Notifier
-	ext  map[string]bool
+	f     *follower
+	note  *notify.Notifier
+	ext   map[string]bool
+	types *tasktype.Registry
 }
 
 // finishedOffTheExternalPath says whether t, of an external type, ended
@@ -91,9 +97,16 @@ func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConf
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	n := &InProcessNotifier{note: note, ext: map[string]bool{}}
+	n := &InProcessNotifier{note: note, ext: map[string]bool{}, types: cfg.Types}
 	for _, t := range cfg.External {
 		n.ext[t] = true
+	}
+	if cfg.Types != nil {
+		for _, t := range cfg.Types.Names() {
+			if cfg.Types.IsExternal(t) {
+				n.ext[t] = true
+			}
+		}
 	}
 	f := newFollower(st, "notifier", newKeys(st.Namespace()).noticeCursor(), cfg.Logger)
 	f.start = func(context.Context) (string, error) {
@@ -135,7 +148,7 @@ func (n *InProcessNotifier) announce(ctx context.Context, ts []*task.Task) error
 		var msg, action string
 		switch t.State {
 		case task.StateCompleted:
-			kind, msg, action = notify.KindCompleted, readyMessage(t), "retrieve_result"
+			kind, msg, action = notify.KindCompleted, readyMessage(ctx, n.types, t), "retrieve_result"
 		case task.StateDLQ:
 			kind, msg, action = notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, t.LastError), "view_error"
 		case task.StateCancelled:

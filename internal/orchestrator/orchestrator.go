@@ -32,6 +32,7 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
 )
 
 // Config configures an Orchestrator.
@@ -70,6 +71,10 @@ type Config struct {
 	// spending a retry and a TIMEOUT one is failed (transient) on the
 	// service's behalf. Default 30s.
 	ServiceGrace time.Duration
+	// Types gives each task type's completion notification text (its
+	// Notify template filled from the task's params: "Your Q4 2024 report
+	// is ready"). Default nil: "Your <type> task is ready!".
+	Types *tasktype.Registry
 	// Logger defaults to a discarding logger.
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -487,7 +492,7 @@ func (o *Orchestrator) completed(ctx context.Context, m stream.Message, d *strea
 		return err
 	}
 	o.observe("completed", t, time.Duration(d.DurationMS)*time.Millisecond)
-	return o.notify(ctx, t, tok, notify.KindCompleted, readyMessage(t), "retrieve_result")
+	return o.notify(ctx, t, tok, notify.KindCompleted, readyMessage(ctx, o.cfg.Types, t), "retrieve_result")
 }
 
 func (o *Orchestrator) failed(ctx context.Context, m stream.Message, d *stream.FailedData, oc outcome) error {
@@ -671,8 +676,14 @@ func (o *Orchestrator) notify(ctx context.Context, t *task.Task, tok string, kin
 	return nil
 }
 
-// readyMessage is the completion notification's text.
-func readyMessage(t *task.Task) string {
+// readyMessage is the completion notification's text: the type's Notify
+// template filled from t's params, else the generic text.
+func readyMessage(ctx context.Context, types *tasktype.Registry, t *task.Task) string {
+	if types != nil {
+		if tt, ok := types.Lookup(ctx, t.Type); ok && tt.Notify != "" {
+			return tasktype.Render(tt.Notify, t.Params)
+		}
+	}
 	return fmt.Sprintf("Your %s task is ready!", t.Type)
 }
 

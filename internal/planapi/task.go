@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/worker"
 )
 
@@ -50,6 +51,20 @@ func (s *Service) TaskHandler() worker.Handler {
 		}
 		return nil, err
 	})
+}
+
+// Type declares the plan task type for the deployment's registry: with s
+// (the plans this deployment has), a submit naming a plan that does not
+// exist or does not compile is refused (CheckTask); with a nil s only the
+// params' shape is described.
+func Type(s *Service) tasktype.Type {
+	t := tasktype.Type{Name: TaskType, JSONSchema: ParamsJSONSchema(),
+		Description: "Runs a named plan (a DAG of Redis reads and CPU steps) for a user; the result is its candidates.",
+		Notify:      "Your {plan_name} results are ready"}
+	if s != nil {
+		t.Check = s.CheckTask
+	}
+	return t
 }
 
 // ParamsJSONSchema is a plan task's params as a JSON Schema (the body of

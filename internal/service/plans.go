@@ -43,27 +43,6 @@ func (s *Service) RunPlan(ctx context.Context, p auth.Principal, in PlanRunInput
 	return out, nil
 }
 
-// checkPlanTask refuses at submit a plan task that could only fail: bad
-// params, a bad plan name, a plan that does not exist or does not compile.
-func (s *Service) checkPlanTask(taskType string, params json.RawMessage) error {
-	if taskType != planapi.TaskType || s.cfg.Plans == nil {
-		return nil
-	}
-	err := s.cfg.Plans.CheckTask(params)
-	if err == nil {
-		return nil
-	}
-	var pe *planapi.Error
-	if errors.As(err, &pe) && pe.CallersFault() {
-		field := "params"
-		if pe.Field != "" && pe.Field != "body" {
-			field += "." + pe.Field
-		}
-		return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: field, Message: pe.Message, Err: err}
-	}
-	return planErr(context.Background(), err) // validation takes no context
-}
-
 // planErr maps a planapi failure to the service's kinds; the codes stay
 // planapi's (invalid_plan_name, plan_not_found, deadline_exceeded, ...).
 func planErr(ctx context.Context, err error) error {

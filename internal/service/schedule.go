@@ -81,7 +81,7 @@ func (s *Service) CreateSchedule(ctx context.Context, p auth.Principal, in Sched
 	if err != nil {
 		return ScheduleView{}, err
 	}
-	sc, err := s.validateSchedule(in)
+	sc, err := s.validateSchedule(ctx, in)
 	if err != nil {
 		return ScheduleView{}, err
 	}
@@ -101,7 +101,7 @@ func (s *Service) CreateSchedule(ctx context.Context, p auth.Principal, in Sched
 	return s.viewSchedule(sc), nil
 }
 
-func (s *Service) validateSchedule(in ScheduleInput) (cron.Schedule, error) {
+func (s *Service) validateSchedule(ctx context.Context, in ScheduleInput) (cron.Schedule, error) {
 	var sc cron.Schedule
 	sc.ID = in.ID
 	if sc.ID == "" {
@@ -133,7 +133,7 @@ func (s *Service) validateSchedule(in ScheduleInput) (cron.Schedule, error) {
 		}
 		sc.TimeoutSeconds = *in.Timeout
 	}
-	r, err := s.validate(ti)
+	r, err := s.validate(ctx, ti)
 	if err != nil {
 		return sc, err
 	}

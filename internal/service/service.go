@@ -10,13 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
@@ -26,6 +25,7 @@ import (
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
 )
 
 // Config configures a Service.
@@ -34,9 +34,13 @@ type Config struct {
 	Store *store.Store
 	// Auth creates sessions. Required.
 	Auth *auth.Authenticator
-	// TaskTypes lists the task types workers handle; a submit of another
-	// type is refused (422). Default nil: any type is accepted.
-	TaskTypes func() []string
+	// Types is the registry of the task types the deployment accepts
+	// (internal/tasktype): a submit of another type is refused (422), a
+	// submit or schedule whose params break the type's declared params is
+	// refused (422 naming the field) before anything is published, and GET
+	// /api/v1/task-types and /api/v1/services list them. Default nil: any
+	// type and any params are accepted.
+	Types *tasktype.Registry
 	// MaxContentBytes caps a task's content (413 beyond). Default 512 KiB.
 	MaxContentBytes int
 	// SessionTTL is how long a session's task index lives (the store's
@@ -58,21 +62,6 @@ type Config struct {
 	// Dependencies parks tasks submitted with depends_on until those
 	// complete (internal/depend). Default nil: depends_on is refused (422).
 	Dependencies *depend.Graph
-	// ParamSchemas returns the declared params of a task type (for the
-	// example external services: tools.ParamSchema); a submit or schedule
-	// whose params do not satisfy it is refused (422 naming the field)
-	// before anything is published. Default nil: params are not checked.
-	ParamSchemas func(taskType string) (param.Schema, bool)
-	// TypeSchema returns a task type's params as a JSON Schema, and
-	// TypeDescriptions says what each type does, for GET
-	// /api/v1/task-types. Default nil: {"type": "object"}, no description.
-	TypeSchema       func(taskType string) (map[string]any, bool)
-	TypeDescriptions map[string]string
-	// ExternalTypes are the task types external services perform
-	// (TASKFLOW_EXTERNAL_TYPES): GET /api/v1/services says whether a live
-	// service takes each, and a task of one waiting with none running
-	// says so. Default nil.
-	ExternalTypes []string
 	// SessionLimit bounds POST /api/v1/sessions per client address (its
 	// AcquireFor, keyed by the address). Default nil: unlimited.
 	SessionLimit *ratelimit.Limiter
@@ -93,9 +82,9 @@ type Config struct {
 	// a poll returns ("poll") or a live feed sends (its Via), with the
 	// delivery time. Default nil.
 	OnNotificationDelivered func(via string, n Notification, at time.Time)
-	// Plans runs named plans (RunPlan) and checks plan tasks at submit.
-	// Default nil: RunPlan answers 409 plans_unavailable and plan tasks'
-	// params are checked only by their schema.
+	// Plans runs named plans (RunPlan). Default nil: RunPlan answers 409
+	// plans_unavailable. (Plan tasks are checked at submit by the plan
+	// type's declaration in Types: planapi.Type.)
 	Plans *planapi.Service
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
@@ -317,17 +306,13 @@ func requirePrincipal(p auth.Principal) error {
 	return nil
 }
 
-// knownType reports whether taskType is handled by the workers.
+// knownType reports whether the deployment accepts taskType, with the
+// names it accepts.
 func (s *Service) knownType(taskType string) (bool, []string) {
-	if s.cfg.TaskTypes == nil {
+	if s.cfg.Types == nil {
 		return true, nil
 	}
-	types := s.cfg.TaskTypes()
-	sort.Strings(types)
-	for _, t := range types {
-		if t == taskType {
-			return true, types
-		}
-	}
-	return false, types
+	types := s.cfg.Types.Names()
+	_, ok := slices.BinarySearch(types, taskType)
+	return ok, types
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -84,7 +85,7 @@ func TestConcurrentSubmitsAreBatched(t *testing.T) {
 func TestRulesWithoutHTTP(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := setup(t, service.Config{TaskTypes: func() []string { return []string{"summarize", "noop"} }})
+	b := setup(t, service.Config{Types: mustTypes(t, tasktype.Type{Name: "summarize"}, tasktype.Type{Name: "noop"})})
 	s1, err := b.au.CreateSession(ctx)
 	require.NoError(t, err)
 	s2, err := b.au.CreateSession(ctx)
@@ -129,4 +130,11 @@ func TestRulesWithoutHTTP(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, "breaker_control_unavailable", se.Code)
 	require.False(t, errors.Is(err, service.ErrNotFound))
+}
+
+func mustTypes(t *testing.T, types ...tasktype.Type) *tasktype.Registry {
+	t.Helper()
+	r, err := tasktype.New(tasktype.Config{Local: types})
+	require.NoError(t, err)
+	return r
 }

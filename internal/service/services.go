@@ -61,7 +61,7 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 		return ServicesView{}, storeErr("", err)
 	}
 	out := ServicesView{Services: svcs, ExternalTypes: []ExternalTypeStatus{}}
-	for _, typ := range s.cfg.ExternalTypes {
+	for _, typ := range s.externalTypes() {
 		st := ExternalTypeStatus{TaskType: typ}
 		for _, sv := range svcs {
 			if sv.Online && slices.Contains(sv.Types, typ) {
@@ -72,6 +72,20 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 		out.ExternalTypes = append(out.ExternalTypes, st)
 	}
 	return out, nil
+}
+
+// externalTypes are the names of the external task types, sorted.
+func (s *Service) externalTypes() []string {
+	if s.cfg.Types == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range s.cfg.Types.Names() {
+		if s.cfg.Types.IsExternal(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // serviceRegistry reads every registration: the set of names, then each
@@ -115,7 +129,7 @@ func (s *Service) serviceRegistry(ctx context.Context) ([]ServiceInfo, error) {
 // nil when the task is not waiting for that reason (or on a read error:
 // the hint is a courtesy, never a failure of the request).
 func (s *Service) waitingFor(ctx context.Context, t *task.Task) *WaitingFor {
-	if t == nil || !slices.Contains(s.cfg.ExternalTypes, t.Type) || (t.State != task.StatePending && t.State != task.StateActive) {
+	if t == nil || s.cfg.Types == nil || !s.cfg.Types.IsExternal(t.Type) || (t.State != task.StatePending && t.State != task.StateActive) {
 		return nil
 	}
 	svcs, err := s.serviceRegistry(ctx)

@@ -56,7 +56,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 	if err := requirePrincipal(p); err != nil {
 		return Submitted{}, err
 	}
-	req, err := s.validate(in)
+	req, err := s.validate(ctx, in)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -71,7 +71,7 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 	return Submitted{TaskID: t.ID, State: t.State}, nil
 }
 
-func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
+func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRequest, error) {
 	var r store.EnqueueRequest
 	in.TaskType = strings.TrimSpace(in.TaskType)
 	if in.TaskType == "" {
@@ -95,10 +95,7 @@ func (s *Service) validate(in SubmitInput) (store.EnqueueRequest, error) {
 		}
 		r.Params = trimmed
 	}
-	if err := s.checkParams(r.Type, r.Params); err != nil {
-		return r, err
-	}
-	if err := s.checkPlanTask(r.Type, r.Params); err != nil {
+	if err := s.checkParams(ctx, r.Type, r.Params); err != nil {
 		return r, err
 	}
 	if in.TaskType == TaskTypeSummarize {

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"slices"
-	"sort"
 
 	"github.com/taskflow/taskflow/internal/auth"
 )
@@ -20,6 +19,9 @@ type TaskTypeInfo struct {
 	HandledBy string   `json:"handled_by"`
 	Services  []string `json:"services,omitempty"`
 	Online    *bool    `json:"online,omitempty"`
+	// PublishedBy is the service whose registration published the
+	// description and schema of an external type.
+	PublishedBy string `json:"published_by,omitempty"`
 }
 
 // TaskTypes lists the task types the deployment accepts, sorted by name.
@@ -28,31 +30,22 @@ func (s *Service) TaskTypes(ctx context.Context, p auth.Principal) ([]TaskTypeIn
 	if err := requirePrincipal(p); err != nil {
 		return nil, err
 	}
-	var names []string
-	if s.cfg.TaskTypes != nil {
-		names = s.cfg.TaskTypes()
+	if s.cfg.Types == nil {
+		return []TaskTypeInfo{}, nil
 	}
-	sort.Strings(names)
 	svcs, err := s.serviceRegistry(ctx)
 	if err != nil {
 		return nil, storeErr("", err)
 	}
-	out := make([]TaskTypeInfo, 0, len(names))
-	for _, n := range names {
-		ti := TaskTypeInfo{Name: n, HandledBy: "worker", Params: map[string]any{"type": "object"}}
-		if s.cfg.TypeDescriptions != nil {
-			ti.Description = s.cfg.TypeDescriptions[n]
-		}
-		if s.cfg.TypeSchema != nil {
-			if sch, ok := s.cfg.TypeSchema(n); ok {
-				ti.Params = sch
-			}
-		}
-		if slices.Contains(s.cfg.ExternalTypes, n) {
-			ti.HandledBy = "service"
+	types := s.cfg.Types.List(ctx)
+	out := make([]TaskTypeInfo, 0, len(types))
+	for _, t := range types {
+		ti := TaskTypeInfo{Name: t.Name, Description: t.Description, HandledBy: "worker", Params: t.Schema()}
+		if t.External {
+			ti.HandledBy, ti.PublishedBy = "service", t.Service
 			online := false
 			for _, sv := range svcs {
-				if sv.Online && slices.Contains(sv.Types, n) {
+				if sv.Online && slices.Contains(sv.Types, t.Name) {
 					online = true
 					ti.Services = append(ti.Services, sv.Name)
 				}

@@ -29,6 +29,7 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -208,7 +209,7 @@ func startAPI(t *testing.T, rdb redis.UniversalClient, st *store.Store, ns strin
 	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), Open: true})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Store: st, Auth: au,
-		TaskTypes: func() []string { return []string{summarize.TaskType} }})
+		Types: mustTypes(t, summarize.Type)})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	srv, err := httpapi.New(httpapi.Config{Service: svc, Auth: au})
@@ -246,4 +247,11 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+func mustTypes(t *testing.T, types ...tasktype.Type) *tasktype.Registry {
+	t.Helper()
+	r, err := tasktype.New(tasktype.Config{Local: types})
+	require.NoError(t, err)
+	return r
 }

@@ -1,6 +1,9 @@
 package summarize
 
-import "github.com/taskflow/taskflow/extsvc/param"
+import (
+	"github.com/taskflow/taskflow/extsvc/param"
+	"github.com/taskflow/taskflow/internal/tasktype"
+)
 
 // ParamSchema declares the params a summarize task takes (Params), so the
 // API refuses bad ones at submit (422 naming params.<field>) instead of
@@ -12,3 +15,11 @@ var ParamSchema = param.Schema{Fields: []param.Field{
 	{Name: "max_sentences", Kind: param.Integer, Min: 1, Max: 100, Description: "at most this many sentences (extractive summarizer), 1..100"},
 	{Name: "max_chars", Kind: param.Integer, Min: 1, Max: 100_000, Description: "at most this many characters (extractive summarizer), 1..100000"},
 }}
+
+// Type declares the summarize task type for the deployment's registry.
+var Type = tasktype.Type{
+	Name:        TaskType,
+	Description: "Summarizes a text (content or params.content) with an LLM, or the built-in extractive summarizer offline.",
+	Params:      ParamSchema,
+	Notify:      "Your summary is ready",
+}

@@ -1,0 +1,266 @@
+// Package tasktype is the registry of the task types a deployment accepts:
+// each one's description, params schema, who performs it and the text of
+// its completion notification. The in-process types declare themselves in
+// their packages (builtin, summarize, planapi); external services publish
+// theirs in Redis when they register (stream.TypeSpec). Every front end
+// (the HTTP API, the MCP server) reads this one registry through the
+// service layer, so a type's params are declared once and checked alike.
+package tasktype
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/extsvc/param"
+	"github.com/taskflow/taskflow/internal/stream"
+)
+
+// Type is one task type.
+type Type struct {
+	// Name is the task_type, e.g. "report.generate".
+	Name string
+	// Description says what the type does, for people and agents choosing
+	// one.
+	Description string
+	// Params are the declared params; a submit that breaks them is refused
+	// (a *param.Error naming the field). Zero: any object.
+	Params param.Schema
+	// JSONSchema, when set, is served instead of Params.JSONSchema() (a
+	// type whose params take keywords param.Schema cannot say).
+	JSONSchema map[string]any
+	// Check, when set, runs after Params at submit (e.g. the plan type's
+	// "does this plan exist"); its error is the submit's.
+	Check func(params json.RawMessage) error
+	// External is true for a type external services perform over the
+	// streams (the worker only dispatches it).
+	External bool
+	// Service names the service that published the type's spec, for an
+	// external type whose service registered.
+	Service string
+	// Notify is the completion notification's text with {field} replaced
+	// by the task's params (Render). Empty: the default text.
+	Notify string
+}
+
+// Schema is the type's params as a JSON Schema object.
+func (t Type) Schema() map[string]any {
+	if t.JSONSchema != nil {
+		return t.JSONSchema
+	}
+	if !t.declared() {
+		return map[string]any{"type": "object"}
+	}
+	return t.Params.JSONSchema()
+}
+
+// declared reports whether the type declares its params (a zero
+// param.Schema refuses every field; an undeclared type takes any object).
+func (t Type) declared() bool { return t.Params.Fields != nil || t.Params.AllowUnknown }
+
+// CheckParams checks params against the type's declared params and Check.
+func (t Type) CheckParams(params json.RawMessage) error {
+	if t.declared() {
+		if err := t.Params.Validate(params); err != nil {
+			return err
+		}
+	}
+	if t.Check != nil {
+		return t.Check(params)
+	}
+	return nil
+}
+
+// Config configures a Registry.
+type Config struct {
+	// Local are the in-process types (the workers' handlers).
+	Local []Type
+	// External names the types external services perform
+	// (TASKFLOW_EXTERNAL_TYPES); a published spec fills in each one's
+	// description, params and notification text. A published type not
+	// named here is not accepted (the workers would not dispatch it).
+	External []string
+	// Redis and Keys locate the published specs. Default nil: external
+	// types have no declared params.
+	Redis redis.UniversalClient
+	Keys  stream.Keys
+	// Refresh is how long a read of the published specs is reused.
+	// Default 2s: a service that registers is seen within it.
+	Refresh time.Duration
+	// Logger receives a failed read of the published specs (the last ones
+	// read stay in use). Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Registry lists and looks up task types. Safe for concurrent use.
+type Registry struct {
+	cfg   Config
+	local map[string]Type
+
+	mu        sync.Mutex
+	published map[string]stream.TypeSpec
+	readAt    time.Time
+}
+
+// New returns the registry of cfg's types. A name both local and external
+// is an error, as is an empty or duplicate name.
+func New(cfg Config) (*Registry, error) {
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Registry{cfg: cfg, local: map[string]Type{}}
+	for _, t := range cfg.Local {
+		if t.Name == "" {
+			return nil, fmt.Errorf("tasktype: a local type has no name")
+		}
+		if _, dup := r.local[t.Name]; dup {
+			return nil, fmt.Errorf("tasktype: %q is declared twice", t.Name)
+		}
+		t.External = false
+		r.local[t.Name] = t
+	}
+	ext := map[string]bool{}
+	for _, n := range cfg.External {
+		if _, taken := r.local[n]; taken {
+			return nil, fmt.Errorf("tasktype: %q is already an in-process task type", n)
+		}
+		if n == "" || ext[n] {
+			return nil, fmt.Errorf("tasktype: external type %q is empty or listed twice", n)
+		}
+		ext[n] = true
+	}
+	r.cfg.External = slices.Sorted(maps.Keys(ext))
+	return r, nil
+}
+
+// Names are the accepted types' names, sorted.
+func (r *Registry) Names() []string {
+	out := slices.Collect(maps.Keys(r.local))
+	out = append(out, r.cfg.External...)
+	sort.Strings(out)
+	return out
+}
+
+// IsExternal reports whether name is an external type.
+func (r *Registry) IsExternal(name string) bool {
+	_, ok := slices.BinarySearch(r.cfg.External, name)
+	return ok
+}
+
+// Lookup returns the type called name, with its published spec for an
+// external type; ok is false for a type the deployment does not accept.
+func (r *Registry) Lookup(ctx context.Context, name string) (Type, bool) {
+	if t, ok := r.local[name]; ok {
+		return t, true
+	}
+	if !r.IsExternal(name) {
+		return Type{}, false
+	}
+	return r.external(name, r.specs(ctx)), true
+}
+
+// List returns every accepted type, sorted by name.
+func (r *Registry) List(ctx context.Context) []Type {
+	specs := r.specs(ctx)
+	out := make([]Type, 0, len(r.local)+len(r.cfg.External))
+	for _, t := range r.local {
+		out = append(out, t)
+	}
+	for _, n := range r.cfg.External {
+		out = append(out, r.external(n, specs))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// external builds the external type name from its published spec, when
+// there is one whose params_schema reads.
+func (r *Registry) external(name string, specs map[string]stream.TypeSpec) Type {
+	t := Type{Name: name, External: true}
+	spec, ok := specs[name]
+	if !ok {
+		return t
+	}
+	t.Service, t.Description, t.Notify = spec.Service, spec.Description, spec.Notify
+	if len(spec.Params) > 0 {
+		var raw map[string]any
+		if sch, err := param.FromJSONSchema(spec.Params); err == nil && json.Unmarshal(spec.Params, &raw) == nil {
+			t.Params, t.JSONSchema = sch, raw
+		} else {
+			r.cfg.Logger.Warn("a service published params this registry cannot read: not checked at submit",
+				"task_type", name, "service", spec.Service, "err", err)
+		}
+	}
+	return t
+}
+
+// specs returns the published specs, read again once Refresh has passed.
+func (r *Registry) specs(ctx context.Context) map[string]stream.TypeSpec {
+	if r.cfg.Redis == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.cfg.Now()
+	if r.published != nil && now.Sub(r.readAt) < r.cfg.Refresh {
+		return r.published
+	}
+	all, err := r.cfg.Redis.HGetAll(ctx, r.cfg.Keys.TaskTypes()).Result()
+	if err != nil {
+		if ctx.Err() == nil {
+			r.cfg.Logger.Warn("reading the published task types", "err", err)
+		}
+		return r.published
+	}
+	out := make(map[string]stream.TypeSpec, len(all))
+	for name, v := range all {
+		var spec stream.TypeSpec
+		if json.Unmarshal([]byte(v), &spec) == nil {
+			out[name] = spec
+		}
+	}
+	r.published, r.readAt = out, now
+	return out
+}
+
+var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_]+)\}`)
+
+// Render fills tmpl's {field} placeholders with params' top-level values
+// (strings as they are, other values as JSON); a placeholder whose field
+// is absent is left as written.
+func Render(tmpl string, params json.RawMessage) string {
+	if !strings.Contains(tmpl, "{") {
+		return tmpl
+	}
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(params, &p)
+	return placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
+		v, ok := p[m[1:len(m)-1]]
+		if !ok {
+			return m
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+		return string(v)
+	})
+}
