@@ -97,6 +97,7 @@ func tuneGC(getenv func(string) string) {
 // apiProc is an API server with what it owns.
 type apiProc struct {
 	svc    *service.Service
+	auth   *auth.Authenticator
 	srv    *httpapi.Server
 	st     *store.Store
 	extras apiExtras
@@ -147,7 +148,17 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		}
 		return nil, err
 	}
-	a := &apiProc{svc: svc, st: st, extras: x, log: m.Logger}
+	// The MCP server (streamable HTTP) on the same service layer.
+	mcpHandler, err := newMCPHandler(svc, au, m.Logger)
+	if err != nil {
+		svc.Close()
+		for _, c := range x.close {
+			c()
+		}
+		return nil, err
+	}
+	x.mounts = append(x.mounts, mcpMounts(mcpHandler)...)
+	a := &apiProc{svc: svc, auth: au, st: st, extras: x, log: m.Logger}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout,
 		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {

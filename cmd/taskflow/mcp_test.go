@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+// bearer adds a token to every request of an HTTP client.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpInbox gathers what the server pushes to a client.
+type mcpInbox struct {
+	mu       sync.Mutex
+	logs     []string
+	updated  []string
+	progress []float64
+}
+
+func (b *mcpInbox) options() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			raw, _ := json.Marshal(r.Params.Data)
+			b.mu.Lock()
+			b.logs = append(b.logs, string(raw))
+			b.mu.Unlock()
+		},
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			b.mu.Lock()
+			b.updated = append(b.updated, r.Params.URI)
+			b.mu.Unlock()
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			b.mu.Lock()
+			b.progress = append(b.progress, r.Params.Progress)
+			b.mu.Unlock()
+		},
+	}
+}
+
+func (b *mcpInbox) snapshot() (logs, updated []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.logs...), append([]string(nil), b.updated...)
+}
+
+func mcpHTTP(t *testing.T, base, token string, inbox *mcpInbox) *mcp.ClientSession {
+	t.Helper()
+	var opts *mcp.ClientOptions
+	if inbox != nil {
+		opts = inbox.options()
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "taskflow-test", Version: "1"}, opts)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// call calls a tool and returns its result, its text and its structured
+// content as a map.
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.CallToolResult, string, map[string]any) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err, name)
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	var out map[string]any
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	_ = json.Unmarshal(raw, &out)
+	return res, text.String(), out
+}
+
+func newSession(t *testing.T, base, admin string) string {
+	t.Helper()
+	req, err := http.NewRequest("POST", base+"/api/v1/sessions", nil)
+	require.NoError(t, err)
+	if admin != "" {
+		req.Header.Set("Authorization", "Bearer "+admin)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var s struct {
+		Token string `json:"token"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&s))
+	require.NotEmpty(t, s.Token)
+	return s.Token
+}
+
+// TestMCPOverHTTP: the Go SDK's client against the real server's /mcp:
+// a tool per task type with the type's params schema, a report delegated,
+// the agent told when it is ready (pushed and in the next answer), the
+// result fetched with its file; bad arguments are tool errors naming the
+// field; sessions see only their own tasks; a wrong token is refused.
+func TestMCPOverHTTP(t *testing.T) {
+	t.Parallel()
+	const admin = "mcp-http-admin-key-0123456789abcdef"
+	_, ns := testredis.Client(t)
+	base, printed := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin},
+		"--services", "report,export", "--output-dir", t.TempDir())
+	ctx := context.Background()
+	tok := newSession(t, base, "")
+	inbox := &mcpInbox{}
+	cs := mcpHTTP(t, base, tok, inbox)
+
+	// The report service published its spec when it registered: wait for
+	// it, then a new MCP session lists the tool with its schema.
+	var tools map[string]*mcp.Tool
+	require.Eventually(t, func() bool {
+		c := mcpHTTP(t, base, tok, nil)
+		lt, err := c.ListTools(ctx, nil)
+		require.NoError(t, err)
+		tools = map[string]*mcp.Tool{}
+		for _, tl := range lt.Tools {
+			tools[tl.Name] = tl
+		}
+		raw, _ := json.Marshal(tools["generate_report_tool"].InputSchema)
+		return strings.Contains(string(raw), `"quarter"`)
+	}, 15*time.Second, 100*time.Millisecond, "%s", printed)
+	for _, n := range []string{"generate_report_tool", "analyze_data_tool", "process_document_tool", "export_data_tool",
+		"summarize_text_tool", "run_plan_tool", "noop_task_tool", "sleep_task_tool", "wordcount_text_tool",
+		"get_task_result_tool", "list_user_tasks_tool", "cancel_task_tool", "wait_for_task_tool"} {
+		require.Contains(t, tools, n)
+		sch, ok := tools[n].InputSchema.(map[string]any)
+		require.True(t, ok, n)
+		require.Equal(t, "object", sch["type"], n)
+		require.NotEmpty(t, tools[n].Description, n)
+	}
+	rep := tools["generate_report_tool"].InputSchema.(map[string]any)
+	require.ElementsMatch(t, []any{"quarter", "year", "data"}, rep["required"])
+	require.Contains(t, rep["properties"], "priority", "the task options ride along the params")
+
+	// Bad arguments: a tool error naming the field, nothing created.
+	res, text, out := call(t, cs, "generate_report_tool", map[string]any{"quarter": "Q5", "year": 2024, "data": map[string]any{}})
+	require.True(t, res.IsError)
+	require.Contains(t, text, "params.quarter")
+	require.Equal(t, "params.quarter", out["error"].(map[string]any)["field"])
+	res, text, _ = call(t, cs, "generate_report_tool", map[string]any{"quarter": "Q4", "year": 2024, "data": map[string]any{}, "priority": "urgent"})
+	require.True(t, res.IsError)
+	require.Contains(t, text, "priority")
+	res, text, _ = call(t, cs, "get_task_result_tool", map[string]any{"task_id": 7})
+	require.True(t, res.IsError)
+	require.Contains(t, text, "task_id")
+
+	// Subscribe: finished tasks are pushed.
+	require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "taskflow://notifications"}))
+
+	// Delegate a report: the answer comes at once with the task id.
+	res, text, out = call(t, cs, "generate_report_tool", map[string]any{"quarter": "Q4", "year": 2024, "format": "csv",
+		"data": map[string]any{"revenue": []int{10, 20, 30}}})
+	require.False(t, res.IsError, text)
+	id, _ := out["task_id"].(string)
+	require.NotEmpty(t, id, text)
+	require.Contains(t, out["acknowledgment_message"], id)
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "taskflow://tasks/" + id}))
+
+	// Another session neither sees nor cancels it.
+	other := mcpHTTP(t, base, newSession(t, base, ""), nil)
+	res, text, out = call(t, other, "get_task_result_tool", map[string]any{"task_id": id})
+	require.True(t, res.IsError)
+	require.Equal(t, "task_not_found", out["error"].(map[string]any)["code"], text)
+	res, _, _ = call(t, other, "cancel_task_tool", map[string]any{"task_id": id})
+	require.True(t, res.IsError)
+
+	// Wait for it: the result carries the file as a resource link.
+	res, text, out = call(t, cs, "wait_for_task_tool", map[string]any{"task_id": id, "timeout_seconds": 30})
+	require.False(t, res.IsError, text)
+	require.Equal(t, "completed", out["status"], text)
+	var link *mcp.ResourceLink
+	for _, c := range res.Content {
+		if l, ok := c.(*mcp.ResourceLink); ok {
+			link = l
+		}
+	}
+	require.NotNil(t, link, "the result file is a resource link: %s", text)
+
+	// Told without polling: a log message with the notification, and the
+	// resource updated.
+	require.Eventually(t, func() bool {
+		logs, updated := inbox.snapshot()
+		return strings.Contains(strings.Join(logs, "\n"), "Your Q4 2024 report is ready") &&
+			strings.Contains(strings.Join(updated, " "), "taskflow://notifications") &&
+			strings.Contains(strings.Join(updated, " "), "taskflow://tasks/"+id)
+	}, 10*time.Second, 20*time.Millisecond, "%+v", inbox)
+
+	// The task is a readable resource of its session.
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "taskflow://tasks/" + id})
+	require.NoError(t, err)
+	require.Contains(t, rr.Contents[0].Text, `"completed"`)
+	_, err = other.ReadResource(ctx, &mcp.ReadResourceParams{URI: "taskflow://tasks/" + id})
+	require.Error(t, err, "another session's task is not found")
+
+	// Cancel a long task; list this session's tasks.
+	_, text, out = call(t, cs, "sleep_task_tool", map[string]any{"duration_ms": 600000, "delay_seconds": 60})
+	sleepID, _ := out["task_id"].(string)
+	require.NotEmpty(t, sleepID, text)
+	res, text, out = call(t, cs, "cancel_task_tool", map[string]any{"task_id": sleepID})
+	require.False(t, res.IsError, text)
+	require.Equal(t, "CANCELLED", out["state"], text)
+	_, text, out = call(t, cs, "list_user_tasks_tool", map[string]any{"limit": 10})
+	require.Len(t, out["tasks"], 2, text)
+	_, text, out = call(t, cs, "list_user_tasks_tool", map[string]any{"status": "completed"})
+	require.Len(t, out["tasks"], 1, text)
+	require.Contains(t, text, id)
+
+	// A session that did not subscribe hears of its finished task in the
+	// next tool answer.
+	plain := mcpHTTP(t, base, newSession(t, base, ""), nil)
+	_, text, out = call(t, plain, "noop_task_tool", map[string]any{})
+	noopID, _ := out["task_id"].(string)
+	require.NotEmpty(t, noopID, text)
+	require.Eventually(t, func() bool {
+		_, text, _ := call(t, plain, "list_user_tasks_tool", map[string]any{})
+		return strings.Contains(text, "Notifications:") && strings.Contains(text, noopID)
+	}, 10*time.Second, 50*time.Millisecond)
+
+	// run_plan_tool checks the plan's name.
+	res, text, _ = call(t, cs, "run_plan_tool", map[string]any{"plan_name": "../etc", "user_id": 1})
+	require.True(t, res.IsError)
+	require.Contains(t, text, "plan_name")
+
+	// A wrong token never reaches a tool.
+	c := mcp.NewClient(&mcp.Implementation{Name: "intruder", Version: "1"}, nil)
+	_, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{"tf_not-a-token"}}, MaxRetries: -1}, nil)
+	require.Error(t, err)
+	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	hres, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, hres.Body)
+	hres.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, hres.StatusCode, "no credentials")
+}
+
+// TestMCPOverStdio: `taskflow mcp` in a process of its own, as a desktop
+// agent runs it: it opens a session, lists the tools, delegates a task,
+// waits for it and fetches it.
+func TestMCPOverStdio(t *testing.T) {
+	t.Parallel()
+	const admin = "mcp-stdio-admin-key-0123456789abcdef"
+	_, ns := testredis.Client(t)
+	env := map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin}
+	startDev(t, env)
+
+	a, err := json.Marshal([]string{"mcp"})
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envHelperArgs+"="+string(a))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "taskflow-test", Version: "1"}, nil)
+	ctx := context.Background()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err, stderr.String())
+	defer func() { require.NoError(t, cs.Close(), stderr.String()) }()
+
+	lt, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, tl := range lt.Tools {
+		names[tl.Name] = true
+	}
+	require.True(t, names["summarize_text_tool"] && names["wait_for_task_tool"], "%v", names)
+
+	res, text, out := call(t, cs, "summarize_text_tool", map[string]any{"content": article, "max_sentences": 2})
+	require.False(t, res.IsError, text)
+	id, _ := out["task_id"].(string)
+	require.NotEmpty(t, id, text)
+	res, text, out = call(t, cs, "wait_for_task_tool", map[string]any{"task_id": id, "timeout_seconds": 30})
+	require.False(t, res.IsError, text)
+	require.Equal(t, "completed", out["status"], text)
+	res, text, _ = call(t, cs, "summarize_text_tool", map[string]any{"max_sentences": "two"})
+	require.True(t, res.IsError)
+	require.Contains(t, text, "params.max_sentences")
+	require.Contains(t, stderr.String(), "opened a session for this process")
+}
