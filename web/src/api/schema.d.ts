@@ -595,6 +595,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MCP (streamable HTTP): the session's stream of server notifications (finished tasks, progress)
+         * @description Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set.
+         */
+        get: operations["getMcp"];
+        put?: never;
+        /**
+         * MCP (streamable HTTP): the client's JSON-RPC messages; Authorization: Bearer <session token or admin key> (docs/mcp.md)
+         * @description Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set.
+         */
+        post: operations["postMcp"];
+        /**
+         * MCP (streamable HTTP): end the MCP session
+         * @description Authenticates the session itself: Authorization: Bearer <token>, or ?access_token=<token> where headers cannot be set.
+         */
+        delete: operations["deleteMcp"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/metrics": {
         parameters: {
             query?: never;
@@ -2832,6 +2860,60 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Probe"];
                 };
+            };
+        };
+    };
+    getMcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    postMcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    deleteMcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
