@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots web-deps conformance clean
+.PHONY: mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your
 
 test: test-go test-dsl ui-check test-ui ## Run every test (Go with -race, the DSL's, the dashboard's build check and browser tests)
 
-test-go: check-test-servers node-service-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
+test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
 
 check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not answer (naming the variable to set)
@@ -36,6 +36,9 @@ check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not a
 
 node-service-deps: # Install examples/node-service/node_modules (its Go test runs the Node service) when missing
 	@if [ ! -d examples/node-service/node_modules ]; then cd examples/node-service && npm ci --no-audit --no-fund; fi
+
+mcp-client-deps: # Install examples/mcp-node-client/node_modules (a Go test runs the TypeScript SDK's MCP client) when missing
+	@if [ ! -d examples/mcp-node-client/node_modules ]; then cd examples/mcp-node-client && npm ci --no-audit --no-fund; fi
 
 test-dsl: dsl-deps ## Run the DSL's tests (vitest, incl. end to end on rankd), then plans-check
 	cd dsl && npm test

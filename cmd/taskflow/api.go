@@ -102,6 +102,8 @@ type apiProc struct {
 	st     *store.Store
 	extras apiExtras
 	log    *slog.Logger
+	// closeMCP ends the MCP sessions (their streams) when shutdown starts.
+	closeMCP func()
 }
 
 // newAPI wires auth, service and HTTP server on the process's app (its
@@ -149,7 +151,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		return nil, err
 	}
 	// The MCP server (streamable HTTP) on the same service layer.
-	mcpHandler, err := newMCPHandler(svc, au, m.Logger)
+	mcpHandler, closeMCP, err := newMCPHandler(svc, au, m.Logger)
 	if err != nil {
 		svc.Close()
 		for _, c := range x.close {
@@ -158,7 +160,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		return nil, err
 	}
 	x.mounts = append(x.mounts, mcpMounts(mcpHandler)...)
-	a := &apiProc{svc: svc, auth: au, st: st, extras: x, log: m.Logger}
+	a := &apiProc{svc: svc, auth: au, st: st, extras: x, log: m.Logger, closeMCP: closeMCP}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout,
 		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {
@@ -169,6 +171,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 }
 
 func (a *apiProc) close() {
+	a.closeMCP()
 	a.svc.Close()
 	for _, c := range a.extras.close {
 		c()
@@ -185,6 +188,7 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 	defer cancelBase()
 	hs.BaseContext = func(net.Listener) context.Context { return base }
 	hs.RegisterOnShutdown(a.srv.CloseStreams)
+	hs.RegisterOnShutdown(a.closeMCP)
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
 	go func() { _ = a.srv.Run(runCtx) }()

@@ -19,13 +19,15 @@ import (
 	"github.com/taskflow/taskflow/internal/version"
 )
 
-// newMCPHandler is the MCP server's streamable HTTP transport over svc.
-func newMCPHandler(svc *service.Service, au *auth.Authenticator, log *slog.Logger) (http.Handler, error) {
+// newMCPHandler is the MCP server's streamable HTTP transport over svc;
+// close ends its sessions (at shutdown).
+func newMCPHandler(svc *service.Service, au *auth.Authenticator, log *slog.Logger) (h http.Handler, close func(), err error) {
 	srv, err := mcpserver.New(mcpserver.Config{Service: svc, Auth: au, Version: version.Read().Module, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return srv.Handler()
+	h, err = srv.Handler()
+	return h, srv.Close, err
 }
 
 // mcpMounts serve h at /mcp: POST carries the client's messages, GET opens

@@ -63,6 +63,13 @@ var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 type Server struct {
 	cfg Config
 	svc *service.Service
+
+	mu sync.Mutex
+	// live are the MCP servers built for HTTP sessions, with when: Close
+	// ends their sessions; one left with no session is dropped a minute
+	// after it was built.
+	live   map[*mcp.Server]time.Time
+	closed bool
 }
 
 // New returns a Server.
@@ -88,7 +95,47 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg, svc: cfg.Service}, nil
+	return &Server{cfg: cfg, svc: cfg.Service, live: map[*mcp.Server]time.Time{}}, nil
+}
+
+// track remembers srv (an HTTP session's) for Close, and forgets the ones
+// whose session ended.
+func (s *Server) track(srv *mcp.Server) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	now := time.Now()
+	for old, at := range s.live {
+		if now.Sub(at) > time.Minute && !hasSession(old) {
+			delete(s.live, old)
+		}
+	}
+	s.live[srv] = now
+	return true
+}
+
+func hasSession(srv *mcp.Server) bool {
+	for range srv.Sessions() {
+		return true
+	}
+	return false
+}
+
+// Close ends every HTTP MCP session (their streams end, their push feeds
+// stop) and refuses new ones: call it when the HTTP server shuts down.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	live := s.live
+	s.live = map[*mcp.Server]time.Time{}
+	s.mu.Unlock()
+	for srv := range live {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	}
 }
 
 // instructions tell the model how the tools fit together.
@@ -171,6 +218,9 @@ func (s *Server) Handler() (http.Handler, error) {
 		if err != nil {
 			s.cfg.Logger.Warn("mcp: building a session's tools", "err", err)
 			return nil
+		}
+		if !s.track(srv) {
+			return nil // shutting down
 		}
 		return srv
 	}, &mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: s.cfg.Logger})
