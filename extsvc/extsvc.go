@@ -14,6 +14,8 @@ package extsvc
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,6 +152,35 @@ func (t *Task) Progress(ctx context.Context, percent float64, message string, et
 	}
 	_, err = t.svc.pub.Publish(ctx, t.svc.keys.Progress(), e)
 	return err
+}
+
+// PutFile stores data as the task's result file name (its content type,
+// e.g. "text/csv") in taskflow's artifact store (Redis, up to
+// stream.MaxArtifactBytes, kept stream.ArtifactTTL) and returns the URL
+// the API serves it at to the task's session: put it in the result's
+// file_url. name is one path segment (stream.CheckArtifactName). Storing
+// the same name again replaces the file (a redone attempt).
+func (t *Task) PutFile(ctx context.Context, name, contentType string, data []byte) (string, error) {
+	if err := stream.CheckArtifactName(name); err != nil {
+		return "", err
+	}
+	if len(data) > stream.MaxArtifactBytes {
+		return "", fmt.Errorf("artifact %s is %d bytes; the store keeps files up to %d", name, len(data), stream.MaxArtifactBytes)
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	sum := sha256.Sum256(data)
+	key := t.svc.keys.Artifact(t.ID, name)
+	_, err := t.svc.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		pl.HSet(ctx, key, "content_type", contentType, "size", len(data), "sha256", hex.EncodeToString(sum[:]), "data", data)
+		pl.PExpire(ctx, key, stream.ArtifactTTL)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("store artifact %s: %w", name, err)
+	}
+	return stream.FileURL(t.ID, name), nil
 }
 
 // UnmarshalParams decodes the task's params into v, rejecting unknown

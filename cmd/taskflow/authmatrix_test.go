@@ -23,7 +23,8 @@ type authRow struct {
 	// access: public (no credentials needed); session (any session or the
 	// admin); owner (the session owning the task or schedule, or the
 	// admin); admin (the admin key only); self (a session acting on
-	// itself).
+	// itself); mcp (the MCP endpoint: a session or the admin, checked by
+	// the MCP transport itself).
 	access string
 	body   string
 	// stream: the answer is Server-Sent Events; the first event is read
@@ -66,6 +67,10 @@ var authMatrix = map[string]authRow{
 	"POST /api/v1/plans/{name}/execute":          {access: "session", body: `{"user_id":"u1"}`},
 	"GET /api/v1/results":                        {access: "session"},
 	"GET /api/v1/results/{task_id}":              {access: "owner"},
+	"GET /api/v1/results/{task_id}/files/{name}": {access: "owner"},
+	"POST /mcp":                                  {access: "mcp", body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"matrix","version":"1"}}}`},
+	"GET /mcp":                                   {access: "mcp"},
+	"DELETE /mcp":                                {access: "mcp"},
 	"GET /api/v1/notifications":                  {access: "session"},
 	"GET /api/v1/notifications/ws":               {access: "session"},
 	"GET /api/v1/notifications/stream":           {access: "session", stream: true},
@@ -187,6 +192,14 @@ func TestAuthMatrixEveryRoute(t *testing.T) {
 			a = do(method, path, victim, row.body, row.stream)
 			require.Equal(t, http.StatusOK, a.code, "%s: %s", what, a.body)
 			require.Equal(t, http.StatusOK, do("GET", "/api/v1/tasks", owner, "", false).code, "the owner's session lives on")
+			continue
+		}
+		if row.access == "mcp" { // any session or the admin may speak MCP
+			for _, tok := range []string{other, admin} {
+				a = do(method, path, tok, row.body, row.stream)
+				require.NotContains(t, []int{401, 403}, a.code, "%s with a token: %s", what, a.body)
+				require.Less(t, a.code, 500, "%s: %s", what, a.body)
+			}
 			continue
 		}
 		a = do(method, path, other, row.body, row.stream)

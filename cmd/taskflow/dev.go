@@ -183,6 +183,7 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 		fmt.Fprintln(out, "taskflow dev: running OPEN (no TASKFLOW_ADMIN_KEY): requests without credentials act as the admin. It listens on 127.0.0.1 only.")
 	}
 	fmt.Fprintf(out, "taskflow dev: dashboard %s/ui/\n", base)
+	fmt.Fprintf(out, "taskflow dev: MCP server for agents %s/mcp (streamable HTTP; docs/mcp.md)\n", base)
 	fmt.Fprintf(out, "taskflow dev: open %s/docs  (API %s/api/v1/, health %s/health)\n", base, base, base)
 	fmt.Fprintf(out, "taskflow dev: try  curl -s -X POST %s/api/v1/tasks/summarize/ -H 'Content-Type: application/json' -d '{\"content\":\"...\"}'\n", base)
 	fmt.Fprintf(out, "taskflow dev: or   echo 'some text. more text.' | TASKFLOW_URL=%s taskflow submit --wait\n", base)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -60,7 +61,8 @@ func TestDevWholeFlow(t *testing.T) {
 	code, res := do("GET", "/api/v1/results/"+id, tok, "")
 	require.Equal(t, http.StatusOK, code, res)
 	require.Equal(t, "completed", res["status"])
-	require.Contains(t, res["result"].(map[string]any)["file_url"], "report")
+	require.Equal(t, "/api/v1/results/"+id+"/files/"+id+".md", res["result"].(map[string]any)["file_url"], "the report is downloadable from the API")
+	require.Equal(t, "Your Q4 2024 report is ready", note["message"])
 
 	code, out := do("POST", "/api/v1/plans/complex_dag/execute", tok, `{"user_id":1}`)
 	require.Equal(t, http.StatusOK, code, out)
@@ -168,8 +170,18 @@ func TestSubmitWaitShowsTheFile(t *testing.T) {
 	out, errOut, err := client(t, base, "", "submit", "--type", "report.generate", "--wait",
 		"--params", `{"quarter":"Q4","year":2024,"format":"csv","data":{"revenue":[1,2,3]}}`)
 	require.NoError(t, err, errOut)
-	require.Contains(t, errOut, "file: "+dir)
-	require.Contains(t, errOut, "(written by the service, on the machine it runs on)")
+	m := regexp.MustCompile(`file: (\S+) \(download it with this session's token, or the admin key\)`).FindStringSubmatch(errOut)
+	require.Len(t, m, 2, errOut)
+	require.True(t, strings.HasPrefix(m[1], base+"/api/v1/results/"), m[1])
+	res, err := http.Get(m[1]) // taskflow dev runs open: no token needed
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, string(body), "revenue,3,6.00")
+	files, err := filepath.Glob(filepath.Join(dir, "report.generate", "*.csv"))
+	require.NoError(t, err)
+	require.Len(t, files, 1, "the service's local copy")
 	require.Contains(t, out, `"file_url"`)
 }
 

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -236,13 +236,32 @@ func TestExampleServicesEndToEnd(t *testing.T) {
 			Summary string `json:"summary"`
 		} `json:"result"`
 	}
+	// output downloads a result's file from the API, as its session; the
+	// service's local copy in --output-dir is the same.
 	output := func(v view) string {
 		t.Helper()
-		u, err := url.Parse(v.Result.FileURL)
+		require.True(t, strings.HasPrefix(v.Result.FileURL, "/api/v1/results/"), v.Result.FileURL)
+		req, err := http.NewRequest("GET", base+v.Result.FileURL, nil)
 		require.NoError(t, err)
-		require.Equal(t, "file", u.Scheme, v.Result.FileURL)
-		b, err := os.ReadFile(u.Path)
+		req.Header.Set("Authorization", "Bearer "+own.Token)
+		res, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, res.StatusCode, string(b))
+		req.Header.Set("Authorization", "Bearer "+other.Token)
+		res2, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		res2.Body.Close()
+		require.Equal(t, http.StatusNotFound, res2.StatusCode, "another session cannot download it")
+		name := v.Result.FileURL[strings.LastIndexByte(v.Result.FileURL, '/')+1:]
+		matches, err := filepath.Glob(filepath.Join(outDir, "*", name))
+		require.NoError(t, err)
+		require.Len(t, matches, 1)
+		local, err := os.ReadFile(matches[0])
+		require.NoError(t, err)
+		require.Equal(t, string(local), string(b))
 		return string(b)
 	}
 	views := map[string]view{}

@@ -175,8 +175,9 @@ func TestMCPOverHTTP(t *testing.T) {
 	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "taskflow://notifications"}))
 
 	// Delegate a report: the answer comes at once with the task id.
+	// (delayed a second: the test subscribes to the task before it runs)
 	res, text, out = call(t, cs, "generate_report_tool", map[string]any{"quarter": "Q4", "year": 2024, "format": "csv",
-		"data": map[string]any{"revenue": []int{10, 20, 30}}})
+		"data": map[string]any{"revenue": []int{10, 20, 30}}, "delay_seconds": 1})
 	require.False(t, res.IsError, text)
 	id, _ := out["task_id"].(string)
 	require.NotEmpty(t, id, text)
@@ -202,6 +203,25 @@ func TestMCPOverHTTP(t *testing.T) {
 		}
 	}
 	require.NotNil(t, link, "the result file is a resource link: %s", text)
+	require.Equal(t, "taskflow://tasks/"+id+"/files/"+id+".csv", link.URI)
+	file, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: link.URI})
+	require.NoError(t, err)
+	require.Equal(t, "text/csv; charset=utf-8", file.Contents[0].MIMEType)
+	require.Contains(t, file.Contents[0].Text, "revenue")
+	require.Equal(t, "private", file.CacheScope, "a session's file is not for shared caches")
+	_, err = other.ReadResource(ctx, &mcp.ReadResourceParams{URI: link.URI})
+	require.Error(t, err, "another session cannot read the file")
+	// the same file over HTTP, for the session's token only
+	fileURL := out["result"].(map[string]any)["file_url"].(string)
+	require.Equal(t, "/api/v1/results/"+id+"/files/"+id+".csv", fileURL)
+	req, _ := http.NewRequest("GET", base+fileURL, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	fres, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(fres.Body)
+	fres.Body.Close()
+	require.Equal(t, http.StatusOK, fres.StatusCode)
+	require.Equal(t, file.Contents[0].Text, string(body))
 
 	// Told without polling: a log message with the notification, and the
 	// resource updated.
@@ -235,12 +255,15 @@ func TestMCPOverHTTP(t *testing.T) {
 	// A session that did not subscribe hears of its finished task in the
 	// next tool answer.
 	plain := mcpHTTP(t, base, newSession(t, base, ""), nil)
-	_, text, out = call(t, plain, "noop_task_tool", map[string]any{})
+	// (a noop may finish before its own submit's answer is written: then
+	// that answer carries it)
+	_, seen, out := call(t, plain, "noop_task_tool", map[string]any{})
 	noopID, _ := out["task_id"].(string)
-	require.NotEmpty(t, noopID, text)
+	require.NotEmpty(t, noopID, seen)
 	require.Eventually(t, func() bool {
 		_, text, _ := call(t, plain, "list_user_tasks_tool", map[string]any{})
-		return strings.Contains(text, "Notifications:") && strings.Contains(text, noopID)
+		seen += text
+		return strings.Contains(seen, "Notifications:\n- Your noop task is ready! (task "+noopID+")")
 	}, 10*time.Second, 50*time.Millisecond)
 
 	// run_plan_tool checks the plan's name.
@@ -253,7 +276,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	_, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
 		HTTPClient: &http.Client{Transport: bearer{"tf_not-a-token"}}, MaxRetries: -1}, nil)
 	require.Error(t, err)
-	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req, _ = http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
 	hres, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

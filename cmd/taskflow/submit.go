@@ -164,7 +164,7 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 		}
 		switch t.State {
 		case "COMPLETED":
-			return printResult(m, t.Result)
+			return printResult(m, c.base, t.Result)
 		case "DLQ", "CANCELLED":
 			return &ExitError{Code: 2, Err: fmt.Errorf("task %s ended %s: %s %s", id, t.State, t.ErrorType, t.LastError)}
 		}
@@ -178,8 +178,9 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 }
 
 // printResult prints a summarize task's summary as text, any other result
-// as JSON, and says where a result's file is.
-func printResult(m *Main, raw json.RawMessage) error {
+// as JSON, and says where a result's file is (a file in taskflow's artifact
+// store as its URL on the API at base).
+func printResult(m *Main, base string, raw json.RawMessage) error {
 	var r struct {
 		Summary    string `json:"summary"`
 		Summarizer string `json:"summarizer"`
@@ -191,6 +192,8 @@ func printResult(m *Main, raw json.RawMessage) error {
 		where := r.FileURL
 		if p, ok := strings.CutPrefix(where, "file://"); ok {
 			where = p + " (written by the service, on the machine it runs on)"
+		} else if strings.HasPrefix(where, "/api/") {
+			where = base + where + " (download it with this session's token, or the admin key)"
 		}
 		fmt.Fprintf(m.Stderr, "file: %s\n", where)
 	}

@@ -162,7 +162,7 @@ func (h analyzeHandler) Handle(ctx context.Context, t *extsvc.Task) (json.RawMes
 	if err != nil {
 		return nil, err
 	}
-	url, _, sum, err := writeOutput(h.o, t.Type, t.ID, "json", out)
+	url, _, sum, err := writeOutput(ctx, h.o, t, "json", out)
 	if err != nil {
 		return nil, err
 	}

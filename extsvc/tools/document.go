@@ -105,7 +105,7 @@ func (h documentHandler) Handle(ctx context.Context, t *extsvc.Task) (json.RawMe
 	}
 	text := ExtractText(p.Content, format)
 	words := len(strings.Fields(text))
-	url, _, sum, err := writeOutput(h.o, t.Type, t.ID, "txt", []byte(text))
+	url, _, sum, err := writeOutput(ctx, h.o, t, "txt", []byte(text))
 	if err != nil {
 		return nil, err
 	}

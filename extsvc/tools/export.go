@@ -86,7 +86,7 @@ func (h exportHandler) Handle(ctx context.Context, t *extsvc.Task) (json.RawMess
 	default:
 		return nil, invalid("format %q: want csv, json or jsonl", p.Format)
 	}
-	url, _, sum, err := writeOutput(h.o, t.Type, t.ID, p.Format, out.Bytes())
+	url, _, sum, err := writeOutput(ctx, h.o, t, p.Format, out.Bytes())
 	if err != nil {
 		return nil, err
 	}

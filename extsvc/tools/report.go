@@ -98,7 +98,7 @@ func (h reportHandler) Handle(ctx context.Context, t *extsvc.Task) (json.RawMess
 	default:
 		return nil, invalid("format %q: want md, html, csv or pdf", p.Format)
 	}
-	url, _, sum, err := writeOutput(h.o, t.Type, t.ID, p.Format, out)
+	url, _, sum, err := writeOutput(ctx, h.o, t, p.Format, out)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@
 package tools
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/stream"
 )
 
 // Options configures the example services.
@@ -88,9 +90,30 @@ func safeName(id string) string {
 }
 
 // writeOutput writes data to OutputDir/<taskType>/<taskID>.<ext> atomically
-// (a redone task replaces the file whole) and returns its file URL, its
-// path and its SHA-256.
-func writeOutput(o Options, taskType, taskID, ext string, data []byte) (url, path, sum string, err error) {
+// (a redone task replaces the file whole), stores it in taskflow's artifact
+// store as <taskID>.<ext> (so the API serves it to the task's session) and
+// returns its URL (the API's; a file:// URL of the local copy when it is
+// too large for the store), its path and its SHA-256.
+func writeOutput(ctx context.Context, o Options, t *extsvc.Task, ext string, data []byte) (url, path, sum string, err error) {
+	url, path, sum, err = writeLocal(o, t.Type, t.ID, ext, data)
+	if err != nil || len(data) > stream.MaxArtifactBytes {
+		return url, path, sum, err
+	}
+	api, err := t.PutFile(ctx, safeName(t.ID)+"."+ext, contentTypes[ext], data)
+	if err != nil {
+		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)
+	}
+	return api, path, sum, nil
+}
+
+// contentTypes are the outputs' media types by extension.
+var contentTypes = map[string]string{
+	"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "csv": "text/csv; charset=utf-8",
+	"pdf": "application/pdf", "json": "application/json", "jsonl": "application/x-ndjson", "txt": "text/plain; charset=utf-8",
+}
+
+// writeLocal writes the local copy of an output (writeOutput).
+func writeLocal(o Options, taskType, taskID, ext string, data []byte) (url, path, sum string, err error) {
 	dir := filepath.Join(o.OutputDir, taskType)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)

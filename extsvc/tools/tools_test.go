@@ -3,9 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,8 +63,34 @@ func run(t *testing.T, name string, params map[string]string) (map[string]stream
 		time.Sleep(20 * time.Millisecond)
 	}
 	require.Len(t, got, len(params))
+	// Each result file is in the artifact store, as file_url says, and
+	// the same as the local copy.
+	for id, e := range got {
+		d, err := stream.As[stream.CompletedData](e)
+		if err != nil {
+			continue // a failure
+		}
+		var r result
+		require.NoError(t, json.Unmarshal(d.Result, &r))
+		prefix := "/api/v1/results/" + id + "/files/"
+		require.True(t, strings.HasPrefix(r.FileURL, prefix), r.FileURL)
+		name := strings.TrimPrefix(r.FileURL, prefix)
+		h, err := rdb.HGetAll(ctx, k.Artifact(id, name)).Result()
+		require.NoError(t, err)
+		require.NotEmpty(t, h["content_type"], name)
+		local, err := os.ReadFile(filepath.Join(out, spec.Types[0], name))
+		require.NoError(t, err)
+		require.Equal(t, string(local), h["data"], "the stored file is the local copy")
+		ttl, err := rdb.PTTL(ctx, k.Artifact(id, name)).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, time.Hour, "kept as long as the streams' events")
+		artifacts.Store(e.ID, []byte(h["data"]))
+	}
 	return got, out
 }
+
+// artifacts are the stored result files run found, by event id.
+var artifacts sync.Map
 
 type result struct {
 	FileURL  string         `json:"file_url"`
@@ -77,12 +104,9 @@ func completed(t *testing.T, e stream.Event) (result, []byte) {
 	require.NoError(t, err, "event: %s", e.Data)
 	var r result
 	require.NoError(t, json.Unmarshal(d.Result, &r))
-	u, err := url.Parse(r.FileURL)
-	require.NoError(t, err)
-	require.Equal(t, "file", u.Scheme)
-	b, err := os.ReadFile(u.Path)
-	require.NoError(t, err)
-	return r, b
+	b, ok := artifacts.Load(e.ID)
+	require.True(t, ok, "no stored file for %s", r.FileURL)
+	return r, b.([]byte)
 }
 
 func failedCode(t *testing.T, e stream.Event) string {

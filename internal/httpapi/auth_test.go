@@ -56,6 +56,7 @@ func endpoints() []endpoint {
 		{"DELETE", "/api/v1/schedules/{sid}", nil, "owner"},
 		{"GET", "/api/v1/results", nil, "session"},
 		{"GET", "/api/v1/results/{id}", nil, "owner"},
+		{"GET", "/api/v1/results/{id}/files/{name}", nil, "owner"},
 		{"GET", "/api/v1/notifications", nil, "session"},
 		{"GET", "/api/v1/notifications/ws", nil, "session"},
 		{"GET", "/api/v1/notifications/stream", nil, "session"},

@@ -15,7 +15,7 @@ type opDoc struct {
 	tag         string
 	params      []paramDoc
 	request     string         // schema name of the JSON body, "" for none
-	responses   map[int]string // status → schema name ("" = no body); errors are added
+	responses   map[int]string // status → schema name ("" = no body, "binary" = a file); errors are added
 	stream      bool           // text/event-stream response
 	selfAuth    bool           // a public mount that checks the bearer itself
 }
@@ -114,6 +114,8 @@ func (s *Server) operation(r route) map[string]any {
 		switch {
 		case r.doc.stream:
 			entry["content"] = map[string]any{"text/event-stream": map[string]any{"schema": map[string]any{"type": "string"}}}
+		case schema == "binary": // a file, in its own content type
+			entry["content"] = map[string]any{"*/*": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
 		case schema != "":
 			entry["content"] = map[string]any{"application/json": map[string]any{"schema": ref(schema)}}
 		}

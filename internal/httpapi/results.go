@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/service"
@@ -22,6 +24,35 @@ func (s *Server) resultRoutes(add func(route)) {
 		description: "A task that has left Redis is read back from the archive (source: archive). Another session's task is 404, as a missing one.",
 		params:      []paramDoc{pathParam("task_id", "the task's id")},
 		responses:   map[int]string{200: "Result"}}})
+	add(route{method: "GET", path: "/api/v1/results/{task_id}/files/{name}", access: principal, handler: s.getResultFile, doc: opDoc{
+		tag: "results", summary: "A task's result file (the file_url of its result), with its content type",
+		description: "Services store result files in taskflow's artifact store (docs/protocol.md); they are kept 7 days. " +
+			"Another session's task is 404, as a missing one; so is a name the task has no file of (file_not_found).",
+		params:    []paramDoc{pathParam("task_id", "the task's id"), pathParam("name", "the file's name, as in file_url")},
+		responses: map[int]string{200: "binary"}}})
+}
+
+func (s *Server) getResultFile(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+	if q := newQuery(r); q.err != nil {
+		s.writeError(w, r, q.err)
+		return
+	}
+	f, err := s.svc.ResultFile(r.Context(), p, r.PathValue("task_id"), r.PathValue("name"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", f.ContentType)
+	h.Set("Content-Length", strconv.Itoa(len(f.Data)))
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": f.Name}))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "private, no-store")
+	if f.SHA256 != "" {
+		h.Set("ETag", `"`+f.SHA256+`"`)
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(f.Data)
 }
 
 func (s *Server) getResult(w http.ResponseWriter, r *http.Request, p auth.Principal) {

@@ -15,6 +15,7 @@ import (
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -208,4 +209,42 @@ func TestResultETACountsDown(t *testing.T) {
 	v = view(t, b.do("GET", "/api/v1/results/"+reported, sa.Token, nil))
 	require.NotNil(t, v.ETASeconds)
 	require.InDelta(t, 240, *v.ETASeconds, 0.001)
+}
+
+// TestResultFile: a file a service stored for a task (extsvc's PutFile
+// writes this hash) is served to the task's session with its content type
+// as an attachment; another session, a missing name and a bad name are
+// refused without saying whose task it is.
+func TestResultFile(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	sa, sb := b.session(), b.session()
+	id := b.submitAs(sa, service.SubmitInput{})
+	k := stream.NewKeys(keyspace.MustParse(b.ns))
+	csv := "quarter,revenue\nQ4,60\n"
+	require.NoError(t, b.st.Client().HSet(ctx, k.Artifact(id, id+".csv"), "content_type", "text/csv; charset=utf-8",
+		"size", len(csv), "sha256", "abc123", "data", csv).Err())
+	path := stream.FileURL(id, id+".csv")
+
+	r := b.do("GET", path, sa.Token, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Equal(t, csv, string(r.raw))
+	require.Equal(t, "text/csv; charset=utf-8", r.hdr.Get("Content-Type"))
+	require.Equal(t, `attachment; filename=`+id+`.csv`, r.hdr.Get("Content-Disposition"))
+	require.Equal(t, "nosniff", r.hdr.Get("X-Content-Type-Options"))
+	require.Equal(t, `"abc123"`, r.hdr.Get("ETag"))
+	require.Equal(t, http.StatusOK, b.do("GET", path, adminKey, nil).code, "the admin may read any")
+
+	r = b.do("GET", path, sb.Token, nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+	require.Equal(t, "task_not_found", r.errCode(), "another session's task is a missing one")
+	r = b.do("GET", stream.FileURL(id, "other.csv"), sa.Token, nil)
+	require.Equal(t, http.StatusNotFound, r.code)
+	require.Equal(t, "file_not_found", r.errCode())
+	r = b.do("GET", stream.FileURL(id, ".hidden"), sa.Token, nil)
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Equal(t, "name", r.errField())
+	r = b.do("GET", path, "", nil)
+	require.Equal(t, http.StatusUnauthorized, r.code)
 }

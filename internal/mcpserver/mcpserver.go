@@ -168,6 +168,9 @@ func (s *Server) build(ctx context.Context, p auth.Principal) (*mcp.Server, *ses
 		// HTTP, subscriptions, log messages); the sessionless 2026-07-28
 		// protocol is not offered yet.
 		SupportedProtocolVersions: ProtocolVersions,
+		// Every answer is the caller's own (its tasks, its files, the
+		// tools of its deployment): never to be shared by a cache.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope, c.TTLMs = "private", 0 },
 		SubscribeHandler: func(ctx context.Context, req *mcp.SubscribeRequest) error {
 			return sess.follow(srv, req.Session)
 		},

@@ -43,6 +43,29 @@ func (ss *session) addResources(srv *mcp.Server) {
 			}
 			return jsonResource(req.Params.URI, v)
 		})
+	srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: TaskURIPrefix + "{task_id}/files/{name}", Name: "task file",
+		Description: "A result file of a task of this session (get_task_result_tool links it)."}, ss.readFile)
+}
+
+// readFile is the resource taskflow://tasks/{task_id}/files/{name}: a
+// task's result file, as text when it is text, else as a blob.
+func (ss *session) readFile(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	rest := strings.TrimPrefix(req.Params.URI, TaskURIPrefix)
+	id, name, ok := strings.Cut(rest, "/files/")
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	f, err := ss.s.svc.ResultFile(ctx, ss.p, id, name)
+	if err != nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	c := &mcp.ResourceContents{URI: req.Params.URI, MIMEType: f.ContentType}
+	if strings.HasPrefix(f.ContentType, "text/") || strings.HasPrefix(f.ContentType, "application/json") {
+		c.Text = string(f.Data)
+	} else {
+		c.Blob = f.Data
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}, nil
 }
 
 func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {

@@ -425,7 +425,10 @@ func describe(v result.View) string {
 	return b.String()
 }
 
-// fileLink is the resource link of a result's file_url, when it has one.
+// fileLink is the resource link of a result's file_url, when it has one: a
+// file in taskflow's artifact store is the resource
+// taskflow://tasks/{id}/files/{name} (readable over any transport); any
+// other URL is linked as it is.
 func fileLink(v result.View) *mcp.ResourceLink {
 	var r struct {
 		FileURL string `json:"file_url"`
@@ -433,11 +436,15 @@ func fileLink(v result.View) *mcp.ResourceLink {
 	if len(v.Result) == 0 || json.Unmarshal(v.Result, &r) != nil || r.FileURL == "" {
 		return nil
 	}
-	name := r.FileURL
+	uri, name := r.FileURL, r.FileURL
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	return &mcp.ResourceLink{URI: r.FileURL, Name: name, Description: "the result file of task " + v.TaskID}
+	if strings.HasPrefix(r.FileURL, "/api/v1/results/"+v.TaskID+"/files/") {
+		uri = TaskURIPrefix + v.TaskID + "/files/" + name
+	}
+	return &mcp.ResourceLink{URI: uri, Name: name, Description: "the result file of task " + v.TaskID +
+		" (also at GET " + r.FileURL + " with this session's token)"}
 }
 
 // attacher is an answer that carries the session's unread notifications.

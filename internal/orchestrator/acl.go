@@ -30,7 +30,8 @@ func ACLRules(ns keyspace.Namespace) []string {
 //   - task.completed, task.failed, task.progress: XADD only;
 //   - the registry: SADD agent:services; HSET, HGET and PEXPIRE of
 //     its agent:service:<name> hash (it is never deleted: it expires);
-//     HSET of agent:task-types (its types' descriptions and schemas).
+//     HSET of agent:task-types (its types' descriptions and schemas);
+//   - result files: HSET and PEXPIRE of agent:artifact:<task>:<name>.
 //
 // No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
 // outcomes. A service can still publish an outcome for any task id; the
@@ -46,5 +47,6 @@ func ServiceACLRules(ns keyspace.Namespace) []string {
 		"(~" + p + "services +sadd)",
 		"(~" + p + "service:* +hset +hget +pexpire)",
 		"(~" + p + "task-types +hset)",
+		"(~" + p + "artifact:* +hset +pexpire)",
 	}
 }

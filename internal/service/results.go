@@ -3,9 +3,11 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -55,6 +57,40 @@ func (s *Service) Result(ctx context.Context, p auth.Principal, id string) (resu
 		v.Message = w.Message // the reason it is not picked up, in the answer's own words
 	}
 	return v, nil
+}
+
+// ResultFile is a task's result file (its file_url) for its session: the
+// same ownership rule as Result (another session's task is not found).
+func (s *Service) ResultFile(ctx context.Context, p auth.Principal, id, name string) (result.File, error) {
+	if err := requirePrincipal(p); err != nil {
+		return result.File{}, err
+	}
+	if err := validTaskID(id); err != nil {
+		return result.File{}, err
+	}
+	if err := stream.CheckArtifactName(name); err != nil {
+		return result.File{}, Invalid("invalid_parameter", "name", "%v", err)
+	}
+	res, err := s.results()
+	if err != nil {
+		return result.File{}, err
+	}
+	t, _, err := res.Lookup(ctx, id)
+	if err != nil {
+		return result.File{}, storeErr(id, err)
+	}
+	if err := authorize(p, t); err != nil {
+		return result.File{}, err
+	}
+	f, err := res.File(ctx, id, name)
+	if errors.Is(err, result.ErrNoFile) {
+		return result.File{}, &Error{Kind: KindNotFound, Code: "file_not_found", Field: "name",
+			Message: fmt.Sprintf("task %s has no file %q (files are kept %s)", id, name, stream.ArtifactTTL)}
+	}
+	if err != nil {
+		return result.File{}, storeErr("", err)
+	}
+	return f, nil
 }
 
 // ResultListInput is list_user_tasks's query.

@@ -72,6 +72,13 @@ func (k Keys) Services() string { return k.ns + "agent:services" }
 // restarting or down.
 func (k Keys) TaskTypes() string { return k.ns + "agent:task-types" }
 
+// Artifact is a result file a service stored for a task (HASH:
+// content_type, size, sha256, data), expiring after ArtifactTTL: the API
+// serves it to the task's session at FileURL(taskID, name).
+func (k Keys) Artifact(taskID, name string) string {
+	return k.ns + "agent:artifact:" + taskID + ":" + name
+}
+
 // Service is one service's registration (HASH: types = comma-separated task
 // types, consumer, heartbeat_ms), expiring when the service stops
 // heartbeating. A task type is external while a live service registers it.

@@ -1,0 +1,40 @@
+package result
+
+import (
+	"context"
+	"errors"
+
+	"github.com/taskflow/taskflow/internal/stream"
+)
+
+// File is a task's result file from the artifact store.
+type File struct {
+	Name        string
+	ContentType string
+	SHA256      string
+	Data        []byte
+}
+
+// ErrNoFile: the task has no stored file of that name (never stored, or
+// expired after stream.ArtifactTTL).
+var ErrNoFile = errors.New("result: no such file")
+
+// File reads the result file name of task id (a service stored it with
+// extsvc.Task.PutFile). Who may read it is the service layer's rule.
+func (r *Results) File(ctx context.Context, id, name string) (File, error) {
+	if stream.CheckArtifactName(name) != nil {
+		return File{}, ErrNoFile
+	}
+	h, err := r.rdb.HGetAll(ctx, stream.NewKeys(r.st.Namespace()).Artifact(id, name)).Result()
+	if err != nil {
+		return File{}, err
+	}
+	if len(h) == 0 {
+		return File{}, ErrNoFile
+	}
+	ct := h["content_type"]
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	return File{Name: name, ContentType: ct, SHA256: h["sha256"], Data: []byte(h["data"])}, nil
+}
