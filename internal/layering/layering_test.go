@@ -14,14 +14,13 @@ import (
 
 const module = "github.com/taskflow/taskflow/"
 
-// frontEnds are the packages that serve users (HTTP API, and the web
-// dashboard and MCP server once they exist: named here so that they are
-// covered the day they appear). They call internal/service, which applies
+// frontEnds are the packages that serve users: the HTTP API, the web
+// dashboard and the MCP server. They call internal/service, which applies
 // the rules; they never reach the data underneath. cmd/taskflow is not
 // listed: it is the composition root (it builds the store and every
 // component), and its client commands, in the same package main, talk to
 // the API over HTTP (internal/httpapi's Client).
-var frontEnds = []string{"internal/httpapi", "internal/webui", "internal/mcp"}
+var frontEnds = []string{"internal/httpapi", "internal/webui", "internal/mcpserver"}
 
 // forbiddenForFrontEnds are what a front end must not import directly:
 // the task store, the lifecycle and external-service streams, and any
