@@ -107,6 +107,22 @@ func TestLoadgen(t *testing.T) {
 			require.InDelta(t, 30, res.Sent, 3, "100/s for 300 ms")
 		}
 	}
+	// the MCP load: tool calls from MCP sessions, open loop
+	var mout bytes.Buffer
+	require.NoError(t, testMain(map[string]string{"TASKFLOW_URL": base}, &mout).Run(context.Background(),
+		[]string{"mcp", "--duration", "300ms", "--concurrency", "3", "--sessions", "2", "--rate", "100", "--json"}))
+	var mres loadResult
+	require.NoError(t, json.Unmarshal(mout.Bytes(), &mres), mout.String())
+	require.Equal(t, "mcp-rate", mres.Mode)
+	require.InDelta(t, 30, mres.OK, 3, "100 calls/s for 300 ms: %s", mout.String())
+	require.Zero(t, mres.Errors, mout.String())
+	// a tool error counts as an error, with what the server said
+	mout.Reset()
+	require.NoError(t, testMain(map[string]string{"TASKFLOW_URL": base}, &mout).Run(context.Background(),
+		[]string{"mcp", "--duration", "100ms", "--concurrency", "1", "--sessions", "1", "--tool", "sleep_task_tool", "--args", `{"duration_ms":-1}`, "--json"}))
+	require.NoError(t, json.Unmarshal(mout.Bytes(), &mres), mout.String())
+	require.Zero(t, mres.OK)
+	require.Contains(t, mres.FirstError, "params.duration_ms")
 	// no API there: one clear error
 	err = testMain(map[string]string{"TASKFLOW_URL": "http://127.0.0.1:1"}, io.Discard).Run(context.Background(), []string{"loadgen", "--duration", "100ms"})
 	require.ErrorContains(t, err, "cannot reach the taskflow API at http://127.0.0.1:1")

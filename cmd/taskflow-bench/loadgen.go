@@ -103,25 +103,37 @@ func runLoad(ctx context.Context, c *apiClient, spec loadSpec) (loadResult, erro
 	}
 	payload, _ := json.Marshal(body)
 
-	var sent, ok, errs, late atomic.Int64
-	var firstErr atomic.Value
-	lats := make([][]time.Duration, spec.concurrency)
-	send := func(i int, slot time.Time) {
-		sent.Add(1)
+	return drive(ctx, spec.rate, spec.duration, spec.concurrency, func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, "POST", c.base+path, bytes.NewReader(payload))
 		req.Header.Set("Content-Type", "application/json")
 		if c.token != "" {
 			req.Header.Set("Authorization", "Bearer "+c.token)
 		}
 		res, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode != http.StatusCreated {
-				err = fmt.Errorf("HTTP %d", res.StatusCode)
-			}
-		}
 		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			return fmt.Errorf("HTTP %d", res.StatusCode)
+		}
+		return nil
+	}), nil
+}
+
+// drive calls send from concurrency senders for duration: as fast as they
+// go (rate 0, closed loop), or at rate calls per second (open loop: call
+// k is due at start + k/rate, and its latency counts from then, not from
+// when a sender became free — no coordinated omission). sender i of
+// concurrency is in ctx (senderIndex).
+func drive(ctx context.Context, rate float64, duration time.Duration, concurrency int, send func(ctx context.Context) error) loadResult {
+	var sent, ok, errs, late atomic.Int64
+	var firstErr atomic.Value
+	lats := make([][]time.Duration, concurrency)
+	call := func(i int, slot time.Time) {
+		sent.Add(1)
+		if err := send(context.WithValue(ctx, senderKey{}, i)); err != nil {
 			if ctx.Err() == nil {
 				errs.Add(1)
 				firstErr.CompareAndSwap(nil, err.Error())
@@ -135,26 +147,23 @@ func runLoad(ctx context.Context, c *apiClient, spec loadSpec) (loadResult, erro
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	end := start.Add(spec.duration)
+	end := start.Add(duration)
 	var wg sync.WaitGroup
 	mode := "max"
-	if spec.rate == 0 {
-		for i := range spec.concurrency {
+	if rate == 0 {
+		for i := range concurrency {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for time.Now().Before(end) && ctx.Err() == nil {
-					send(i, time.Now())
+					call(i, time.Now())
 				}
 			}()
 		}
 	} else {
-		// Open loop: slot k is due at start + k/rate; a free sender takes
-		// it, and its latency counts from the slot, not from when a sender
-		// became free (no coordinated omission).
 		mode = "rate"
-		slots := make(chan time.Time, spec.concurrency*4)
-		for i := range spec.concurrency {
+		slots := make(chan time.Time, concurrency*4)
+		for i := range concurrency {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -162,11 +171,11 @@ func runLoad(ctx context.Context, c *apiClient, spec loadSpec) (loadResult, erro
 					if time.Since(slot) > time.Millisecond {
 						late.Add(1)
 					}
-					send(i, slot)
+					call(i, slot)
 				}
 			}()
 		}
-		interval := time.Duration(float64(time.Second) / spec.rate)
+		interval := time.Duration(float64(time.Second) / rate)
 		for k := 0; ; k++ {
 			slot := start.Add(time.Duration(k) * interval)
 			if !slot.Before(end) || ctx.Err() != nil {
@@ -193,11 +202,17 @@ func runLoad(ctx context.Context, c *apiClient, spec loadSpec) (loadResult, erro
 		i := int(p * float64(len(all)-1))
 		return float64(all[i].Microseconds()) / 1000
 	}
-	res := loadResult{Mode: mode, TargetRate: spec.rate, Concurrency: spec.concurrency, Duration: elapsed.Seconds(),
+	res := loadResult{Mode: mode, TargetRate: rate, Concurrency: concurrency, Duration: elapsed.Seconds(),
 		Sent: sent.Load(), OK: ok.Load(), Errors: errs.Load(), Late: late.Load(),
 		Rate: float64(ok.Load()) / elapsed.Seconds(), P50ms: pct(0.5), P90ms: pct(0.9), P99ms: pct(0.99), P999ms: pct(0.999), Maxms: pct(1)}
 	if v, _ := firstErr.Load().(string); v != "" {
 		res.FirstError = v
 	}
-	return res, nil
+	return res
 }
+
+// senderKey holds the index of the sender a call runs on.
+type senderKey struct{}
+
+// senderIndex is the index (0..concurrency-1) of the sender running a call.
+func senderIndex(ctx context.Context) int { i, _ := ctx.Value(senderKey{}).(int); return i }

@@ -43,14 +43,14 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func (m *Main) Root() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "taskflow-bench",
-		Short:         "Measure taskflow: the engine on a Redis (bench) and the submit endpoint of an API (loadgen)",
+		Short:         "Measure taskflow: the engine on a Redis (bench), the submit endpoint of an API (loadgen), its MCP server (mcp)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Read().String(),
 	}
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
-	root.AddCommand(newBenchCommand(m), newLoadgenCommand(m))
+	root.AddCommand(newBenchCommand(m), newLoadgenCommand(m), newMCPCommand(m))
 	return root
 }
 

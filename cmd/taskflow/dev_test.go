@@ -38,7 +38,7 @@ func (s *syncBuffer) String() string {
 
 // startDev runs `taskflow dev` on a free loopback port and returns its base
 // URL and what it printed; it is stopped at cleanup (and must stop cleanly).
-func startDev(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
+func startDev(t testing.TB, env map[string]string, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	pr, pw := io.Pipe()
 	var printed syncBuffer

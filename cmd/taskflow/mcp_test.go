@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func (b *mcpInbox) snapshot() (logs, updated []string) {
 	return append([]string(nil), b.logs...), append([]string(nil), b.updated...)
 }
 
-func mcpHTTP(t *testing.T, base, token string, inbox *mcpInbox) *mcp.ClientSession {
+func mcpHTTP(t testing.TB, base, token string, inbox *mcpInbox) *mcp.ClientSession {
 	t.Helper()
 	var opts *mcp.ClientOptions
 	if inbox != nil {
@@ -97,7 +98,7 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args any) (*mcp.Call
 	return res, text.String(), out
 }
 
-func newSession(t *testing.T, base, admin string) string {
+func newSession(t testing.TB, base, admin string) string {
 	t.Helper()
 	req, err := http.NewRequest("POST", base+"/api/v1/sessions", nil)
 	require.NoError(t, err)
@@ -329,4 +330,28 @@ func TestMCPOverStdio(t *testing.T) {
 	require.True(t, res.IsError)
 	require.Contains(t, text, "params.max_sentences")
 	require.Contains(t, stderr.String(), "opened a session for this process")
+}
+
+// BenchmarkMCPToolCall: a submit tool called over streamable HTTP by the
+// Go SDK's client against `taskflow dev` on the test Redis (client and
+// server in this process): the cost of one agent's call.
+func BenchmarkMCPToolCall(b *testing.B) {
+	_, ns := testredis.Client(b)
+	base, _ := startDev(b, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns})
+	const sessions = 8
+	var css []*mcp.ClientSession
+	for range sessions {
+		css = append(css, mcpHTTP(b, base, newSession(b, base, ""), nil))
+	}
+	var next atomic.Int64
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		cs := css[next.Add(1)%sessions]
+		for pb.Next() {
+			r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "noop_task_tool", Arguments: map[string]any{}})
+			if err != nil || r.IsError {
+				b.Fatal(err, r)
+			}
+		}
+	})
 }

@@ -163,7 +163,7 @@ func (s *Server) build(ctx context.Context, p auth.Principal) (*mcp.Server, *ses
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "taskflow", Title: "taskflow task queue", Version: s.cfg.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		Logger:       s.cfg.Logger,
+		Logger:       sdkLogger(s.cfg.Logger),
 		// Sessions as MCP clients speak them today (stateful streamable
 		// HTTP, subscriptions, log messages); the sessionless 2026-07-28
 		// protocol is not offered yet.
@@ -212,10 +212,19 @@ func (s *Server) Handler() (http.Handler, error) {
 	if s.cfg.Auth == nil {
 		return nil, errors.New("mcpserver: Config.Auth is required for the HTTP transport")
 	}
+	// The SDK asks for a server on every request, but uses the answer
+	// only to check the protocol version unless the request starts a
+	// session: a request of an existing session gets this bare one instead
+	// of a build of its tools.
+	probe := mcp.NewServer(&mcp.Implementation{Name: "taskflow", Version: s.cfg.Version},
+		&mcp.ServerOptions{SupportedProtocolVersions: ProtocolVersions, Logger: sdkLogger(s.cfg.Logger)})
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := principalOf(sdkauth.TokenInfoFromContext(r.Context()))
 		if !ok {
 			return nil
+		}
+		if r.Header.Get("Mcp-Session-Id") != "" {
+			return probe
 		}
 		srv, _, err := s.build(r.Context(), p)
 		if err != nil {
@@ -226,7 +235,7 @@ func (s *Server) Handler() (http.Handler, error) {
 			return nil // shutting down
 		}
 		return srv
-	}, &mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: s.cfg.Logger})
+	}, &mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: sdkLogger(s.cfg.Logger)})
 	verify := func(ctx context.Context, token string, _ *http.Request) (*sdkauth.TokenInfo, error) {
 		if token == openToken {
 			token = ""
@@ -250,6 +259,26 @@ func (s *Server) Handler() (http.Handler, error) {
 		protected.ServeHTTP(w, r)
 	}), nil
 }
+
+// sdkLogger is log for the SDK: its warnings and errors only (it logs
+// every session's start and end, and every notification, at info).
+func sdkLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+}
+
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
 
 // openToken stands for "no credentials" in open mode, where a request
 // without a token acts as the admin (as the REST API does); Authenticate
