@@ -89,3 +89,32 @@ func TestSummarizeTextInParams(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.Equal(t, "Text in the params. A second sentence.", r.body["params"].(map[string]any)["content"])
 }
+
+// TestOpenAPISubmitByType: /openapi.json's submit body is a oneOf by
+// task_type with each type's params schema, including what an external
+// service published, so a generated client knows every type's params.
+func TestOpenAPISubmitByType(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	publishSpec(t, b, "report.generate")
+	r := b.do("GET", "/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, r.code)
+	schemas := r.body["components"].(map[string]any)["schemas"].(map[string]any)
+	by := schemas["SubmitByType"].(map[string]any)
+	mapping := by["discriminator"].(map[string]any)["mapping"].(map[string]any)
+	for _, typ := range []string{"noop", "sleep", "summarize", "plan", "report.generate", "data.export"} {
+		require.Equal(t, "#/components/schemas/Submit."+typ, mapping[typ])
+		require.Contains(t, schemas, "Submit."+typ)
+	}
+	params := func(typ string) map[string]any {
+		v := schemas["Submit."+typ].(map[string]any)["allOf"].([]any)[1].(map[string]any)
+		return v["properties"].(map[string]any)["params"].(map[string]any)
+	}
+	require.ElementsMatch(t, []any{"quarter", "year", "data"}, params("report.generate")["required"], "published by the service")
+	require.Contains(t, params("sleep")["properties"], "duration_ms")
+	require.ElementsMatch(t, []any{"plan_name", "user_id"}, params("plan")["required"])
+	require.Equal(t, "object", params("data.export")["type"], "not published here: any object")
+	post := r.body["paths"].(map[string]any)["/api/v1/tasks"].(map[string]any)["post"].(map[string]any)
+	raw, _ := json.Marshal(post["requestBody"])
+	require.Contains(t, string(raw), "#/components/schemas/SubmitByType")
+}

@@ -148,8 +148,11 @@ type Server struct {
 	engine    *engineMetrics
 	mountDocs []route
 
-	openapiOnce sync.Once
+	// openapiJSON is /openapi.json as last built, for the task types
+	// whose JSON is openapiKey.
+	openapiMu   sync.Mutex
 	openapiJSON []byte
+	openapiKey  string
 
 	closing     chan struct{} // closed by CloseStreams
 	closingOnce sync.Once

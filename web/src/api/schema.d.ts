@@ -968,6 +968,140 @@ export interface components {
             ended: boolean;
             session_id: string;
         };
+        "Submit.data.analyze": components["schemas"]["SubmitRequest"] & {
+            params?: Record<string, never>;
+            /** @enum {string} */
+            task_type: "data.analyze";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "data.analyze";
+        };
+        "Submit.data.export": components["schemas"]["SubmitRequest"] & {
+            params?: Record<string, never>;
+            /** @enum {string} */
+            task_type: "data.export";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "data.export";
+        };
+        "Submit.document.process": components["schemas"]["SubmitRequest"] & {
+            params?: Record<string, never>;
+            /** @enum {string} */
+            task_type: "document.process";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "document.process";
+        };
+        "Submit.noop": components["schemas"]["SubmitRequest"] & {
+            /** @description Does nothing and completes: a probe of the queue (tests, benchmarks). */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            task_type: "noop";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "noop";
+        };
+        "Submit.plan": components["schemas"]["SubmitRequest"] & {
+            /** @description Runs a named plan (a DAG of Redis reads and CPU steps) for a user; the result is its candidates. */
+            params?: {
+                /** @description the whole run's deadline in ms (at most 30000) */
+                deadline_ms?: number;
+                /** @description each node's timeout in ms */
+                node_timeout_ms?: number;
+                /** @description plan params by name */
+                param_overrides?: Record<string, never>;
+                /** @description a named plan, e.g. complex_dag */
+                plan_name: string;
+                request_id?: string;
+                /** @description the user the plan ranks for (a positive integer, or its decimal string) */
+                user_id: number | string;
+            };
+            /** @enum {string} */
+            task_type: "plan";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "plan";
+        };
+        "Submit.report.generate": components["schemas"]["SubmitRequest"] & {
+            params?: Record<string, never>;
+            /** @enum {string} */
+            task_type: "report.generate";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "report.generate";
+        };
+        "Submit.sleep": components["schemas"]["SubmitRequest"] & {
+            /** @description Sleeps duration_ms, then completes or fails as fail says: a stand-in for slow work. */
+            params?: {
+                /** @description how long to sleep, 0..86400000 ms */
+                duration_ms?: number;
+                /**
+                 * @description fail after sleeping: transient (retried), permanent (to the DLQ), timeout, panic or cancel
+                 * @enum {string}
+                 */
+                fail?: "transient" | "permanent" | "timeout" | "panic" | "cancel";
+            };
+            /** @enum {string} */
+            task_type: "sleep";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "sleep";
+        };
+        "Submit.summarize": components["schemas"]["SubmitRequest"] & {
+            /** @description Summarizes a text (content or params.content) with an LLM, or the built-in extractive summarizer offline. */
+            params?: {
+                /** @description the text to summarize, when the task's content is empty */
+                content?: string;
+                /** @description at most this many sentences (extractive summarizer), 1..100 */
+                max_sentences?: number;
+                /** @description at most this many characters (extractive summarizer), 1..100000 */
+                max_chars?: number;
+            };
+            /** @enum {string} */
+            task_type: "summarize";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "summarize";
+        };
+        "Submit.text.wordcount": components["schemas"]["SubmitRequest"] & {
+            params?: Record<string, never>;
+            /** @enum {string} */
+            task_type: "text.wordcount";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            task_type: "text.wordcount";
+        };
+        /** @description A submit of one of the task types the deployment accepts (GET /api/v1/task-types), with that type's params. */
+        SubmitByType: components["schemas"]["Submit.data.analyze"] | components["schemas"]["Submit.data.export"] | components["schemas"]["Submit.document.process"] | components["schemas"]["Submit.noop"] | components["schemas"]["Submit.plan"] | components["schemas"]["Submit.report.generate"] | components["schemas"]["Submit.sleep"] | components["schemas"]["Submit.summarize"] | components["schemas"]["Submit.text.wordcount"];
         SubmitRequest: {
             /** @description input text (required for summarize) */
             content?: string;
@@ -2228,7 +2362,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["SubmitRequest"];
+                "application/json": components["schemas"]["SubmitByType"];
             };
         };
         responses: {
