@@ -126,7 +126,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	const admin = "mcp-http-admin-key-0123456789abcdef"
 	_, ns := testredis.Client(t)
 	base, printed := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin},
-		"--services", "report,export", "--output-dir", t.TempDir())
+		"--services", "all", "--output-dir", t.TempDir())
 	ctx := context.Background()
 	tok := newSession(t, base, "")
 	inbox := &mcpInbox{}
@@ -266,6 +266,20 @@ func TestMCPOverHTTP(t *testing.T) {
 		seen += text
 		return strings.Contains(seen, "Notifications:\n- Your noop task is ready! (task "+noopID+")")
 	}, 10*time.Second, 50*time.Millisecond)
+
+	// Every example service's tool, and summarize, end to end.
+	for tool, args := range map[string]map[string]any{
+		"analyze_data_tool":     {"csv": "city,temp\nOslo,3\nRome,15\n"},
+		"process_document_tool": {"content": "# Title\n\nSome text here.", "format": "md"},
+		"export_data_tool":      {"rows": []any{map[string]any{"a": 1}}, "format": "json"},
+		"summarize_text_tool":   {"content": article, "max_sentences": 2},
+	} {
+		res, text, out := call(t, cs, tool, args)
+		require.False(t, res.IsError, "%s: %s", tool, text)
+		res, text, out = call(t, cs, "wait_for_task_tool", map[string]any{"task_id": out["task_id"], "timeout_seconds": 30})
+		require.False(t, res.IsError, "%s: %s", tool, text)
+		require.Equal(t, "completed", out["status"], "%s: %s", tool, text)
+	}
 
 	// run_plan_tool checks the plan's name.
 	res, text, _ = call(t, cs, "run_plan_tool", map[string]any{"plan_name": "../etc", "user_id": 1})
