@@ -20,7 +20,8 @@ type docRequest struct {
 
 // docRequests finds every `curl ... -X POST .../api/v1/PATH ... -d 'JSON'`
 // in the README and docs/*.md (a command may continue over lines ending
-// with a backslash).
+// with a backslash), and the task of docs/protocol.md's task.create
+// example.
 func docRequests(t *testing.T) []docRequest {
 	t.Helper()
 	files := []string{"../../README.md"}
@@ -41,6 +42,20 @@ func docRequests(t *testing.T) []docRequest {
 			out = append(out, docRequest{file: f, path: m[1], body: m[2]})
 		}
 	}
+	// The task a task.create example of docs/protocol.md carries, as a
+	// submit of its task_type and params.
+	b, err := os.ReadFile("../../docs/protocol.md")
+	require.NoError(t, err)
+	create := regexp.MustCompile("(?s)### task.create[^\n]*\n\n```json\n(.*?)```").FindStringSubmatch(string(b))
+	require.Len(t, create, 2, "docs/protocol.md shows a task.create")
+	var ev struct {
+		TaskType string          `json:"task_type"`
+		Params   json.RawMessage `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.ReplaceAll(create[1], "…", "")), &ev))
+	body, err := json.Marshal(map[string]any{"task_type": ev.TaskType, "params": ev.Params})
+	require.NoError(t, err)
+	out = append(out, docRequest{file: "../../docs/protocol.md", path: "/api/v1/tasks", body: string(body)})
 	return out
 }
 
