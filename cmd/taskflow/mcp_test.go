@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -368,4 +369,72 @@ func BenchmarkMCPToolCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMCPWaitReportsProgress: wait_for_task_tool, called with a progress
+// token, sends the task's progress as MCP progress notifications while it
+// runs, and answers when it ends; a tool for an external type that a
+// service published shows the service's description.
+func TestMCPWaitReportsProgress(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	base, _ := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns,
+		"TASKFLOW_ADMIN_KEY": "mcp-progress-admin-key-0123456789", EnvExternalTypes: "slow.job"})
+	reported, release := make(chan struct{}), make(chan struct{})
+	svc, err := extsvc.New(rdb, extsvc.Config{Name: "slow-service", Namespace: ns, Block: 100 * time.Millisecond})
+	require.NoError(t, err)
+	svc.Describe("slow.job", extsvc.TypeInfo{Description: "A job that takes its time."})
+	svc.HandleFunc("slow.job", func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
+		if err := tk.Progress(ctx, 30, "a third done", 5*time.Second); err != nil {
+			return nil, err
+		}
+		close(reported)
+		select {
+		case <-release:
+			return extsvc.Result("", "done", nil), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	svcCtx, stopSvc := context.WithCancel(context.Background())
+	svcDone := make(chan error, 1)
+	go func() { svcDone <- svc.Run(svcCtx) }()
+	t.Cleanup(func() { stopSvc(); <-svcDone })
+
+	tok := newSession(t, base, "")
+	var tools map[string]*mcp.Tool
+	require.Eventually(t, func() bool { // the service registered and published
+		lt, err := mcpHTTP(t, base, tok, nil).ListTools(context.Background(), nil)
+		require.NoError(t, err)
+		tools = map[string]*mcp.Tool{}
+		for _, tl := range lt.Tools {
+			tools[tl.Name] = tl
+		}
+		return tools["job_slow_tool"] != nil && strings.HasPrefix(tools["job_slow_tool"].Description, "A job that takes its time.")
+	}, 10*time.Second, 100*time.Millisecond)
+
+	inbox := &mcpInbox{}
+	cs := mcpHTTP(t, base, tok, inbox)
+	_, text, out := call(t, cs, "job_slow_tool", map[string]any{})
+	id, _ := out["task_id"].(string)
+	require.NotEmpty(t, id, text)
+	<-reported
+	go func() {
+		require.Eventually(t, func() bool {
+			inbox.mu.Lock()
+			defer inbox.mu.Unlock()
+			return len(inbox.progress) > 0
+		}, 10*time.Second, 10*time.Millisecond, "no progress notification")
+		close(release)
+	}()
+	params := &mcp.CallToolParams{Name: "wait_for_task_tool", Arguments: map[string]any{"task_id": id, "timeout_seconds": 30}}
+	params.SetProgressToken("wait-1")
+	res, err := cs.CallTool(context.Background(), params)
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	raw, _ := json.Marshal(res.StructuredContent)
+	require.Contains(t, string(raw), `"status":"completed"`)
+	inbox.mu.Lock()
+	defer inbox.mu.Unlock()
+	require.Equal(t, []float64{30}, inbox.progress)
 }
