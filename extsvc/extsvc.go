@@ -32,6 +32,11 @@ import (
 
 // Config configures a Service.
 type Config struct {
+	// ArtifactDir is a directory shared with the API processes
+	// (TASKFLOW_ARTIFACT_DIR) where PutFile puts files larger than
+	// stream.MaxArtifactBytes, as <dir>/<task id>/<name>. Default empty:
+	// PutFile refuses those (ErrFileTooLarge).
+	ArtifactDir string
 	// Name is the service's name; its consumer group is Name+"-group" and
 	// it appears in completed_by / failed_by. Required.
 	Name string
@@ -154,26 +159,46 @@ func (t *Task) Progress(ctx context.Context, percent float64, message string, et
 	return err
 }
 
+// ErrFileTooLarge: a file over stream.MaxArtifactBytes with no
+// Config.ArtifactDir to put it in.
+var ErrFileTooLarge = errors.New("extsvc: file too large for the artifact store")
+
 // PutFile stores data as the task's result file name (its content type,
-// e.g. "text/csv") in taskflow's artifact store (Redis, up to
-// stream.MaxArtifactBytes, kept stream.ArtifactTTL) and returns the URL
-// the API serves it at to the task's session: put it in the result's
-// file_url. name is one path segment (stream.CheckArtifactName). Storing
-// the same name again replaces the file (a redone attempt).
+// e.g. "text/csv") in taskflow's artifact store and returns the URL the API
+// serves it at to the task's session: put it in the result's file_url. A
+// file up to stream.MaxArtifactBytes goes into Redis; a larger one into
+// Config.ArtifactDir (ErrFileTooLarge without one), its entry in Redis.
+// Either is kept stream.ArtifactTTL. name is one path segment
+// (stream.CheckArtifactName). Storing the same name again replaces the
+// file (a redone attempt).
 func (t *Task) PutFile(ctx context.Context, name, contentType string, data []byte) (string, error) {
 	if err := stream.CheckArtifactName(name); err != nil {
 		return "", err
 	}
-	if len(data) > stream.MaxArtifactBytes {
-		return "", fmt.Errorf("artifact %s is %d bytes; the store keeps files up to %d", name, len(data), stream.MaxArtifactBytes)
+	if err := stream.CheckArtifactName(t.ID); err != nil {
+		return "", fmt.Errorf("task id %q cannot name a file: %w", t.ID, err)
 	}
 	if contentType == "" {
 		contentType = "application/octet-stream"
 	}
 	sum := sha256.Sum256(data)
+	fields := []any{"content_type", contentType, "size", len(data), "sha256", hex.EncodeToString(sum[:])}
+	if len(data) <= stream.MaxArtifactBytes {
+		fields = append(fields, "data", data)
+	} else {
+		if t.svc.cfg.ArtifactDir == "" {
+			return "", fmt.Errorf("%w: %s is %d bytes, the store keeps up to %d without an artifact directory (TASKFLOW_ARTIFACT_DIR)",
+				ErrFileTooLarge, name, len(data), stream.MaxArtifactBytes)
+		}
+		if err := stream.WriteArtifactFile(t.svc.cfg.ArtifactDir, t.ID, name, data); err != nil {
+			return "", err
+		}
+		fields = append(fields, "location", stream.ArtifactInDir)
+	}
 	key := t.svc.keys.Artifact(t.ID, name)
 	_, err := t.svc.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		pl.HSet(ctx, key, "content_type", contentType, "size", len(data), "sha256", hex.EncodeToString(sum[:]), "data", data)
+		pl.Del(ctx, key) // a replaced file leaves no field of the old one
+		pl.HSet(ctx, key, fields...)
 		pl.PExpire(ctx, key, stream.ArtifactTTL)
 		return nil
 	})

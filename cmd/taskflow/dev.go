@@ -242,7 +242,7 @@ func startDevServices(ctx context.Context, m *Main, ap *app.App, opts devOptions
 	for _, name := range opts.services {
 		spec := tools.Catalog[name]
 		svc, err := extsvc.New(ap.Redis, extsvc.Config{Name: spec.Service, Namespace: ap.Store.Namespace().Name(),
-			Logger: m.Logger})
+			Logger: m.Logger, ArtifactDir: ap.Config.ArtifactDir})
 		if err != nil {
 			stop()
 			return nil, err

@@ -95,7 +95,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 // and list_user_tasks) the service layer answers with. With a
 // DATABASE_URL, results that have left Redis are read back from the
 // archive; the returned func closes it.
-func openResults(m *Main, st *store.Store, databaseURL string) (*result.Results, func(), error) {
+func openResults(m *Main, st *store.Store, databaseURL, artifactDir string) (*result.Results, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
 	if databaseURL != "" {
@@ -107,7 +107,7 @@ func openResults(m *Main, st *store.Store, databaseURL string) (*result.Results,
 		}
 		closeFn = arc.Close
 	}
-	return result.New(st, result.Config{Archive: arc}), closeFn, nil
+	return result.New(st, result.Config{Archive: arc, ArtifactDir: artifactDir}), closeFn, nil
 }
 
 // runOrchestrator runs the agent-group consumer until ctx ends (also used

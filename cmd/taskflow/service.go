@@ -45,7 +45,7 @@ func newServiceCommand(m *Main) *cobra.Command {
 			}
 			defer rdb.Close()
 			svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: namespace, Consumer: consumer,
-				Concurrency: concurrency, Logger: m.Logger})
+				Concurrency: concurrency, Logger: m.Logger, ArtifactDir: m.Getenv("TASKFLOW_ARTIFACT_DIR")})
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}

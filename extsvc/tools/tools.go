@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	"strings"
 
 	"github.com/taskflow/taskflow/extsvc"
-	"github.com/taskflow/taskflow/internal/stream"
 )
 
 // Options configures the example services.
@@ -96,10 +96,13 @@ func safeName(id string) string {
 // too large for the store), its path and its SHA-256.
 func writeOutput(ctx context.Context, o Options, t *extsvc.Task, ext string, data []byte) (url, path, sum string, err error) {
 	url, path, sum, err = writeLocal(o, t.Type, t.ID, ext, data)
-	if err != nil || len(data) > stream.MaxArtifactBytes {
-		return url, path, sum, err
+	if err != nil {
+		return "", "", "", err
 	}
 	api, err := t.PutFile(ctx, safeName(t.ID)+"."+ext, contentTypes[ext], data)
+	if errors.Is(err, extsvc.ErrFileTooLarge) {
+		return url, path, sum, nil // too large for Redis, and no shared directory: the local copy's URL
+	}
 	if err != nil {
 		return "", "", "", extsvc.Fail("STORAGE_UNAVAILABLE", err.Error(), true)
 	}

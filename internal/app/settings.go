@@ -84,6 +84,7 @@ var Settings = []Setting{
 	{Vars: []string{"DATABASE_URL"}, Default: "(unset: no archive)"},
 	{Vars: []string{"TASKFLOW_ARCHIVE_SCHEMA"}, Default: "`taskflow`"},
 	{Vars: []string{"TASKFLOW_OUTPUT_DIR"}, Default: "`taskflow-output`"},
+	{Vars: []string{"TASKFLOW_ARTIFACT_DIR"}, Default: "(unset: result files over 8 MiB stay where the service wrote them)"},
 	{Vars: []string{"TASKFLOW_EXTERNAL_BACKOFF_INITIAL", "TASKFLOW_EXTERNAL_BACKOFF_MAX", "TASKFLOW_EXTERNAL_BACKOFF_JITTER"}, Default: "`1s` / `60s` / `0.2`"},
 	{Vars: []string{"TASKFLOW_ORCHESTRATOR_METRICS_ADDR"}, Default: "(unset: none)"},
 	{Vars: []string{"TASKFLOW_EXTERNAL_INFLIGHT"}, Default: "`64`"},

@@ -43,6 +43,10 @@ type Config struct {
 	// DatabaseURL is the PostgreSQL archive (DATABASE_URL). Default empty
 	// (no archive). The API passes it on; it does not need it itself.
 	DatabaseURL string
+	// ArtifactDir is the directory shared by the services and the API
+	// processes for result files over 8 MiB (TASKFLOW_ARTIFACT_DIR).
+	// Default empty: such files stay where their service wrote them.
+	ArtifactDir string
 	// MaxBodyBytes caps a request body (TASKFLOW_MAX_BODY_BYTES,
 	// --max-body-bytes); larger bodies get 413. Default 1 MiB.
 	MaxBodyBytes int64
@@ -211,6 +215,7 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.Namespace = getenv("TASKFLOW_NAMESPACE")
 	c.AdminKey = getenv("TASKFLOW_ADMIN_KEY")
 	c.DatabaseURL = getenv("DATABASE_URL")
+	c.ArtifactDir = getenv("TASKFLOW_ARTIFACT_DIR")
 	c.APIURL = getenv("TASKFLOW_URL")
 	c.Token = getenv("TASKFLOW_TOKEN")
 	if c.Token == "" {

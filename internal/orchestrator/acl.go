@@ -31,7 +31,7 @@ func ACLRules(ns keyspace.Namespace) []string {
 //   - the registry: SADD agent:services; HSET, HGET and PEXPIRE of
 //     its agent:service:<name> hash (it is never deleted: it expires);
 //     HSET of agent:task-types (its types' descriptions and schemas);
-//   - result files: HSET and PEXPIRE of agent:artifact:<task>:<name>.
+//   - result files: DEL, HSET and PEXPIRE of agent:artifact:<task>:<name>.
 //
 // No DEL, XDEL or XTRIM on any stream, so a service cannot remove work or
 // outcomes. A service can still publish an outcome for any task id; the
@@ -47,6 +47,6 @@ func ServiceACLRules(ns keyspace.Namespace) []string {
 		"(~" + p + "services +sadd)",
 		"(~" + p + "service:* +hset +hget +pexpire)",
 		"(~" + p + "task-types +hset)",
-		"(~" + p + "artifact:* +hset +pexpire)",
+		"(~" + p + "artifact:* +hset +pexpire +del)",
 	}
 }

@@ -3,6 +3,8 @@ package result
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"os"
 
 	"github.com/taskflow/taskflow/internal/stream"
 )
@@ -36,5 +38,23 @@ func (r *Results) File(ctx context.Context, id, name string) (File, error) {
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	return File{Name: name, ContentType: ct, SHA256: h["sha256"], Data: []byte(h["data"])}, nil
+	f := File{Name: name, ContentType: ct, SHA256: h["sha256"], Data: []byte(h["data"])}
+	if h["location"] == stream.ArtifactInDir {
+		if r.cfg.ArtifactDir == "" {
+			return File{}, ErrNoArtifactDir
+		}
+		b, err := os.ReadFile(stream.ArtifactPath(r.cfg.ArtifactDir, id, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return File{}, ErrNoFile
+		}
+		if err != nil {
+			return File{}, err
+		}
+		f.Data = b
+	}
+	return f, nil
 }
+
+// ErrNoArtifactDir: the file is in the shared artifact directory and this
+// process has none (TASKFLOW_ARTIFACT_DIR unset here).
+var ErrNoArtifactDir = errors.New("result: the file is in the artifact directory, which this API process does not have (set TASKFLOW_ARTIFACT_DIR)")

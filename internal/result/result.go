@@ -78,6 +78,10 @@ type Config struct {
 	QueueScan int
 	// Clock is the time ETAs count down from. Default the real clock.
 	Clock clock.Clock
+	// ArtifactDir is the artifact directory shared with the services
+	// (TASKFLOW_ARTIFACT_DIR), where files too large for Redis are. Default
+	// empty: such files cannot be served (File says so).
+	ArtifactDir string
 }
 
 // Results answers the retrieval tools.

@@ -83,6 +83,9 @@ func (s *Service) ResultFile(ctx context.Context, p auth.Principal, id, name str
 		return result.File{}, err
 	}
 	f, err := res.File(ctx, id, name)
+	if errors.Is(err, result.ErrNoArtifactDir) {
+		return result.File{}, &Error{Kind: KindConflict, Code: "artifact_dir_unavailable", Field: "name", Message: err.Error(), Err: err}
+	}
 	if errors.Is(err, result.ErrNoFile) {
 		return result.File{}, &Error{Kind: KindNotFound, Code: "file_not_found", Field: "name",
 			Message: fmt.Sprintf("task %s has no file %q (files are kept %s)", id, name, stream.ArtifactTTL)}

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 )
 
@@ -28,4 +30,48 @@ func CheckArtifactName(name string) error {
 // base URL), the file_url a service puts in its result.
 func FileURL(taskID, name string) string {
 	return "/api/v1/results/" + taskID + "/files/" + name
+}
+
+// ArtifactInDir is the location field of an artifact whose bytes are in
+// the shared artifact directory rather than in its Redis hash.
+const ArtifactInDir = "dir"
+
+// ArtifactPath is where an artifact lives in the artifact directory dir.
+func ArtifactPath(dir, taskID, name string) string {
+	return filepath.Join(dir, taskID, name)
+}
+
+// WriteArtifactFile writes data as ArtifactPath(dir, taskID, name),
+// atomically (a reader sees the old file or the new one, whole).
+func WriteArtifactFile(dir, taskID, name string, data []byte) error {
+	if err := CheckArtifactName(taskID); err != nil {
+		return err
+	}
+	if err := CheckArtifactName(name); err != nil {
+		return err
+	}
+	sub := filepath.Join(dir, taskID)
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		return fmt.Errorf("artifact directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(sub, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("artifact directory: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), ArtifactPath(dir, taskID, name))
+	}
+	if werr != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("artifact directory: %w", werr)
+	}
+	return nil
 }
