@@ -253,31 +253,120 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	return nil
 }
 
-// handleAll applies a batch, Parallel events at a time; it reports a
-// simulated crash.
+// handleAll applies a batch, Parallel tasks at a time: the events of one
+// task in stream order (two outcomes of one attempt back to back: the
+// first is applied first, and wins), those of different tasks at once. It
+// reports a simulated crash.
 func (o *Orchestrator) handleAll(ctx context.Context, msgs []stream.Message) (crashed bool) {
+	var lanes [][]stream.Message
+	byTask := map[string]int{}
+	for _, m := range msgs {
+		id := eventTaskID(m)
+		if i, ok := byTask[id]; ok && id != "" {
+			lanes[i] = append(lanes[i], m)
+			continue
+		}
+		byTask[id] = len(lanes)
+		lanes = append(lanes, []stream.Message{m})
+	}
 	sem := make(chan struct{}, o.cfg.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	for _, m := range msgs {
+	for _, lane := range lanes {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if err := o.handle(ctx, m); err != nil {
-				if errors.Is(err, errCrash) {
-					mu.Lock()
-					crashed = true
-					mu.Unlock()
-					return
+			for _, m := range lane {
+				if err := o.handle(ctx, m); err != nil {
+					if errors.Is(err, errCrash) {
+						mu.Lock()
+						crashed = true
+						mu.Unlock()
+						return
+					}
+					// Not acknowledged: retried after ClaimIdle (or by us).
+					o.cfg.Logger.Warn("event not applied; it stays pending", "stream", m.Stream, "entry", m.ID, "err", err)
 				}
-				// Not acknowledged: retried after ClaimIdle (or by us).
-				o.cfg.Logger.Warn("event not applied; it stays pending", "stream", m.Stream, "entry", m.ID, "err", err)
 			}
 		}()
 	}
 	wg.Wait()
 	return crashed
+}
+
+// eventTaskID is the task an event is about ("" when it cannot be read:
+// handle says why).
+func eventTaskID(m stream.Message) string {
+	if m.Err != nil {
+		return ""
+	}
+	var d struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal(m.Event.Data, &d)
+	return d.TaskID
+}
+
+// awaitEarlierOutcome waits while another consumer of agent-group holds,
+// delivered and not yet acknowledged, an earlier entry of m's stream
+// about the same attempt (task id and token): the stream's order decides
+// which outcome is first, not which consumer is faster. Entries are
+// delivered in stream order, so an earlier one is either pending — seen
+// here — or acknowledged, its outcome applied. A consumer that died
+// holding it is waited for at most ClaimIdle (then its entry is claimed
+// and, being later in effect, ignored as a duplicate).
+func (o *Orchestrator) awaitEarlierOutcome(ctx context.Context, m stream.Message, taskID, tok string) error {
+	deadline := time.Now().Add(o.cfg.ClaimIdle)
+	for {
+		pend, err := o.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: m.Stream, Group: stream.AgentGroup,
+			Start: "-", End: "(" + m.ID, Count: 256}).Result()
+		if err != nil {
+			return err
+		}
+		var others []string
+		for _, p := range pend {
+			if p.Consumer != o.cfg.Consumer { // ours are applied in order already (handleAll)
+				others = append(others, p.ID)
+			}
+		}
+		if len(others) == 0 {
+			return nil
+		}
+		cmds := make([]*redis.XMessageSliceCmd, len(others))
+		if _, err := o.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			for i, id := range others {
+				cmds[i] = pl.XRange(ctx, m.Stream, id, id)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		earlier := false
+		for _, c := range cmds {
+			for _, x := range c.Val() {
+				e, err := stream.Decode(x.ID, x.Values)
+				if err != nil {
+					continue
+				}
+				var d struct {
+					TaskID string `json:"task_id"`
+					Token  string `json:"token"`
+				}
+				if json.Unmarshal(e.Data, &d) == nil && d.TaskID == taskID && (d.Token == tok || d.Token == "") {
+					earlier = true
+				}
+			}
+		}
+		if !earlier || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // handle applies one event and acknowledges it. An error leaves it pending.
@@ -357,6 +446,9 @@ const markerTTL = 7 * 24 * time.Hour
 func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, eventToken string, apply func(outcome) error) error {
 	tok, err := o.token(ctx, taskID, eventToken)
 	if err != nil {
+		return err
+	}
+	if err := o.awaitEarlierOutcome(ctx, m, taskID, tok); err != nil {
 		return err
 	}
 	marker := o.k.applied(taskID + ":" + tok)
