@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
@@ -155,7 +156,22 @@ func TestMCPOverHTTP(t *testing.T) {
 		require.True(t, ok, n)
 		require.Equal(t, "object", sch["type"], n)
 		require.NotEmpty(t, tools[n].Description, n)
+		// a valid JSON Schema (2020-12, as the SDKs read it)
+		raw, err := json.Marshal(sch)
+		require.NoError(t, err)
+		var js jsonschema.Schema
+		require.NoError(t, json.Unmarshal(raw, &js), n)
+		_, err = js.Resolve(nil)
+		require.NoError(t, err, "%s: %s", n, raw)
 	}
+	// and it checks what the server checks
+	repSchema, _ := json.Marshal(tools["generate_report_tool"].InputSchema)
+	var js jsonschema.Schema
+	require.NoError(t, json.Unmarshal(repSchema, &js))
+	resolved, err := js.Resolve(nil)
+	require.NoError(t, err)
+	require.NoError(t, resolved.Validate(map[string]any{"quarter": "Q1", "year": 2024.0, "data": map[string]any{}}))
+	require.Error(t, resolved.Validate(map[string]any{"quarter": "Q1"}), "year and data are required")
 	rep := tools["generate_report_tool"].InputSchema.(map[string]any)
 	require.ElementsMatch(t, []any{"quarter", "year", "data"}, rep["required"])
 	require.Contains(t, rep["properties"], "priority", "the task options ride along the params")
