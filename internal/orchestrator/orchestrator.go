@@ -319,14 +319,16 @@ func eventTaskID(m stream.Message) string {
 func (o *Orchestrator) awaitEarlierOutcome(ctx context.Context, m stream.Message, taskID, tok string) error {
 	deadline := time.Now().Add(o.cfg.ClaimIdle)
 	for {
+		// (an inclusive end, m itself left out below: the embedded Redis of
+		// taskflow dev has no exclusive ranges)
 		pend, err := o.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: m.Stream, Group: stream.AgentGroup,
-			Start: "-", End: "(" + m.ID, Count: 256}).Result()
+			Start: "-", End: m.ID, Count: 256}).Result()
 		if err != nil {
 			return err
 		}
 		var others []string
 		for _, p := range pend {
-			if p.Consumer != o.cfg.Consumer { // ours are applied in order already (handleAll)
+			if p.ID != m.ID && p.Consumer != o.cfg.Consumer { // ours are applied in order already (handleAll)
 				others = append(others, p.ID)
 			}
 		}
