@@ -138,17 +138,6 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 		return err
 	}
 	defer ap.Close()
-	// Packages that read REDIS_URL themselves (the plan engine) must see the
-	// Redis this process uses, embedded or not.
-	dm := *m
-	getenv := m.Getenv
-	dm.Getenv = func(k string) string {
-		if k == "REDIS_URL" {
-			return cfg.RedisURL
-		}
-		return getenv(k)
-	}
-	m = &dm
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -218,7 +207,7 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 // named by TASKFLOW_PLAN_REDIS_URL, else this process's own.
 func seedDevDemo(ctx context.Context, m *Main, ap *app.App) (int, string, error) {
 	rdb, where := ap.Redis, "this process's Redis"
-	if u := m.Getenv("TASKFLOW_PLAN_REDIS_URL"); u != "" {
+	if u := ap.Config.Plans.RedisURL; u != "" {
 		c, err := redisconn.Open(ctx, u, redisconn.Options{PingTimeout: 2 * time.Second})
 		if err != nil {
 			return 0, "", fmt.Errorf("--demo-data: TASKFLOW_PLAN_REDIS_URL: %w", err)
@@ -226,7 +215,7 @@ func seedDevDemo(ctx context.Context, m *Main, ap *app.App) (int, string, error)
 		defer c.Close()
 		rdb, where = c, redactedURL(u)
 	}
-	n, err := plan.Seed(ctx, rdb, m.Getenv("RANKD_KEY_PREFIX"), plan.Demo())
+	n, err := plan.Seed(ctx, rdb, ap.Config.Plans.KeyPrefix, plan.Demo())
 	if err != nil {
 		return 0, "", fmt.Errorf("--demo-data: %w", err)
 	}

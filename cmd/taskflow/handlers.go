@@ -1,11 +1,13 @@
 package main
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/builtin"
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/store"
@@ -25,6 +27,11 @@ type taskDeps struct {
 	// DefaultTimeout is the attempt timeout of a task that sets none
 	// (TASKFLOW_TASK_TIMEOUT): the dispatcher sends it to the services.
 	DefaultTimeout time.Duration
+	// Plans are the plan engine's settings; nil: read from the
+	// environment (a process that only lists the types, tests).
+	Plans *config.PlanSettings
+	// RedisURL is the process's Redis, the plans' default.
+	RedisURL string
 }
 
 // newTaskMux builds the handler registry that `taskflow worker` and
@@ -66,7 +73,17 @@ func openTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, func() error, error) {
 		return nil, nil, err
 	}
 	mux.Handle(summarize.TaskType, sum)
-	pl, err := planapi.FromEnv(m.Getenv, m.Logger)
+	pc := config.Config{RedisURL: d.RedisURL}
+	if d.Plans != nil {
+		pc.Plans = *d.Plans
+	} else {
+		c, err := config.FromEnv(m.Getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		pc = c
+	}
+	pl, err := planapi.Open(planOptions(pc, m.Logger))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,4 +127,10 @@ func taskDependencies(mux *worker.Mux) map[string]string {
 		}
 	}
 	return out
+}
+
+// planOptions are the plan engine's options from a process's configuration.
+func planOptions(c config.Config, log *slog.Logger) planapi.Options {
+	return planapi.Options{RedisURL: c.PlanRedisURL(), KeyPrefix: c.Plans.KeyPrefix, PlanDir: c.Plans.Dir,
+		DefaultDeadline: c.Plans.Deadline, Logger: log}
 }

@@ -57,7 +57,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 
 	// Plans: POST /api/v1/plans/{name}/execute, synchronous,
 	// and the submit-time check of plan tasks.
-	if x.plans, err = planapi.FromEnv(m.Getenv, m.Logger); err != nil {
+	if x.plans, err = planapi.Open(planOptions(cfg, m.Logger)); err != nil {
 		return x, err
 	}
 	x.close = append(x.close, func() { _ = x.plans.Close() })

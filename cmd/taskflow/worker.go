@@ -87,7 +87,7 @@ func runEngine(ctx context.Context, m *Main, a *app.App, r engineRun) error {
 	}
 	if r.workers {
 		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: a.Redis, Namespace: st.Namespace(), Store: st,
-			DefaultTimeout: eng.Worker.WithDefaults().DefaultTimeout})
+			DefaultTimeout: eng.Worker.WithDefaults().DefaultTimeout, Plans: &a.Config.Plans, RedisURL: a.Config.RedisURL})
 		if err != nil {
 			return err
 		}

@@ -47,6 +47,9 @@ type Config struct {
 	// processes for result files over 8 MiB (TASKFLOW_ARTIFACT_DIR).
 	// Default empty: such files stay where their service wrote them.
 	ArtifactDir string
+	// Plans are the plan engine's settings (named plan runs and plan
+	// tasks).
+	Plans PlanSettings
 	// MaxBodyBytes caps a request body (TASKFLOW_MAX_BODY_BYTES,
 	// --max-body-bytes); larger bodies get 413. Default 1 MiB.
 	MaxBodyBytes int64
@@ -216,6 +219,17 @@ func FromEnv(getenv func(string) string) (Config, error) {
 	c.AdminKey = getenv("TASKFLOW_ADMIN_KEY")
 	c.DatabaseURL = getenv("DATABASE_URL")
 	c.ArtifactDir = getenv("TASKFLOW_ARTIFACT_DIR")
+	c.Plans.RedisURL = getenv("TASKFLOW_PLAN_REDIS_URL")
+	c.Plans.KeyPrefix = getenv("RANKD_KEY_PREFIX")
+	c.Plans.Dir = getenv("TASKFLOW_PLAN_DIR")
+	if v := strings.TrimSpace(getenv("TASKFLOW_PLAN_DEADLINE_MS")); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms <= 0 {
+			errs = append(errs, fmt.Errorf("%w: TASKFLOW_PLAN_DEADLINE_MS: %q is not a positive number of milliseconds", ErrInvalid, v))
+		} else {
+			c.Plans.Deadline = time.Duration(ms) * time.Millisecond
+		}
+	}
 	c.APIURL = getenv("TASKFLOW_URL")
 	c.Token = getenv("TASKFLOW_TOKEN")
 	if c.Token == "" {
@@ -356,4 +370,30 @@ func redactURL(s string) string {
 		return "<unparseable URL>"
 	}
 	return u.Redacted()
+}
+
+// PlanSettings configure the plan engine of a process.
+type PlanSettings struct {
+	// RedisURL is the Redis holding the plans' data
+	// (TASKFLOW_PLAN_REDIS_URL). Default empty: the process's own Redis
+	// (PlanRedisURL).
+	RedisURL string
+	// KeyPrefix prefixes every key plans read (RANKD_KEY_PREFIX). Default
+	// empty.
+	KeyPrefix string
+	// Dir is a directory of compiled plans (TASKFLOW_PLAN_DIR). Default
+	// empty: the plans built into the binary.
+	Dir string
+	// Deadline is a run's default deadline (TASKFLOW_PLAN_DEADLINE_MS).
+	// Default 0: the engine's (1 s).
+	Deadline time.Duration
+}
+
+// PlanRedisURL is the Redis plans read: TASKFLOW_PLAN_REDIS_URL, else the
+// process's own (REDIS_URL, or taskflow dev's embedded one once set).
+func (c Config) PlanRedisURL() string {
+	if c.Plans.RedisURL != "" {
+		return c.Plans.RedisURL
+	}
+	return c.RedisURL
 }

@@ -143,3 +143,23 @@ func TestSessionRateLimitEnv(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, c.Validate(), "TASKFLOW_CLIENT_IP_HEADER")
 }
+
+// TestPlanSettings: the plan engine's settings are read once here, with
+// the process's Redis as the plans' default and a bad deadline refused
+// naming its variable.
+func TestPlanSettings(t *testing.T) {
+	t.Parallel()
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	c, err := config.FromEnv(env(map[string]string{"REDIS_URL": "redis://a:6379/0", "RANKD_KEY_PREFIX": "demo:",
+		"TASKFLOW_PLAN_DIR": "/plans", "TASKFLOW_PLAN_DEADLINE_MS": "2500"}))
+	require.NoError(t, err)
+	require.Equal(t, "redis://a:6379/0", c.PlanRedisURL(), "the process's Redis by default")
+	require.Equal(t, config.PlanSettings{KeyPrefix: "demo:", Dir: "/plans", Deadline: 2500 * time.Millisecond}, c.Plans)
+	c, err = config.FromEnv(env(map[string]string{"REDIS_URL": "redis://a:6379/0", "TASKFLOW_PLAN_REDIS_URL": "redis://b:6379/1"}))
+	require.NoError(t, err)
+	require.Equal(t, "redis://b:6379/1", c.PlanRedisURL())
+	for _, v := range []string{"0", "-5", "1.5", "soon"} {
+		_, err = config.FromEnv(env(map[string]string{"TASKFLOW_PLAN_DEADLINE_MS": v}))
+		require.ErrorContains(t, err, "TASKFLOW_PLAN_DEADLINE_MS", v)
+	}
+}
