@@ -222,8 +222,8 @@ func (t *Task) UnmarshalParams(v any) error {
 	return nil
 }
 
-// Handler runs one task and returns its result (a JSON object: spec 003
-// shows file_url, summary and metadata) or an error. Return an *Error (see
+// Handler runs one task and returns its result (a JSON object: by
+// convention file_url, summary and metadata; docs/protocol.md) or an error. Return an *Error (see
 // Fail) to choose the error code and whether the agent retries; any other
 // error is reported as INTERNAL_ERROR, not retried, and a context error
 // after a cancel request as CANCELLED.

@@ -96,7 +96,7 @@ func TestDevLiveNotifications(t *testing.T) {
 		var n map[string]any
 		require.NoError(t, json.Unmarshal(raw, &n), via)
 		for _, f := range []string{"notification_id", "type", "task_id", "task_type", "message", "action", "timestamp", "priority"} {
-			require.Contains(t, n, f, "%s: spec 003 §5 field %s in %s", via, f, raw)
+			require.Contains(t, n, f, "%s: notification field %s in %s", via, f, raw)
 		}
 		require.Equal(t, sub.ID, n["task_id"], via)
 		require.Equal(t, "task_completed", n["type"], via)

@@ -92,7 +92,7 @@ func TestAPIMetricsNotificationDelivery(t *testing.T) {
 }
 
 // TestDevMetricsExternalOutcomes: `taskflow dev` runs the orchestrator in
-// the API's process, so its /metrics carries all of spec 003 §9 once tasks
+// the API's process, so its /metrics carries every series docs/notifications.md lists once tasks
 // went through an external service (here `taskflow service analysis`,
 // in this process): created, completed and failed (dead-lettered) counts,
 // the services' durations, consumer lag, the DLQ stream's size and the

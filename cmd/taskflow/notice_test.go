@@ -69,7 +69,7 @@ func TestDevInProcessTaskNotifies(t *testing.T) {
 	require.Len(t, polled, 1, "%v", polled)
 	n := polled[0]
 	for _, f := range []string{"notification_id", "type", "task_id", "task_type", "message", "action", "timestamp", "priority"} {
-		require.Contains(t, n, f, "spec 003 §5 field %s", f)
+		require.Contains(t, n, f, "notification field %s (docs/notifications.md)", f)
 	}
 	require.Equal(t, id, n["task_id"])
 	require.Equal(t, "task_completed", n["type"])

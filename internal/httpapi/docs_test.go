@@ -23,7 +23,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	paths := r.body["paths"].(map[string]any)
 	schemas := r.body["components"].(map[string]any)["schemas"].(map[string]any)
 
-	// Every spec 001 endpoint is there.
+	// Every endpoint of docs/api.md is there.
 	for _, p := range []string{"/api/v1/tasks/summarize", "/api/v1/tasks/{task_id}", "/api/v1/tasks/{task_id}/retry",
 		"/api/v1/tasks", "/api/v1/tasks/requeue-orphaned", "/api/v1/queues/status", "/api/v1/queues/dlq",
 		"/api/v1/queues/{queue}/tasks", "/health", "/api/v1/queues/status/stream", "/api/v1/workers", "/api/v1/plans/{name}/execute",

@@ -19,7 +19,7 @@ func TestSpec001TaskShape(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	for _, k := range []string{"task_id", "state", "content", "retry_count", "max_retries", "last_error", "error_type",
 		"retry_after", "created_at", "updated_at", "completed_at", "result", "error_history"} {
-		require.Contains(t, r.body, k, "spec 001 field %s", k)
+		require.Contains(t, r.body, k, "documented field %s", k)
 	}
 	for _, k := range []string{"last_error", "error_type", "retry_after", "completed_at", "result"} {
 		require.Nil(t, r.body[k], "%s of a PENDING task", k)

@@ -25,7 +25,7 @@ const (
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// ToolName is the tool of a task type, spec 003's pattern: "report.generate"
+// ToolName is the tool of a task type, {verb}_{noun}_tool: "report.generate"
 // → generate_report_tool, "data.analyze" → analyze_data_tool; a type
 // without a dot → {type}_task_tool; summarize → summarize_text_tool and
 // plan → run_plan_tool.
@@ -132,14 +132,14 @@ func (ss *session) typeTool(t service.TaskTypeInfo) (*mcp.Tool, mcp.ToolHandler,
 	}, true
 }
 
-// Acknowledgment is a task tool's answer (spec 003's tool output).
+// Acknowledgment is a task tool's answer: the task id and a sentence for the model.
 type Acknowledgment struct {
 	TaskID                string `json:"task_id"`
 	TaskType              string `json:"task_type"`
 	State                 string `json:"state"`
 	AcknowledgmentMessage string `json:"acknowledgment_message"`
 	// Notifications are the session's unread notifications, delivered
-	// with this answer (spec 003's "next interaction").
+	// with this answer (as a REST response carries them on a session's next request).
 	Notifications []service.Notification `json:"notifications,omitempty"`
 }
 

@@ -40,7 +40,7 @@ func TestEndToEndCompletion(t *testing.T) {
 	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{"attempt":1}}`, string(done.Result))
 	ns := b.waitNotes(t, "s1", 1) // the notification is the last effect
 
-	// Result cache of spec 003.
+	// The result cache (task:{id}:result).
 	raw, err := b.rdb.Get(ctx, b.rk.Cache(tk.ID)).Result()
 	require.NoError(t, err)
 	var cached struct {

@@ -206,7 +206,7 @@ func (c Catalog) Manifest() string {
 				fmt.Fprintf(&sb, "  default = %s\n", tomlValue(p.Default))
 			}
 			if d, ok := op.BareDefaults[p.Name]; ok {
-				fmt.Fprintf(&sb, "  bare_default = %s # when the plan names the op bare (spec 002's form)\n", tomlValue(d))
+				fmt.Fprintf(&sb, "  bare_default = %s # when the plan names the op bare (the short form)\n", tomlValue(d))
 			}
 			if p.Enum != nil {
 				q := make([]string, len(p.Enum))

@@ -179,9 +179,8 @@ func busyPlan(ms int) string {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestDeadlineDuringCPUNode: the request deadline passing while a CPU node
-// runs is that node's timeout, "Node execution timeout" (spec 002's
-// example 6; the reference's CPU offload waits min(deadline, node
-// timeout)), on the pool or inline; during IO it stays "Request deadline
+// runs is that node's timeout, "Node execution timeout" (a CPU node is
+// waited for min(deadline, node timeout), as docs/plan.md says), on the pool or inline; during IO it stays "Request deadline
 // exceeded" (TestDeadlineTimeoutFailFast, TestTimeoutsDuringRedisReads).
 func TestDeadlineDuringCPUNode(t *testing.T) {
 	t.Parallel()

@@ -15,7 +15,7 @@ func TestParseSchedules(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []time.Duration{30 * time.Second, 90 * time.Second}, got[task.ErrTypeRateLimit])
 	require.Equal(t, []time.Duration{time.Second, 2500 * time.Millisecond}, got[task.ErrTypeDefault])
-	require.Equal(t, DefaultSchedules()[task.ErrTypeServiceUnavailable], got[task.ErrTypeServiceUnavailable], "types not given keep spec 001's")
+	require.Equal(t, DefaultSchedules()[task.ErrTypeServiceUnavailable], got[task.ErrTypeServiceUnavailable], "types not given keep the built-in schedules")
 	p := Policy{Schedules: got}.WithDefaults()
 	require.NoError(t, p.Validate())
 	require.Equal(t, 90*time.Second, p.Base(5, task.ErrTypeRateLimit), "the last delay repeats")

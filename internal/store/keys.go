@@ -7,7 +7,7 @@ import (
 
 // keys builds every Redis key name the engine uses. All keys of one
 // namespace share the hash tag {namespace}, so every script touches a single
-// Redis Cluster slot. Names follow spec 001 under that prefix.
+// Redis Cluster slot. Names follow the documented layout under that prefix (docs/architecture.md).
 //
 // Every script gets its keys in KEYS, whole. The one exception is the
 // per-task keys (task:<id>, dlq:task:<id>) of the scripts that learn their

@@ -33,7 +33,7 @@ type CompletedData struct {
 	TaskID string `json:"task_id"`
 	// Status is always "success".
 	Status string `json:"status"`
-	// Result is a JSON object: spec 003 shows file_url, summary and
+	// Result is a JSON object: by convention file_url, summary and
 	// metadata; a service may add fields.
 	Result      json.RawMessage `json:"result"`
 	DurationMS  int64           `json:"duration_ms"`
@@ -52,7 +52,7 @@ type ErrorInfo struct {
 	Retryable *bool `json:"retryable,omitempty"`
 }
 
-// MarshalJSON writes empty (or null) Details as {}, as spec 003 shows.
+// MarshalJSON writes empty (or null) Details as {}, as docs/protocol.md shows.
 func (e ErrorInfo) MarshalJSON() ([]byte, error) {
 	type plain ErrorInfo
 	if t := bytes.TrimSpace(e.Details); len(t) == 0 || string(t) == "null" {

@@ -37,8 +37,9 @@ func TestEventRoundTrip(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidEvent)
 }
 
-// TestSpecExamples decodes the JSON examples of spec 003 §2 and §6 as a
-// service in another language would publish them.
+// TestSpecExamples decodes the event examples the protocol started from
+// (the shapes docs/protocol.md shows) as a service in another language
+// would publish them.
 func TestSpecExamples(t *testing.T) {
 	t.Parallel()
 	cases := map[string]struct {
