@@ -136,23 +136,24 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 		return TaskList{}, err
 	}
 	out := TaskList{Page: q.offset/q.size + 1, PageSize: q.size, Tasks: []any{}}
-	var tasks []*task.Task
-	var waiting map[string][]string // tasks waiting on others: on what
+	var l listing
 	switch {
 	case !p.Admin:
-		tasks, waiting, out.Total, out.Partial, err = s.listSession(ctx, p.SessionID, q)
+		l, err = s.listSession(ctx, p.SessionID, q)
 	case q.hasState && q.taskType == "" && q.indexOrdered(q.state):
 		var pg *store.TaskPage
 		pg, err = s.st.ListByState(ctx, q.state, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
 		if err == nil {
-			tasks, out.Total = pg.Tasks, pg.Total
+			l = listing{tasks: pg.Tasks, total: pg.Total}
 		}
 	default:
-		tasks, waiting, out.Total, out.Partial, err = s.listMerged(ctx, q)
+		l, err = s.listMerged(ctx, q)
 	}
 	if err != nil {
 		return TaskList{}, storeErr("", err)
 	}
+	tasks, waiting := l.tasks, l.waiting
+	out.Total, out.Partial = l.total, l.partial
 	for _, t := range tasks {
 		if q.summary {
 			sm := SummaryOf(t)
@@ -276,15 +277,25 @@ func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, nee
 	}
 }
 
+// listing is one page of a listing, as the paths of List find it.
+type listing struct {
+	tasks []*task.Task
+	// waiting: the tasks of the page that wait on others, and on what
+	waiting map[string][]string
+	total   int64
+	// partial: the listing stopped at MaxMergeWindow entries
+	partial bool
+}
+
 // listMerged serves the admin's listings that cannot be cut from one index:
 // across states, by task_type, by created_at, PENDING (with the tasks
 // waiting on others) and ACTIVE. It takes the first page*page_size tasks
 // of each state in the listing's order (fromIndex), merges and cuts the
 // page, so the order is global across pages. Bounded by MaxMergeWindow.
-func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, map[string][]string, int64, bool, error) {
+func (s *Service) listMerged(ctx context.Context, q listQuery) (listing, error) {
 	window := q.offset + q.size
 	if window > MaxMergeWindow {
-		return nil, nil, 0, false, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states, PENDING or ACTIVE, filtering by task_type or sorting by created_at; sort by updated_at with a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED to page deeper", MaxMergeWindow)
+		return listing{}, Invalid("invalid_parameter", "page", "page*page_size may be at most %d when listing all states, PENDING or ACTIVE, filtering by task_type or sorting by created_at; sort by updated_at with a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED to page deeper", MaxMergeWindow)
 	}
 	states := task.States
 	if q.hasState {
@@ -296,7 +307,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, ma
 	for _, st := range states {
 		ts, n, cut, err := s.fromIndex(ctx, st, q, window)
 		if err != nil {
-			return nil, nil, 0, false, err
+			return listing{}, err
 		}
 		all = append(all, ts...)
 		total += n
@@ -313,11 +324,11 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, ma
 		}
 		ids, parkedTotal, err := s.cfg.Dependencies.ParkedIDs(ctx, 0, n, q.asc)
 		if err != nil {
-			return nil, nil, 0, false, err
+			return listing{}, err
 		}
 		views, err := s.parkedViews(ctx, ids)
 		if err != nil {
-			return nil, nil, 0, false, err
+			return listing{}, err
 		}
 		waiting = make(map[string][]string, len(views))
 		if q.taskType == "" {
@@ -348,9 +359,9 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) ([]*task.Task, ma
 	}
 	sortTasks(all, q)
 	if q.offset >= len(all) {
-		return nil, waiting, total, partial, nil
+		return listing{waiting: waiting, total: total, partial: partial}, nil
 	}
-	return all[q.offset:min(len(all), q.offset+q.size)], waiting, total, partial, nil
+	return listing{tasks: all[q.offset:min(len(all), q.offset+q.size)], waiting: waiting, total: total, partial: partial}, nil
 }
 
 // dedupeByID moves every task met more than once to the end of ts,
@@ -381,7 +392,7 @@ func dedupeByID(ts []*task.Task) int {
 }
 
 // listSession pages a session's own tasks from its task index.
-func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) ([]*task.Task, map[string][]string, int64, bool, error) {
+func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) (listing, error) {
 	k := s.st.SessionTasksKey(sessionID)
 	var all []*task.Task
 	var missing []any
@@ -396,11 +407,11 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 			ids, err = s.rdb.ZRevRange(ctx, k, off, off+MaxPageSize-1).Result()
 		}
 		if err != nil {
-			return nil, nil, 0, false, err
+			return listing{}, err
 		}
 		ts, err := s.st.GetMany(ctx, ids)
 		if err != nil {
-			return nil, nil, 0, false, err
+			return listing{}, err
 		}
 		found := make(map[string]bool, len(ts))
 		for _, t := range ts {
@@ -418,7 +429,7 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 		// tasks waiting on others are listed as PENDING, and stay indexed
 		parked, err := s.parkedViews(ctx, absent)
 		if err != nil {
-			return nil, nil, 0, false, err
+			return listing{}, err
 		}
 		for _, id := range absent {
 			if v, ok := parked[id]; ok {
@@ -444,9 +455,9 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 	sortTasks(all, q)
 	total := int64(len(all))
 	if q.offset >= len(all) {
-		return nil, waiting, total, partial, nil
+		return listing{waiting: waiting, total: total, partial: partial}, nil
 	}
-	return all[q.offset:min(len(all), q.offset+q.size)], waiting, total, partial, nil
+	return listing{tasks: all[q.offset:min(len(all), q.offset+q.size)], waiting: waiting, total: total, partial: partial}, nil
 }
 
 // QueueStatus is GET /api/v1/queues/status answer.
