@@ -3,8 +3,11 @@ package notify
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // Hub fans the "new notification" announcements of every process out to
@@ -40,34 +43,22 @@ func NewHub(n *Notifier) *Hub {
 func (h *Hub) Run(ctx context.Context) error {
 	once := false
 	for ctx.Err() == nil {
-		ps := h.rdb.Subscribe(ctx, h.channel)
-		if _, err := ps.Receive(ctx); err != nil {
-			_ = ps.Close()
-			if ctx.Err() != nil {
-				break
+		err := redisconn.Listen(ctx, h.rdb, h.channel, 1024, func(ok bool) {
+			switch {
+			case !ok:
+			case !once:
+				close(h.ready)
+				once = true
+			default:
+				h.wakeAll() // resubscribed: what was announced meanwhile is re-read
 			}
-			continue
-		}
-		if !once {
-			close(h.ready)
-			once = true
-		} else {
-			h.wakeAll()
-		}
-		ch := ps.Channel(redis.WithChannelSize(1024))
-	loop:
-		for {
-			select {
+		}, h.wake)
+		if err != nil && ctx.Err() == nil {
+			select { // Redis unreachable: try again shortly
 			case <-ctx.Done():
-				break loop
-			case m, ok := <-ch:
-				if !ok {
-					break loop
-				}
-				h.wake(m.Payload)
+			case <-time.After(100 * time.Millisecond):
 			}
 		}
-		_ = ps.Close()
 	}
 	return nil
 }

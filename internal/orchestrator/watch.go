@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -339,22 +340,14 @@ func (o *Orchestrator) publishCancel(ctx context.Context, id string) {
 // of the cancel requests of handed-off attempts (a worker holding an
 // in-process task does the same for its own).
 func (o *Orchestrator) forwardCancels(ctx context.Context) {
-	ps := o.rdb.Subscribe(ctx, o.st.CancelChannel())
-	defer ps.Close()
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
+	err := redisconn.Listen(ctx, o.rdb, o.st.CancelChannel(), 0, nil, func(id string) {
+		t, err := o.st.Get(ctx, id)
+		if err != nil || !t.HandedOff || t.State != task.StateActive {
 			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			t, err := o.st.Get(ctx, m.Payload)
-			if err != nil || !t.HandedOff || t.State != task.StateActive {
-				continue
-			}
-			o.publishCancel(ctx, t.ID)
 		}
+		o.publishCancel(ctx, t.ID)
+	})
+	if err != nil {
+		o.cfg.Logger.Warn("cancel forwarder stopped", "err", err)
 	}
 }

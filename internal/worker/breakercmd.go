@@ -6,6 +6,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // breakerListener follows the operator's breaker commands
@@ -15,32 +16,16 @@ import (
 // once subscribed (or when subscribing failed).
 func (w *Worker) breakerListener(ctx context.Context, ready chan<- struct{}) {
 	ns := w.st.Namespace()
-	ps := w.st.Client().Subscribe(ctx, breaker.CommandChannel(ns))
-	defer ps.Close()
-	_, err := ps.Receive(ctx)
-	if err == nil {
+	err := redisconn.Listen(ctx, w.st.Client(), breaker.CommandChannel(ns), 0, func(ok bool) {
 		// Commands given before this worker started, read once subscribed:
 		// a later one arrives on the channel and is applied after these.
-		w.replayBreakerCommands(ctx, ns)
-	}
-	close(ready)
+		if ok {
+			w.replayBreakerCommands(ctx, ns)
+		}
+		close(ready)
+	}, func(payload string) { w.applyBreakerCommand(ctx, []byte(payload)) })
 	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("breaker listener: subscribe", "err", err)
-		}
-		return
-	}
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			w.applyBreakerCommand(ctx, []byte(m.Payload))
-		}
+		w.log.Warn("breaker listener stopped", "err", err)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/breaker"
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -595,28 +596,11 @@ func typesOf(h Handler) string {
 // cancelListener follows the store's cancel channel and interrupts the
 // handlers of tasks cancelled while they run here.
 func (w *Worker) cancelListener(ctx context.Context, ready chan<- struct{}) {
-	ps := w.st.Client().Subscribe(ctx, w.st.CancelChannel())
-	defer ps.Close()
-	// wait for the subscription so no request after Run started is missed
-	_, err := ps.Receive(ctx)
-	close(ready)
+	// ready once subscribed, so no request after Run started is missed
+	err := redisconn.Listen(ctx, w.st.Client(), w.st.CancelChannel(), 0, func(bool) { close(ready) },
+		func(id string) { w.interrupt(id, ErrCancelRequested) })
 	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("cancel listener: subscribe", "err", err)
-		}
-		return
-	}
-	ch := ps.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			w.interrupt(m.Payload, ErrCancelRequested)
-		}
+		w.log.Warn("cancel listener stopped", "err", err)
 	}
 }
 

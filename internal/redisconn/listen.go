@@ -1,0 +1,53 @@
+package redisconn
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrSubscriptionClosed: the subscription's message channel closed before
+// ctx ended (its client was closed).
+var ErrSubscriptionClosed = errors.New("redisconn: subscription closed")
+
+// Listen subscribes to channel and calls handle with each message's
+// payload, in order, until ctx ends. subscribed, when set, is called once
+// the subscription is confirmed (ok) and before any message is handled —
+// a listener that must not miss what is published after it started waits
+// for it, one that replays what was published before does it there — or
+// once subscribing failed (not ok, so that a waiter is not left hanging).
+// It returns nil when ctx ends, the subscribe error, or
+// ErrSubscriptionClosed.
+// size bounds the messages buffered between Redis and handle (0: the
+// client's default, 100).
+func Listen(ctx context.Context, rdb redis.UniversalClient, channel string, size int, subscribed func(ok bool), handle func(payload string)) error {
+	ps := rdb.Subscribe(ctx, channel)
+	defer ps.Close()
+	_, err := ps.Receive(ctx)
+	if subscribed != nil {
+		subscribed(err == nil && ctx.Err() == nil)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	var opts []redis.ChannelOption
+	if size > 0 {
+		opts = append(opts, redis.WithChannelSize(size))
+	}
+	ch := ps.Channel(opts...)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return ErrSubscriptionClosed
+			}
+			handle(m.Payload)
+		}
+	}
+}
