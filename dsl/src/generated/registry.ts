@@ -64,7 +64,7 @@ export interface OpParamInfo {
   readonly max?: number;
   /** Applied by the engine when the param is absent. */
   readonly default?: number | string | boolean;
-  /** Applied by the engine when the plan names the op bare (spec 002's form). */
+  /** Applied by the engine when the plan names the op bare (the short form). */
   readonly bareDefault?: number | string | boolean;
   readonly enum?: readonly string[];
   /** The kind of endpoint an endpoint_ref param takes. */
