@@ -92,6 +92,11 @@ func (o *Orchestrator) WatchTick(ctx context.Context) (int, error) {
 	return total, errors.Join(errs...)
 }
 
+// check looks at one handed-off attempt that is due: gone, finished or
+// another attempt's (dropped), a cancel the service did not confirm (ended
+// here), running (is a service alive to run it?), overdue (TIMEOUT), or
+// TIMEOUT (its notice owed; failed on the service's behalf when no
+// service is left).
 func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map[string]bool) error {
 	t, err := o.st.Get(ctx, e.ID)
 	if errors.Is(err, task.ErrNotFound) {
@@ -101,95 +106,123 @@ func (o *Orchestrator) check(ctx context.Context, e store.HandoffEntry, live map
 		return err
 	}
 	if t.Lease != e.Token || !t.HandedOff || (t.State != task.StateActive && t.State != task.StateTimeout) {
-		if err := o.leave(ctx, t, e.Token); err != nil {
-			return err
-		}
-		if t.State == task.StateCancelled {
-			o.publishCancel(ctx, t.ID) // cancelled while TIMEOUT: the service may still run it
-		}
-		return o.drop(ctx, e) // finished, or another attempt owns it
+		return o.dropFinished(ctx, t, e)
 	}
-	next := o.cfg.Now().Add(o.cfg.ServiceGrace)
 	if t.CancelRequested && t.State == task.StateActive {
-		// the service did not confirm the cancel in time: end it here
-		if err := o.st.CancelActive(ctx, t.ID, e.Token, "cancelled (service did not confirm)"); err != nil && !stale(err) {
-			return err
-		}
-		o.publishCancel(ctx, t.ID)
-		if t, err = o.st.Get(ctx, e.ID); err != nil {
-			return err
-		}
-		if t.State == task.StateCancelled {
-			if err := o.leave(ctx, t, e.Token); err != nil {
-				return err
-			}
-			if err := o.archive(ctx, t); err != nil {
-				return err
-			}
-			if err := o.notify(ctx, t, e.Token, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
-				return err
-			}
-		}
-		return o.drop(ctx, e)
+		return o.endUnconfirmedCancel(ctx, t, e)
 	}
 	now := o.cfg.Now()
+	next := now.Add(o.cfg.ServiceGrace)
+	var done bool
 	switch {
 	case t.State == task.StateActive && now.Before(e.TimeoutAt):
-		// not overdue: is any service alive to run it?
-		ok, err := o.serviceAlive(ctx, t.Type, live)
-		if err != nil {
-			return err
-		}
-		if !ok && o.suspect(e, now) {
-			return o.st.RescheduleHandoff(ctx, e, now.Add(o.cfg.ServiceGrace/5))
-		}
-		if !ok {
-			// requeue without spending a retry, to be dispatched again
-			// after ServiceGrace (as a task waits for an open breaker)
-			err := o.st.Release(ctx, t.ID, e.Token, now.Add(o.cfg.ServiceGrace), "service_unavailable "+t.Type)
-			if err != nil && !stale(err) {
-				return err
-			}
-			if err := o.leave(ctx, t, e.Token); err != nil {
-				return err
-			}
-			o.cfg.Logger.Warn("no live service for a dispatched task: requeued", "task_id", t.ID, "task_type", t.Type)
-			return o.drop(ctx, e)
-		}
+		done, err = o.checkRunning(ctx, t, e, live, now)
 		if e.TimeoutAt.Before(next) {
 			next = e.TimeoutAt
 		}
 	case t.State == task.StateActive:
-		if err := o.st.MarkTimeout(ctx, t.ID, e.Token); err != nil {
-			if stale(err) {
-				return nil // the outcome came first; the next check drops it
-			}
-			return err
-		}
-		if err := o.publishTimeout(ctx, t, e.Token, attemptTimeout(t, e)); err != nil {
-			return err // the entry stays due: the next tick publishes it
-		}
+		done, err = o.markOverdue(ctx, t, e)
 	case t.State == task.StateTimeout:
-		// owed if the process that marked it TIMEOUT died (or its publish
-		// failed) before task.timeout was written: publish it now (once)
-		if err := o.publishTimeout(ctx, t, e.Token, attemptTimeout(t, e)); err != nil {
-			return err
-		}
-		ok, err := o.serviceAlive(ctx, t.Type, live)
-		if err != nil {
-			return err
-		}
-		if !ok && o.suspect(e, now) {
-			return o.st.RescheduleHandoff(ctx, e, now.Add(o.cfg.ServiceGrace/5))
-		}
-		if !ok {
-			if err := o.failOnBehalf(ctx, t, e.Token); err != nil {
-				return err
-			}
-		}
+		done, err = o.checkTimedOut(ctx, t, e, live, now)
+	}
+	if err != nil || done {
+		return err
 	}
 	o.clearSuspect(e)
 	return o.st.RescheduleHandoff(ctx, e, next)
+}
+
+// dropFinished forgets the entry of an attempt that is over (the task
+// finished, or another attempt owns it).
+func (o *Orchestrator) dropFinished(ctx context.Context, t *task.Task, e store.HandoffEntry) error {
+	if err := o.leave(ctx, t, e.Token); err != nil {
+		return err
+	}
+	if t.State == task.StateCancelled {
+		o.publishCancel(ctx, t.ID) // cancelled while TIMEOUT: the service may still run it
+	}
+	return o.drop(ctx, e)
+}
+
+// endUnconfirmedCancel ends here a cancel the service did not confirm in
+// time, and tells the session.
+func (o *Orchestrator) endUnconfirmedCancel(ctx context.Context, t *task.Task, e store.HandoffEntry) error {
+	if err := o.st.CancelActive(ctx, t.ID, e.Token, "cancelled (service did not confirm)"); err != nil && !stale(err) {
+		return err
+	}
+	o.publishCancel(ctx, t.ID)
+	t, err := o.st.Get(ctx, e.ID)
+	if err != nil {
+		return err
+	}
+	if t.State == task.StateCancelled {
+		if err := o.leave(ctx, t, e.Token); err != nil {
+			return err
+		}
+		if err := o.archive(ctx, t); err != nil {
+			return err
+		}
+		if err := o.notify(ctx, t, e.Token, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none"); err != nil {
+			return err
+		}
+	}
+	return o.drop(ctx, e)
+}
+
+// checkRunning: a running attempt that is not overdue needs a live
+// service; without one (confirmed once more after ServiceGrace/5) it is
+// requeued without spending a retry, to be dispatched again after
+// ServiceGrace (as a task waits for an open breaker). done: the entry was
+// rescheduled or dropped here.
+func (o *Orchestrator) checkRunning(ctx context.Context, t *task.Task, e store.HandoffEntry, live map[string]bool, now time.Time) (done bool, err error) {
+	ok, err := o.serviceAlive(ctx, t.Type, live)
+	if err != nil || ok {
+		return false, err
+	}
+	if o.suspect(e, now) {
+		return true, o.st.RescheduleHandoff(ctx, e, now.Add(o.cfg.ServiceGrace/5))
+	}
+	err = o.st.Release(ctx, t.ID, e.Token, now.Add(o.cfg.ServiceGrace), "service_unavailable "+t.Type)
+	if err != nil && !stale(err) {
+		return true, err
+	}
+	if err := o.leave(ctx, t, e.Token); err != nil {
+		return true, err
+	}
+	o.cfg.Logger.Warn("no live service for a dispatched task: requeued", "task_id", t.ID, "task_type", t.Type)
+	return true, o.drop(ctx, e)
+}
+
+// markOverdue marks an overdue running attempt TIMEOUT and publishes its
+// task.timeout (the session is told it is still running). done: the
+// outcome came first (the next check drops the entry).
+func (o *Orchestrator) markOverdue(ctx context.Context, t *task.Task, e store.HandoffEntry) (done bool, err error) {
+	if err := o.st.MarkTimeout(ctx, t.ID, e.Token); err != nil {
+		if stale(err) {
+			return true, nil
+		}
+		return true, err
+	}
+	// on a failed publish the entry stays due: the next tick publishes it
+	return false, o.publishTimeout(ctx, t, e.Token, attemptTimeout(t, e))
+}
+
+// checkTimedOut: a TIMEOUT attempt's notice is owed if the process that
+// marked it died (or its publish failed) before task.timeout was written:
+// published now (once). With no live service left (confirmed once more)
+// it is failed on the service's behalf (transient: retried).
+func (o *Orchestrator) checkTimedOut(ctx context.Context, t *task.Task, e store.HandoffEntry, live map[string]bool, now time.Time) (done bool, err error) {
+	if err := o.publishTimeout(ctx, t, e.Token, attemptTimeout(t, e)); err != nil {
+		return true, err
+	}
+	ok, err := o.serviceAlive(ctx, t.Type, live)
+	if err != nil || ok {
+		return err != nil, err
+	}
+	if o.suspect(e, now) {
+		return true, o.st.RescheduleHandoff(ctx, e, now.Add(o.cfg.ServiceGrace/5))
+	}
+	return false, o.failOnBehalf(ctx, t, e.Token)
 }
 
 // trimDue trims every agent stream to Retention when TrimInterval has
