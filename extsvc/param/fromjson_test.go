@@ -89,3 +89,14 @@ func FuzzFromJSONSchema(f *testing.F) {
 		}
 	})
 }
+
+// A range error writes its numbers as a person does, and an open end as
+// its bound.
+func TestRangeMessage(t *testing.T) {
+	t.Parallel()
+	closed := param.Schema{Fields: []param.Field{{Name: "n", Kind: param.Integer, Min: 0, Max: 86_400_000}}}
+	require.ErrorContains(t, closed.Validate(json.RawMessage(`{"n":-5}`)), "-5 is outside 0..86400000")
+	open, err := param.FromJSONSchema([]byte(`{"type":"object","properties":{"n":{"type":"number","minimum":1.5}}}`))
+	require.NoError(t, err)
+	require.ErrorContains(t, open.Validate(json.RawMessage(`{"n":1}`)), "1 is below the minimum 1.5")
+}

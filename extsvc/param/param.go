@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -187,7 +188,7 @@ func (f Field) check(raw json.RawMessage) error {
 			return fail(f.Name, "not a valid number: %v", err)
 		}
 		if (f.Min != 0 || f.Max != 0) && (v < f.Min || v > f.Max) {
-			return fail(f.Name, "%v is outside %v..%v", v, f.Min, f.Max)
+			return fail(f.Name, "%s", outside(v, f.Min, f.Max))
 		}
 	case Array:
 		var items []json.RawMessage
@@ -231,4 +232,19 @@ func truncate(s string) string {
 		return s[:40] + "..."
 	}
 	return s
+}
+
+// num writes a number as a person does: 86400000, not 8.64e+07.
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// outside says why v is not within lo..hi, either of which may be open
+// (±Inf).
+func outside(v, lo, hi float64) string {
+	switch {
+	case math.IsInf(lo, -1):
+		return num(v) + " is above the maximum " + num(hi)
+	case math.IsInf(hi, 1):
+		return num(v) + " is below the minimum " + num(lo)
+	}
+	return num(v) + " is outside " + num(lo) + ".." + num(hi)
 }

@@ -95,6 +95,7 @@ var apiSchemas = map[string]any{
 			"handled_by":    map[string]any{"type": "string", "enum": []string{"worker", "service"}},
 			"services":      arr(str("live services taking the type")),
 			"online":        boolean("external types: a live service takes it"),
+			"published_by":  str("external types: the service that published the description and schema"),
 		})),
 	}),
 	"Services": obj([]string{"services", "external_types"}, map[string]any{

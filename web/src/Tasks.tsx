@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'react'
-import { api } from './api'
+import { api, ApiError } from './api'
 import type { components } from './api/schema'
 import { Link } from './Link'
 import { navigate } from './route'
+import { FieldError, fieldsOf, paramsOf } from './schemaForm'
 
 type Task = components['schemas']['Task']
 const STATES = ['', 'PENDING', 'ACTIVE', 'COMPLETED', 'FAILED', 'DLQ', 'TIMEOUT', 'CANCELLED']
@@ -154,26 +155,151 @@ export function TaskDetail({ id }: { id: string }) {
   )
 }
 
+type TaskTypeInfo = components['schemas']['TaskTypes']['task_types'][number]
+
+// Submit: a form for every task type the deployment accepts, its params
+// generated from the type's JSON schema; summarize (the default) takes its
+// text as the task's content. After the submit the page follows the task.
 export function Submit() {
+  const [types, setTypes] = useState<TaskTypeInfo[]>([])
+  const [typ, setTyp] = useState('summarize')
   const [content, setContent] = useState('')
+  const [values, setValues] = useState<Record<string, string | boolean>>({})
+  const [priority, setPriority] = useState('')
   const [error, setError] = useState('')
+  const [badField, setBadField] = useState('')
+  useEffect(() => {
+    api<{ task_types: TaskTypeInfo[] }>('/api/v1/task-types')
+      .then((r) => setTypes(r.task_types))
+      .catch((err: Error) => setError(err.message))
+  }, [])
+  const info = types.find((t) => t.name === typ)
+  const fields = typ === 'summarize' ? [] : fieldsOf(info?.params_schema)
+  const set = (name: string, v: string | boolean) => {
+    setValues((old) => ({ ...old, [name]: v }))
+    if (badField === 'params.' + name) {
+      setBadField('') // edited: the refusal was about the old value
+      setError('')
+    }
+  }
   return (
+    // noValidate: the API's answer (422 naming the field) is the one rule,
+    // shown next to the field, rather than the browser's own bubbles
     <form
       className="card"
+      noValidate
       onSubmit={(e) => {
         e.preventDefault()
-        api<{ task_id: string }>('/api/v1/tasks/summarize', {
+        setError('')
+        setBadField('')
+        let body: Record<string, unknown>
+        try {
+          body =
+            typ === 'summarize'
+              ? { task_type: typ, content }
+              : { task_type: typ, params: paramsOf(fields, values) }
+        } catch (err) {
+          if (err instanceof FieldError) setBadField('params.' + err.field)
+          setError((err as Error).message)
+          return
+        }
+        if (priority) body.priority = priority
+        api<{ task_id: string }>('/api/v1/tasks', {
           method: 'POST',
           headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify({ content }),
+          body: JSON.stringify(body),
         })
           .then((r) => navigate(`/ui/tasks/${r.task_id}`))
-          .catch((err: Error) => setError(err.message))
+          .catch((err: Error) => {
+            if (err instanceof ApiError) setBadField(err.field)
+            setError(err.message)
+          })
       }}
     >
-      <h2>Submit a summarize task</h2>
-      <label htmlFor="content">Text to summarize</label>
-      <textarea id="content" rows={8} value={content} onChange={(e) => setContent(e.target.value)} />
+      <h2>Submit a task</h2>
+      <label htmlFor="task-type">Task type</label>
+      <select
+        id="task-type"
+        value={typ}
+        onChange={(e) => {
+          setTyp(e.target.value)
+          setValues({})
+          setError('')
+          setBadField('')
+        }}
+      >
+        {(types.length ? types.map((t) => t.name) : ['summarize']).map((n) => (
+          <option key={n} value={n}>
+            {n}
+          </option>
+        ))}
+      </select>
+      {info?.description && <p className="hint">{info.description}</p>}
+      {info?.handled_by === 'service' && info.online === false && (
+        <p className="hint">No service for {typ} is running: the task waits until one starts.</p>
+      )}
+      {typ === 'summarize' && (
+        <>
+          <label htmlFor="content">Text to summarize</label>
+          <textarea id="content" rows={8} value={content} onChange={(e) => setContent(e.target.value)} />
+        </>
+      )}
+      {fields.map((f) => {
+        const id = 'param-' + f.name
+        const invalid = badField === 'params.' + f.name ? true : undefined
+        const label = f.name + (f.required ? ' (required)' : '')
+        const v = values[f.name]
+        return (
+          <div key={f.name} className="field">
+            {f.kind === 'checkbox' ? (
+              <label>
+                <input id={id} type="checkbox" checked={v === true} onChange={(e) => set(f.name, e.target.checked)} /> {label}
+              </label>
+            ) : (
+              <label htmlFor={id}>{label}</label>
+            )}
+            {f.kind === 'select' && (
+              <select id={id} aria-invalid={invalid} value={typeof v === 'string' ? v : ''} onChange={(e) => set(f.name, e.target.value)}>
+                <option value="">{f.required ? 'choose…' : '(default)'}</option>
+                {f.options.map((o) => (
+                  <option key={o} value={o}>
+                    {o}
+                  </option>
+                ))}
+              </select>
+            )}
+            {(f.kind === 'textarea' || f.kind === 'json') && (
+              <textarea
+                id={id}
+                aria-invalid={invalid}
+                rows={f.kind === 'json' ? 3 : 6}
+                placeholder={f.kind === 'json' ? 'JSON' : undefined}
+                value={typeof v === 'string' ? v : ''}
+                onChange={(e) => set(f.name, e.target.value)}
+              />
+            )}
+            {(f.kind === 'text' || f.kind === 'number' || f.kind === 'integer') && (
+              <input
+                id={id}
+                aria-invalid={invalid}
+                type={f.kind === 'text' ? 'text' : 'number'}
+                min={f.min}
+                max={f.max}
+                step={f.kind === 'integer' ? 1 : 'any'}
+                value={typeof v === 'string' ? v : ''}
+                onChange={(e) => set(f.name, e.target.value)}
+              />
+            )}
+            {f.description && <small>{f.description}</small>}
+          </div>
+        )
+      })}
+      <label htmlFor="priority">Priority</label>
+      <select id="priority" value={priority} onChange={(e) => setPriority(e.target.value)}>
+        <option value="">normal (default)</option>
+        <option value="high">high</option>
+        <option value="low">low</option>
+      </select>
       <button type="submit">Submit</button>
       {error && <p role="alert">{error}</p>}
     </form>

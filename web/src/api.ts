@@ -19,6 +19,7 @@ export class ApiError extends Error {
     public status: number,
     public code: string,
     message: string,
+    public field = '',
   ) {
     super(message)
   }
@@ -34,7 +35,7 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
   const body = text ? JSON.parse(text) : undefined
   if (!res.ok) {
     const e = body?.error ?? {}
-    throw new ApiError(res.status, e.code ?? 'http_' + res.status, e.message ?? res.statusText)
+    throw new ApiError(res.status, e.code ?? 'http_' + res.status, e.message ?? res.statusText, e.field ?? '')
   }
   return body as T
 }

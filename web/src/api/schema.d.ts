@@ -1267,6 +1267,8 @@ export interface components {
                 online?: boolean;
                 /** @description a JSON Schema of the task's params */
                 params_schema: Record<string, never>;
+                /** @description external types: the service that published the description and schema */
+                published_by?: string;
                 services?: string[];
             }[];
         };

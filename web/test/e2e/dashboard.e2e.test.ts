@@ -119,4 +119,25 @@ describe('dashboard', () => {
     await page.getByRole('link', { name: deep.split('/').pop()! }).waitFor()
     await shoot('tasks')
   })
+
+  it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
+    await page.goto(base + '/ui/submit')
+    await page.getByLabel('Task type').selectOption('sleep')
+    await page.getByText('Sleeps duration_ms').waitFor() // the type's description
+    // a value the API refuses: the 422 is shown and its field marked
+    await page.getByLabel('duration_ms').fill('-5')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.getByRole('alert').filter({ hasText: 'duration_ms' }).waitFor()
+    expect(await page.getByLabel('duration_ms').getAttribute('aria-invalid')).toBe('true')
+    // that 422 (and the browser's console line about it) was expected
+    problems = problems.filter((p) => !p.includes('422'))
+    await page.getByLabel('duration_ms').fill('50')
+    expect(await page.getByRole('alert').count()).toBe(0) // edited: the refusal is gone
+    await page.getByLabel('fail').selectOption('')
+    await page.getByLabel('Priority').selectOption('high')
+    await shoot('submit')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.waitForURL(/\/ui\/tasks\/[^/]+$/)
+    await page.getByTestId('task-state').filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 30_000 })
+  })
 })
