@@ -56,6 +56,8 @@ var authMatrix = map[string]authRow{
 	"DELETE /api/v1/schedules/{schedule_id}":     {access: "owner"},
 	"GET /api/v1/queues/status":                  {access: "admin"},
 	"GET /api/v1/queues/status/stream":           {access: "admin", stream: true},
+	"POST /api/v1/queues/dlq/retry":              {access: "admin", body: `{"all":true}`},
+	"POST /api/v1/queues/dlq/delete":             {access: "admin", body: `{"task_ids":["0193ffff-0000-7000-8000-000000000000"]}`},
 	"GET /api/v1/queues/dlq":                     {access: "admin"},
 	"GET /api/v1/queues/{queue}/tasks":           {access: "admin"},
 	"GET /api/v1/workers":                        {access: "admin"},

@@ -40,6 +40,8 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/queues/status", nil, "admin"},
 		{"GET", "/api/v1/queues/status/stream", nil, "admin"},
 		{"GET", "/api/v1/queues/dlq", nil, "admin"},
+		{"POST", "/api/v1/queues/dlq/retry", map[string]any{"all": true}, "admin"},
+		{"POST", "/api/v1/queues/dlq/delete", map[string]any{"task_ids": []string{"0193ffff-0000-7000-8000-000000000000"}}, "admin"},
 		{"GET", "/api/v1/queues/primary/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues/retry/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues/scheduled/tasks", nil, "admin"},

@@ -88,7 +88,20 @@ func (s *Server) routes() {
 		stream: true, responses: map[int]string{200: ""}}})
 	add(route{method: "GET", path: "/api/v1/queues/dlq", access: admin, handler: s.dlq, doc: opDoc{
 		tag: "queues", summary: "Dead-letter queue, newest first, with failure snapshots",
-		params: pageParams, responses: map[int]string{200: "DLQPage"}}})
+		description: "With task_type or error_type, the dead letters matching them (among the newest 10000).",
+		params: append(append([]paramDoc{}, pageParams...), queryParam("task_type", "string", "only dead letters of this task type"),
+			queryParam("error_type", "string", "only dead letters that failed with this error type")),
+		responses: map[int]string{200: "DLQPage"}}})
+	for _, action := range []string{service.BulkRetry, service.BulkDelete} {
+		summary := "Retry many dead letters at once (back to the retry queue, retry count 0)"
+		if action == service.BulkDelete {
+			summary = "Delete many dead letters at once"
+		}
+		add(route{method: "POST", path: "/api/v1/queues/dlq/" + action, access: admin, handler: s.dlqBulk(action), doc: opDoc{
+			tag: "queues", summary: summary, request: "BulkRequest",
+			description: "Names the tasks (task_ids, at most 10000) or all dead letters matching filter (all: true). Each task moves by its own transition; one that left the DLQ meanwhile is listed in failed.",
+			responses: map[int]string{200: "BulkResult"}}})
+	}
 	add(route{method: "GET", path: "/api/v1/queues/{queue}/tasks", access: admin, handler: s.queueTasks, doc: opDoc{
 		tag: "queues", summary: "Tasks waiting in a queue, in the order they will be taken",
 		params: append([]paramDoc{{name: "queue", in: "path", typ: "string", required: true, description: "queue name",
@@ -356,8 +369,9 @@ func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, p auth.Prin
 }
 
 func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	q := newQuery(r, "limit", "offset")
+	q := newQuery(r, "limit", "offset", "task_type", "error_type")
 	limit, offset := q.int("limit"), q.int("offset")
+	f := service.DLQFilter{TaskType: q.str("task_type"), ErrorType: q.str("error_type")}
 	if q.err == nil && q.str("limit") == "0" {
 		limit = -1
 	}
@@ -365,12 +379,28 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 		s.writeError(w, r, q.err)
 		return
 	}
-	out, err := s.svc.DLQ(r.Context(), p, offset, limit)
+	out, err := s.svc.DLQMatching(r.Context(), p, f, offset, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) dlqBulk(action string) func(http.ResponseWriter, *http.Request, auth.Principal) {
+	return func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+		var in service.BulkInput
+		if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out, err := s.svc.DLQBulk(r.Context(), p, action, in)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
 }
 
 func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p auth.Principal) {

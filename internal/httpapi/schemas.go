@@ -141,6 +141,16 @@ var apiSchemas = map[string]any{
 		"id": str("event id (resume with Last-Event-ID)"), "task_id": str(""), "from": str(""), "to": stateEnum,
 		"at": ts(""), "task_type": str(""), "session_id": str(""),
 	}),
+	"BulkRequest": obj(nil, map[string]any{
+		"task_ids": map[string]any{"type": "array", "items": str("task id"), "maxItems": 10000, "description": "the dead letters to act on"},
+		"all":      boolean("act on every dead letter matching filter (instead of task_ids)"),
+		"filter": obj(nil, map[string]any{"task_type": str("only this task type"), "error_type": str("only this error type")}),
+	}),
+	"BulkResult": obj([]string{"action", "matched", "done", "failed"}, map[string]any{
+		"action": map[string]any{"type": "string", "enum": []string{"retry", "delete"}}, "matched": integer("tasks named or matched"),
+		"done": integer("tasks retried or deleted"), "partial": boolean("all: more than 10000 matched; run it again for the rest"),
+		"failed": arr(obj([]string{"task_id", "code", "message"}, map[string]any{"task_id": str(""), "code": str("not_in_dlq, task_not_found, store_error"), "message": str("")})),
+	}),
 	"DLQPage": obj([]string{"tasks", "total"}, map[string]any{
 		"tasks": arr(map[string]any{"allOf": []any{ref("Task"), obj(nil, map[string]any{"dlq": obj(nil, map[string]any{
 			"task_id": str(""), "task_type": str(""), "error_type": str(""), "last_error": str(""),
