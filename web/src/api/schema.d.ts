@@ -97,11 +97,57 @@ export interface paths {
         };
         /**
          * Dead-letter queue, newest first, with failure snapshots
-         * @description Access: admin.
+         * @description With task_type or error_type, the dead letters matching them (among the newest 10000).
+         *
+         *     Access: admin.
          */
         get: operations["getQueuesDlq"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/dlq/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete many dead letters at once
+         * @description Names the tasks (task_ids, at most 10000) or all dead letters matching filter (all: true). Each task moves by its own transition; one that left the DLQ meanwhile is listed in failed.
+         *
+         *     Access: admin.
+         */
+        post: operations["postQueuesDlqDelete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/dlq/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry many dead letters at once (back to the retry queue, retry count 0)
+         * @description Names the tasks (task_ids, at most 10000) or all dead letters matching filter (all: true). Each task moves by its own transition; one that left the DLQ meanwhile is listed in failed.
+         *
+         *     Access: admin.
+         */
+        post: operations["postQueuesDlqRetry"];
         delete?: never;
         options?: never;
         head?: never;
@@ -724,6 +770,34 @@ export interface components {
             until?: string;
             /** @description worker processes that received the command (each applies it on receipt) */
             workers: number;
+        };
+        BulkRequest: {
+            /** @description act on every dead letter matching filter (instead of task_ids) */
+            all?: boolean;
+            filter?: {
+                /** @description only this error type */
+                error_type?: string;
+                /** @description only this task type */
+                task_type?: string;
+            };
+            /** @description the dead letters to act on */
+            task_ids?: string[];
+        };
+        BulkResult: {
+            /** @enum {string} */
+            action: "retry" | "delete";
+            /** @description tasks retried or deleted */
+            done: number;
+            failed: {
+                /** @description not_in_dlq, task_not_found, store_error */
+                code: string;
+                message: string;
+                task_id: string;
+            }[];
+            /** @description tasks named or matched */
+            matched: number;
+            /** @description all: more than 10000 matched; run it again for the rest */
+            partial?: boolean;
         };
         Cancelled: {
             /** @enum {string} */
@@ -1543,6 +1617,10 @@ export interface operations {
                 limit?: number;
                 /** @description entries to skip (default 0) */
                 offset?: number;
+                /** @description only dead letters of this task type */
+                task_type?: string;
+                /** @description only dead letters that failed with this error type */
+                error_type?: string;
             };
             header?: never;
             path?: never;
@@ -1579,6 +1657,144 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueuesDlqDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueuesDlqRetry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -120,6 +120,45 @@ describe('dashboard', () => {
     await shoot('tasks')
   })
 
+  it('filters the dead letters and retries or deletes many at once, each confirmed with its count', async () => {
+    // three sleeps that fail permanently, and one noop that does not
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(base + '/api/v1/tasks', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ task_type: 'sleep', params: { duration_ms: 0, fail: 'permanent' } }),
+      })
+      expect(r.status).toBe(201)
+    }
+    for (let i = 0; ; i++) {
+      const d = (await (await fetch(base + '/api/v1/queues/dlq?task_type=sleep')).json()) as { total: number }
+      if (d.total === 3) break
+      if (i > 100) throw new Error('the sleeps never reached the DLQ')
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    const asked: string[] = []
+    page.on('dialog', (d) => {
+      asked.push(d.message())
+      void d.accept()
+    })
+    await page.goto(base + '/ui/dlq')
+    await page.getByLabel('Task type').fill('sleep')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.waitForURL(/task_type=sleep/)
+    await page.getByRole('table').getByText('3 dead letters').waitFor()
+    const boxes = page.getByRole('checkbox', { name: /^Select [0-9a-f-]+$/ })
+    await boxes.nth(0).check()
+    await boxes.nth(1).check()
+    await shoot('dlq')
+    await page.getByRole('button', { name: 'Delete selected (2)' }).click()
+    await page.getByRole('status').filter({ hasText: 'Deleted 2 of 2.' }).waitFor()
+    expect(asked).toEqual(['Delete 2 selected dead letters?'])
+    await page.getByRole('table').getByText('1 dead letters').waitFor()
+    await page.getByRole('button', { name: 'Retry all matching (1)' }).click()
+    await page.getByRole('status').filter({ hasText: 'Retried 1 of 1.' }).waitFor()
+    expect(asked[1]).toBe('Retry all 1 dead letters matching this filter?')
+  })
+
   it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
     await page.goto(base + '/ui/submit')
     await page.getByLabel('Task type').selectOption('sleep')
