@@ -79,11 +79,13 @@ func TestSplitDeploymentMetrics(t *testing.T) {
 	}, 30*time.Second, 20*time.Millisecond)
 
 	// The orchestrator counts an outcome once it has applied all of it
-	// (the state first, then the cache, archive and count).
+	// (the state first, then the cache, archive and count; the count and
+	// the duration are two series, a scrape may fall between them).
 	var orch string
 	require.Eventually(t, func() bool {
 		_, orch = get("http://"+metricsAddr+"/metrics", "")
-		return strings.Contains(orch, `taskflow_external_task_outcomes_total{outcome="completed"`)
+		return strings.Contains(orch, `taskflow_external_task_outcomes_total{outcome="completed"`) &&
+			strings.Contains(orch, `taskflow_external_task_duration_seconds_count{outcome="completed"`)
 	}, 10*time.Second, 20*time.Millisecond)
 	for _, want := range []string{
 		`taskflow_external_task_outcomes_total{outcome="completed",task_type="data.analyze"} 1`,
