@@ -120,10 +120,13 @@ func TestServiceCompletesOnlyItsTypes(t *testing.T) {
 	require.EqualValues(t, 1, n)
 	require.EqualValues(t, 2, calls.Load())
 
-	// Everything acknowledged, and the service is registered with its types.
-	_, pending, err := stream.Lag(context.Background(), b.rdb, b.keys.Create(), "echo-group")
-	require.NoError(t, err)
-	require.Zero(t, pending)
+	// Everything acknowledged (an outcome is published first, then its
+	// entry acknowledged: wait for the last ack), and the service is
+	// registered with its types.
+	require.Eventually(t, func() bool {
+		_, pending, err := stream.Lag(context.Background(), b.rdb, b.keys.Create(), "echo-group")
+		return err == nil && pending == 0
+	}, 5*time.Second, 10*time.Millisecond)
 	types, err := b.rdb.HGet(context.Background(), b.keys.Service("echo"), "types").Result()
 	require.NoError(t, err)
 	require.Equal(t, "echo.run", types)

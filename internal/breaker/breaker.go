@@ -131,6 +131,17 @@ func (s *Set) get(dep string, now time.Time) *breaker {
 	return b
 }
 
+// Declare makes the breakers of deps known (CLOSED) before their first
+// use, so that the workers view lists every dependency a worker has.
+func (s *Set) Declare(deps ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	for _, d := range deps {
+		s.get(d, now)
+	}
+}
+
 // Allow reports whether a task needing dep may start now; when not, wait
 // is how long until the breaker lets a probe through.
 func (s *Set) Allow(dep string) (ok bool, wait time.Duration) {

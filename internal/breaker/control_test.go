@@ -143,3 +143,20 @@ func TestReplay(t *testing.T) {
 	require.Equal(t, Closed, s.State("expired"))
 	require.Zero(t, s.Replay(nil, []string{"a"}, now))
 }
+
+// TestDeclare: declared dependencies are listed, CLOSED, before any task
+// used them, and declaring again changes nothing.
+func TestDeclare(t *testing.T) {
+	t.Parallel()
+	s, err := NewSet(Config{})
+	require.NoError(t, err)
+	require.Empty(t, s.Snapshots())
+	s.Declare("openrouter", "search")
+	s.ForceOpen(time.Time{}, "search")
+	s.Declare("search")
+	sn := s.Snapshots()
+	require.Len(t, sn, 2)
+	require.Equal(t, "openrouter", sn[0].Dependency)
+	require.Equal(t, Closed, sn[0].State)
+	require.Equal(t, Open, sn[1].State, "declaring again does not reset it")
+}

@@ -93,6 +93,9 @@ func New(st *store.Store, h Handler, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, dep := range cfg.Dependencies {
+		bs.Declare(dep) // listed (CLOSED) before the first task needs it
+	}
 	return &Worker{
 		st: st, h: h, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), breakers: bs,
 		slots:    make(chan struct{}, cfg.Concurrency+cfg.Prefetch),

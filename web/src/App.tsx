@@ -4,6 +4,7 @@ import { Link } from './Link'
 import { route, useLocation } from './route'
 import { DeadLetters } from './DeadLetters'
 import { Submit, TaskDetail, Tasks } from './Tasks'
+import { WorkersPage } from './Workers'
 
 type Auth = 'checking' | 'signed-out' | 'signed-in'
 
@@ -39,6 +40,7 @@ export function App() {
           <Link href="/ui/" aria-current={page === '' ? 'page' : undefined}>Overview</Link>{' '}
           <Link href="/ui/tasks" aria-current={page === 'tasks' ? 'page' : undefined}>Tasks</Link>{' '}
           <Link href="/ui/dlq" aria-current={page === 'dlq' ? 'page' : undefined}>Dead letters</Link>{' '}
+          <Link href="/ui/workers" aria-current={page === 'workers' ? 'page' : undefined}>Workers</Link>{' '}
           <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
         </nav>
         {auth === 'signed-in' && getToken() && (
@@ -69,8 +71,9 @@ export function App() {
         {auth === 'signed-in' && page === 'tasks' && rest[0] && <TaskDetail id={rest[0]} />}
         {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} />}
         {auth === 'signed-in' && page === 'dlq' && <DeadLetters url={url} />}
+        {auth === 'signed-in' && page === 'workers' && <WorkersPage />}
         {auth === 'signed-in' && page === 'submit' && <Submit />}
-        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'submit'].includes(page) && <p>No page {url.pathname}.</p>}
+        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'submit'].includes(page) && <p>No page {url.pathname}.</p>}
       </main>
     </div>
   )

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 
 const root = resolve(__dirname, '../../..')
 let proc: ChildProcess
+let llm: ChildProcess
 let base = ''
 let browser: Browser
 let page: Page
@@ -31,7 +32,11 @@ beforeAll(async () => {
   execFileSync('go', ['build', '-o', join(tmp, 'taskflow'), './cmd/taskflow'], { cwd: root, stdio: 'inherit' })
   const port = await freePort()
   base = `http://127.0.0.1:${port}`
-  const env = { ...process.env }
+  // summarize through the fake chat-completions server, so the workers
+  // declare the openrouter dependency and its circuit breaker
+  const llmPort = await freePort()
+  llm = spawn(join(tmp, 'taskflow'), ['fake-llm', '--addr', `127.0.0.1:${llmPort}`], { stdio: 'ignore' })
+  const env: NodeJS.ProcessEnv = { ...process.env, OPENROUTER_API_KEY: 'e2e-key', OPENROUTER_BASE_URL: `http://127.0.0.1:${llmPort}/api/v1` }
   delete env.REDIS_URL
   delete env.TASKFLOW_ADMIN_KEY
   proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`], { env, stdio: 'ignore' })
@@ -55,10 +60,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close()
-  if (proc && proc.exitCode === null) {
-    const done = new Promise((r) => proc.once('exit', r))
-    proc.kill('SIGTERM')
-    await done
+  for (const p of [proc, llm]) {
+    if (p && p.exitCode === null) {
+      const done = new Promise((r) => p.once('exit', r))
+      p.kill('SIGTERM')
+      await done
+    }
   }
   rmSync(tmp, { recursive: true, force: true })
 })
@@ -157,6 +164,18 @@ describe('dashboard', () => {
     await page.getByRole('button', { name: 'Retry all matching (1)' }).click()
     await page.getByRole('status').filter({ hasText: 'Retried 1 of 1.' }).waitFor()
     expect(asked[1]).toBe('Retry all 1 dead letters matching this filter?')
+  })
+
+  it('shows the workers, opens a circuit breaker from the page and resets it', async () => {
+    await page.goto(base + '/ui/workers')
+    await page.getByRole('table', { name: /live workers/ }).waitFor()
+    await page.getByTestId('breaker-openrouter').filter({ hasText: 'CLOSED' }).waitFor()
+    await page.getByRole('button', { name: 'Open openrouter' }).click()
+    await page.getByTestId('breaker-openrouter').filter({ hasText: 'OPEN' }).waitFor()
+    await shoot('workers')
+    await page.getByRole('button', { name: 'Reset openrouter' }).click()
+    await page.getByTestId('breaker-openrouter').filter({ hasText: 'CLOSED' }).waitFor()
+    await page.getByRole('table', { name: 'External services' }).waitFor()
   })
 
   it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
