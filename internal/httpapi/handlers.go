@@ -100,7 +100,7 @@ func (s *Server) routes() {
 		add(route{method: "POST", path: "/api/v1/queues/dlq/" + action, access: admin, handler: s.dlqBulk(action), doc: opDoc{
 			tag: "queues", summary: summary, request: "BulkRequest",
 			description: "Names the tasks (task_ids, at most 10000) or all dead letters matching filter (all: true). Each task moves by its own transition; one that left the DLQ meanwhile is listed in failed.",
-			responses: map[int]string{200: "BulkResult"}}})
+			responses:   map[int]string{200: "BulkResult"}}})
 	}
 	add(route{method: "GET", path: "/api/v1/queues/{queue}/tasks", access: admin, handler: s.queueTasks, doc: opDoc{
 		tag: "queues", summary: "Tasks waiting in a queue, in the order they will be taken",

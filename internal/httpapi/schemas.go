@@ -144,7 +144,7 @@ var apiSchemas = map[string]any{
 	"BulkRequest": obj(nil, map[string]any{
 		"task_ids": map[string]any{"type": "array", "items": str("task id"), "maxItems": 10000, "description": "the dead letters to act on"},
 		"all":      boolean("act on every dead letter matching filter (instead of task_ids)"),
-		"filter": obj(nil, map[string]any{"task_type": str("only this task type"), "error_type": str("only this error type")}),
+		"filter":   obj(nil, map[string]any{"task_type": str("only this task type"), "error_type": str("only this error type")}),
 	}),
 	"BulkResult": obj([]string{"action", "matched", "done", "failed"}, map[string]any{
 		"action": map[string]any{"type": "string", "enum": []string{"retry", "delete"}}, "matched": integer("tasks named or matched"),
