@@ -3,6 +3,7 @@ import { api, ApiError, getToken, setToken, type QueueStatus } from './api'
 import { Link } from './Link'
 import { route, useLocation } from './route'
 import { DeadLetters } from './DeadLetters'
+import { Schedules } from './Schedules'
 import { Submit, TaskDetail, Tasks } from './Tasks'
 import { WorkersPage } from './Workers'
 
@@ -41,6 +42,7 @@ export function App() {
           <Link href="/ui/tasks" aria-current={page === 'tasks' ? 'page' : undefined}>Tasks</Link>{' '}
           <Link href="/ui/dlq" aria-current={page === 'dlq' ? 'page' : undefined}>Dead letters</Link>{' '}
           <Link href="/ui/workers" aria-current={page === 'workers' ? 'page' : undefined}>Workers</Link>{' '}
+          <Link href="/ui/schedules" aria-current={page === 'schedules' ? 'page' : undefined}>Schedules</Link>{' '}
           <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
         </nav>
         {auth === 'signed-in' && getToken() && (
@@ -72,8 +74,11 @@ export function App() {
         {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} />}
         {auth === 'signed-in' && page === 'dlq' && <DeadLetters url={url} />}
         {auth === 'signed-in' && page === 'workers' && <WorkersPage />}
+        {auth === 'signed-in' && page === 'schedules' && <Schedules />}
         {auth === 'signed-in' && page === 'submit' && <Submit />}
-        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'submit'].includes(page) && <p>No page {url.pathname}.</p>}
+        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'submit'].includes(page) && (
+          <p>No page {url.pathname}.</p>
+        )}
       </main>
     </div>
   )

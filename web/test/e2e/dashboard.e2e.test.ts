@@ -178,6 +178,21 @@ describe('dashboard', () => {
     await page.getByRole('table', { name: 'External services' }).waitFor()
   })
 
+  it('reads a cron expression out before saving, creates a schedule and deletes it', async () => {
+    page.on('dialog', (d) => void d.accept())
+    await page.goto(base + '/ui/schedules')
+    await page.getByLabel('Cron expression (UTC)').fill('0 9 * * 1-5')
+    await page.getByTestId('cron-reading').filter({ hasText: 'Runs at 09:00 UTC, on Monday–Friday.' }).waitFor()
+    await page.getByLabel('Id (optional)').fill('weekday-report')
+    await page.getByRole('button', { name: 'Create schedule' }).click()
+    await page.getByRole('status').filter({ hasText: 'Schedule weekday-report created' }).waitFor()
+    await page.getByRole('cell', { name: 'weekday-report', exact: true }).waitFor()
+    await shoot('schedules')
+    await page.getByRole('button', { name: 'Delete weekday-report' }).click()
+    await page.getByRole('status').filter({ hasText: 'Schedule weekday-report deleted.' }).waitFor()
+    await page.getByRole('cell', { name: 'weekday-report', exact: true }).waitFor({ state: 'detached' })
+  })
+
   it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
     await page.goto(base + '/ui/submit')
     await page.getByLabel('Task type').selectOption('sleep')

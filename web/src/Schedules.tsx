@@ -1,0 +1,127 @@
+import { useEffect, useState } from 'react'
+import { api } from './api'
+import type { components } from './api/schema'
+import { describeCron } from './cronText'
+
+type ScheduleList = components['schemas']['ScheduleList']
+
+// Schedules: the recurring tasks (a session sees its own, the admin all),
+// each with its next run; create one — the expression read out in words
+// before it is saved — and delete one after a confirmation.
+export function Schedules() {
+  const [list, setList] = useState<ScheduleList | null>(null)
+  const [types, setTypes] = useState<string[]>([])
+  const [id, setID] = useState('')
+  const [cron, setCron] = useState('@hourly')
+  const [typ, setTyp] = useState('noop')
+  const [error, setError] = useState('')
+  const [done, setDone] = useState('')
+  const [reload, setReload] = useState(0)
+  useEffect(() => {
+    api<ScheduleList>('/api/v1/schedules')
+      .then((l) => setList(l))
+      .catch((e: Error) => setError(e.message))
+  }, [reload])
+  useEffect(() => {
+    api<{ task_types: { name: string }[] }>('/api/v1/task-types')
+      .then((r) => setTypes(r.task_types.map((t) => t.name)))
+      .catch(() => setTypes([]))
+  }, [])
+  const reading = describeCron(cron)
+
+  async function create() {
+    setError('')
+    try {
+      const body: Record<string, unknown> = { cron: cron.trim(), task_type: typ }
+      if (id.trim()) body.id = id.trim()
+      const s = await api<{ schedule_id: string; next_run_at?: string }>('/api/v1/schedules', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      setDone(`Schedule ${s.schedule_id} created; next run ${s.next_run_at ?? 'never'}.`)
+      setID('')
+      setReload((x) => x + 1)
+    } catch (e) {
+      setError((e as Error).message)
+    }
+  }
+
+  async function remove(sid: string) {
+    if (!confirm(`Delete schedule ${sid}? Tasks it already created stay.`)) return
+    try {
+      await api(`/api/v1/schedules/${encodeURIComponent(sid)}`, { method: 'DELETE' })
+      setDone(`Schedule ${sid} deleted.`)
+      setReload((x) => x + 1)
+    } catch (e) {
+      setError((e as Error).message)
+    }
+  }
+
+  return (
+    <section aria-labelledby="sched-h">
+      <h2 id="sched-h">Schedules</h2>
+      {error && <p role="alert">{error}</p>}
+      {done && <p role="status">{done}</p>}
+      <form
+        className="card"
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault()
+          void create()
+        }}
+      >
+        <h3>New schedule</h3>
+        <label htmlFor="sched-cron">Cron expression (UTC)</label>
+        <input id="sched-cron" value={cron} onChange={(e) => setCron(e.target.value)} aria-describedby="sched-reading" />
+        <p id="sched-reading" className="hint" data-testid="cron-reading">
+          {reading ? `Runs ${reading}.` : 'The server checks this expression when you save it.'}
+        </p>
+        <label htmlFor="sched-type">Task type</label>
+        <select id="sched-type" value={typ} onChange={(e) => setTyp(e.target.value)}>
+          {(types.length ? types : [typ]).map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="sched-id">Id (optional)</label>
+        <input id="sched-id" value={id} onChange={(e) => setID(e.target.value)} />
+        <button type="submit">Create schedule</button>
+      </form>
+      {list && (
+        <table>
+          <caption>{list.count} schedules</caption>
+          <thead>
+            <tr>
+              <th scope="col">Schedule</th>
+              <th scope="col">Cron</th>
+              <th scope="col">Runs</th>
+              <th scope="col">Task type</th>
+              <th scope="col">Next run (UTC)</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.schedules.map((s) => (
+              <tr key={s.schedule_id}>
+                <td>{s.schedule_id}</td>
+                <td>
+                  <code>{s.cron}</code>
+                </td>
+                <td>{describeCron(s.cron) || '–'}</td>
+                <td>{s.task_type}</td>
+                <td>{s.next_run_at ?? 'never'}</td>
+                <td>
+                  <button type="button" onClick={() => void remove(s.schedule_id)}>
+                    Delete {s.schedule_id}
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  )
+}
