@@ -4,6 +4,7 @@ import { Link } from './Link'
 import { route, useLocation } from './route'
 import { DeadLetters } from './DeadLetters'
 import { Schedules } from './Schedules'
+import { Sessions } from './Sessions'
 import { Submit, TaskDetail, Tasks } from './Tasks'
 import { WorkersPage } from './Workers'
 
@@ -11,15 +12,30 @@ type Auth = 'checking' | 'signed-out' | 'signed-in'
 
 export function App() {
   const [auth, setAuth] = useState<Auth>('checking')
+  const [role, setRole] = useState<'admin' | 'session'>('admin')
   const [error, setError] = useState('')
   const url = useLocation()
   const { page, rest } = route(url.pathname)
 
+  // probe: the admin key (or open mode) reads the queues; a session token
+  // is refused there (403) and reads what any caller may (its own tasks,
+  // notifications and the task types).
   async function probe() {
     try {
       await api<QueueStatus>('/api/v1/queues/status')
+      setRole('admin')
       setAuth('signed-in')
     } catch (e) {
+      if (e instanceof ApiError && e.status === 403 && getToken()) {
+        try {
+          await api('/api/v1/task-types')
+          setRole('session')
+          setAuth('signed-in')
+          return
+        } catch (e2) {
+          e = e2
+        }
+      }
       if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
         if (getToken()) setError(e.message)
         setAuth('signed-out')
@@ -43,6 +59,7 @@ export function App() {
           <Link href="/ui/dlq" aria-current={page === 'dlq' ? 'page' : undefined}>Dead letters</Link>{' '}
           <Link href="/ui/workers" aria-current={page === 'workers' ? 'page' : undefined}>Workers</Link>{' '}
           <Link href="/ui/schedules" aria-current={page === 'schedules' ? 'page' : undefined}>Schedules</Link>{' '}
+          <Link href="/ui/sessions" aria-current={page === 'sessions' ? 'page' : undefined}>Session</Link>{' '}
           <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
         </nav>
         {auth === 'signed-in' && getToken() && (
@@ -69,14 +86,22 @@ export function App() {
             }}
           />
         )}
-        {auth === 'signed-in' && page === '' && <Overview />}
+        {auth === 'signed-in' && page === '' && role === 'admin' && <Overview />}
+        {auth === 'signed-in' && page === '' && role === 'session' && (
+          <p>
+            Signed in as a session: the overview, dead letters and workers are the operators&apos; (admin key). Your
+            tasks are under <Link href="/ui/tasks">Tasks</Link>, your notifications under{' '}
+            <Link href="/ui/sessions">Session</Link>.
+          </p>
+        )}
         {auth === 'signed-in' && page === 'tasks' && rest[0] && <TaskDetail id={rest[0]} />}
         {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} />}
         {auth === 'signed-in' && page === 'dlq' && <DeadLetters url={url} />}
         {auth === 'signed-in' && page === 'workers' && <WorkersPage />}
         {auth === 'signed-in' && page === 'schedules' && <Schedules />}
+        {auth === 'signed-in' && page === 'sessions' && <Sessions url={url} />}
         {auth === 'signed-in' && page === 'submit' && <Submit />}
-        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'submit'].includes(page) && (
+        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit'].includes(page) && (
           <p>No page {url.pathname}.</p>
         )}
       </main>

@@ -193,6 +193,34 @@ describe('dashboard', () => {
     await page.getByRole('cell', { name: 'weekday-report', exact: true }).waitFor({ state: 'detached' })
   })
 
+  it('signed in with a session token, shows only its own tasks and its notifications arriving live', async () => {
+    const sess = (await (await fetch(base + '/api/v1/sessions', { method: 'POST' })).json()) as { token: string; session_id: string }
+    const submit = async (token?: string) => {
+      const r = await fetch(base + '/api/v1/tasks', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `Bearer ${token}` } : {}) },
+        body: JSON.stringify({ task_type: 'noop' }),
+      })
+      return ((await r.json()) as { task_id: string }).task_id
+    }
+    const mine = await submit(sess.token)
+    await submit() // the admin's (open mode), not the session's
+    await page.addInitScript((t) => sessionStorage.setItem('taskflow.token', t), sess.token)
+    await page.goto(base + '/ui/sessions')
+    await page.getByText(`Session ${sess.session_id}`).waitFor()
+    await page.getByRole('cell', { name: 'Your noop task is ready!' }).waitFor()
+    await page.getByRole('table', { name: '1 tasks of this session' }).waitFor()
+    await page.getByRole('link', { name: mine }).first().waitFor()
+    // a second task of the session: its notification arrives without a reload
+    const next = await submit(sess.token)
+    await page.getByRole('link', { name: next }).first().waitFor()
+    await shoot('session')
+    await page.getByRole('link', { name: 'Tasks' }).click()
+    await page.getByRole('table', { name: /^2 tasks/ }).waitFor()
+    // the probe's 403 on the operators' queue status tells the UI it is a session
+    problems = problems.filter((p) => !(p.includes('403') && (p.includes('/queues/status') || p.startsWith('console'))))
+  })
+
   it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
     await page.goto(base + '/ui/submit')
     await page.getByLabel('Task type').selectOption('sleep')
