@@ -308,6 +308,26 @@ func eventTaskID(m stream.Message) string {
 	return d.TaskID
 }
 
+// earlierPending asks for the entries of m's stream up to m that are
+// delivered to agent-group and not acknowledged (an inclusive end, m left
+// out by othersPending: the embedded Redis of taskflow dev has no
+// exclusive ranges).
+func (o *Orchestrator) earlierPending(m stream.Message) *redis.XPendingExtArgs {
+	return &redis.XPendingExtArgs{Stream: m.Stream, Group: stream.AgentGroup, Start: "-", End: m.ID, Count: 256}
+}
+
+// othersPending are the ids of pend held by other consumers (ours are
+// applied in stream order already: handleAll), m itself left out.
+func (o *Orchestrator) othersPending(pend []redis.XPendingExt, m stream.Message) []string {
+	var out []string
+	for _, p := range pend {
+		if p.ID != m.ID && p.Consumer != o.cfg.Consumer {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}
+
 // awaitEarlierOutcome waits while another consumer of agent-group holds,
 // delivered and not yet acknowledged, an earlier entry of m's stream
 // about the same attempt (task id and token): the stream's order decides
@@ -319,19 +339,11 @@ func eventTaskID(m stream.Message) string {
 func (o *Orchestrator) awaitEarlierOutcome(ctx context.Context, m stream.Message, taskID, tok string) error {
 	deadline := time.Now().Add(o.cfg.ClaimIdle)
 	for {
-		// (an inclusive end, m itself left out below: the embedded Redis of
-		// taskflow dev has no exclusive ranges)
-		pend, err := o.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: m.Stream, Group: stream.AgentGroup,
-			Start: "-", End: m.ID, Count: 256}).Result()
+		pend, err := o.rdb.XPendingExt(ctx, o.earlierPending(m)).Result()
 		if err != nil {
 			return err
 		}
-		var others []string
-		for _, p := range pend {
-			if p.ID != m.ID && p.Consumer != o.cfg.Consumer { // ours are applied in order already (handleAll)
-				others = append(others, p.ID)
-			}
-		}
+		others := o.othersPending(pend, m)
 		if len(others) == 0 {
 			return nil
 		}
@@ -450,18 +462,26 @@ func (o *Orchestrator) once(ctx context.Context, m stream.Message, taskID, event
 	if err != nil {
 		return err
 	}
-	if err := o.awaitEarlierOutcome(ctx, m, taskID, tok); err != nil {
-		return err
-	}
 	marker := o.k.applied(taskID + ":" + tok)
-	// One round trip: is the attempt applied already, and has this entry
-	// been seen (marking it so). A seen marker set for an outcome that
-	// turns out applied is dropped with the acknowledgement.
+	// One round trip: is the attempt applied already, has this entry been
+	// seen (marking it so), and does another consumer hold an earlier
+	// entry of the stream. A seen marker set for an outcome that turns out
+	// applied is dropped with the acknowledgement.
 	p := o.rdb.Pipeline()
 	applied := p.Exists(ctx, marker)
 	seen := p.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL)
+	pend := p.XPendingExt(ctx, o.earlierPending(m))
 	if _, err := p.Exec(ctx); err != nil {
 		return err
+	}
+	if len(o.othersPending(pend.Val(), m)) > 0 {
+		// possibly an earlier outcome of this attempt: it goes first
+		if err := o.awaitEarlierOutcome(ctx, m, taskID, tok); err != nil {
+			return err
+		}
+		if applied = o.rdb.Exists(ctx, marker); applied.Err() != nil {
+			return applied.Err()
+		}
 	}
 	if applied.Val() == 1 {
 		// a second outcome of an applied attempt: ignored and, like every
