@@ -221,6 +221,19 @@ describe('dashboard', () => {
     problems = problems.filter((p) => !(p.includes('403') && (p.includes('/queues/status') || p.startsWith('console'))))
   })
 
+  it("fits every page into a phone's width, tables keeping their role", async () => {
+    await page.setViewportSize({ width: 390, height: 800 })
+    for (const path of ['/ui/', '/ui/tasks', '/ui/dlq', '/ui/workers', '/ui/schedules', '/ui/submit']) {
+      await page.goto(base + path)
+      await page.getByRole('heading', { level: 2 }).first().waitFor()
+      await page.waitForTimeout(300) // the page's data
+      const width = await page.evaluate(() => document.documentElement.scrollWidth)
+      expect(width, path).toBeLessThanOrEqual(390)
+    }
+    await page.goto(base + '/ui/workers')
+    await page.getByRole('table', { name: /live workers/ }).waitFor()
+  })
+
   it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
     await page.goto(base + '/ui/submit')
     await page.getByLabel('Task type').selectOption('sleep')
