@@ -260,3 +260,33 @@ func (c *Cron) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// LastRuns returns, for each schedule id that has fired, the latest due
+// time it handled (its task created, or found already created); a
+// schedule that has not fired yet is left out.
+func (c *Cron) LastRuns(ctx context.Context, schedules []Schedule) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	if len(schedules) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(schedules))
+	for i, s := range schedules {
+		ids[i] = s.ID
+	}
+	vals, err := c.rdb.HMGet(ctx, c.k.last(), ids...).Result()
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		str, ok := v.(string)
+		if !ok {
+			continue
+		}
+		ms, err := strconv.ParseInt(str, 10, 64)
+		if err != nil || ms <= schedules[i].CreatedAt.UnixMilli() { // the marker starts at creation
+			continue
+		}
+		out[ids[i]] = time.UnixMilli(ms).UTC()
+	}
+	return out, nil
+}

@@ -161,3 +161,33 @@ func TestLastHandledNeverMovesBack(t *testing.T) {
 	require.False(t, moved)
 	require.False(t, rdb.HExists(ctx, c.k.last(), "m").Val(), "no marker for a removed schedule")
 }
+
+// TestLastRuns: a schedule that has not fired has no last run; once a
+// tick fires it, its last run is the due time it fired for.
+func TestLastRuns(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	start := time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)
+	clk := clock.NewFake(start)
+	st, err := store.New(rdb, store.Config{Namespace: ns, Clock: clk})
+	require.NoError(t, err)
+	ctx := context.Background()
+	c := New(st, Config{Clock: clk})
+	require.NoError(t, c.Put(ctx, Schedule{ID: "m", Expr: "* * * * *", TaskType: "noop"}))
+	all, err := c.List(ctx)
+	require.NoError(t, err)
+	last, err := c.LastRuns(ctx, all)
+	require.NoError(t, err)
+	require.Empty(t, last, "not fired yet")
+
+	clk.Set(start.Add(time.Minute)) // 12:01:30: 12:01 is due
+	got, err := c.Tick(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	last, err = c.LastRuns(ctx, all)
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 1, 1, 12, 1, 0, 0, time.UTC), last["m"])
+	last, err = c.LastRuns(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, last)
+}

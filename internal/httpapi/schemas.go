@@ -120,6 +120,7 @@ var apiSchemas = map[string]any{
 		"schedule_id": str(""), "cron": str(""), "task_type": str(""), "params": map[string]any{"type": "object"}, "content": str(""),
 		"priority": str(""), "timeout": integer("seconds"), "session_id": str("the owning session"), "created_at": ts(""),
 		"next_run_at": ts("the next due time (absent: never due again)"),
+		"last_run_at": ts("the latest due time it fired for (absent: not yet)"),
 	}),
 	"ScheduleList":    obj([]string{"schedules", "count"}, map[string]any{"schedules": arr(ref("Schedule")), "count": integer("")}),
 	"ScheduleDeleted": obj([]string{"schedule_id", "deleted"}, map[string]any{"schedule_id": str(""), "deleted": boolean("")}),

@@ -48,6 +48,8 @@ type ScheduleView struct {
 	CreatedAt time.Time       `json:"created_at"`
 	// NextRunAt is the next due time after now (absent: never due again).
 	NextRunAt time.Time `json:"next_run_at,omitzero"`
+	// LastRunAt is the latest due time it fired for (absent: not yet).
+	LastRunAt time.Time `json:"last_run_at,omitzero"`
 }
 
 var scheduleIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -157,11 +159,21 @@ func (s *Service) ListSchedules(ctx context.Context, p auth.Principal) ([]Schedu
 	if err != nil {
 		return nil, storeErr("", err)
 	}
-	out := []ScheduleView{}
+	var mine []cron.Schedule
 	for _, sc := range all {
 		if p.Admin || sc.SessionID == p.SessionID {
-			out = append(out, s.viewSchedule(sc))
+			mine = append(mine, sc)
 		}
+	}
+	last, err := cr.LastRuns(ctx, mine)
+	if err != nil {
+		return nil, storeErr("", err)
+	}
+	out := []ScheduleView{}
+	for _, sc := range mine {
+		v := s.viewSchedule(sc)
+		v.LastRunAt = last[sc.ID]
+		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
@@ -198,11 +210,17 @@ func (s *Service) ownSchedule(ctx context.Context, p auth.Principal, id string) 
 
 // GetSchedule returns the schedule id if p may see it.
 func (s *Service) GetSchedule(ctx context.Context, p auth.Principal, id string) (ScheduleView, error) {
-	_, sc, err := s.ownSchedule(ctx, p, id)
+	cr, sc, err := s.ownSchedule(ctx, p, id)
 	if err != nil {
 		return ScheduleView{}, err
 	}
-	return s.viewSchedule(sc), nil
+	last, err := cr.LastRuns(ctx, []cron.Schedule{sc})
+	if err != nil {
+		return ScheduleView{}, storeErr("", err)
+	}
+	v := s.viewSchedule(sc)
+	v.LastRunAt = last[sc.ID]
+	return v, nil
 }
 
 // DeleteSchedule removes the schedule id (owner or admin); tasks it

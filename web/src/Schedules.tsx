@@ -6,7 +6,7 @@ import { describeCron } from './cronText'
 type ScheduleList = components['schemas']['ScheduleList']
 
 // Schedules: the recurring tasks (a session sees its own, the admin all),
-// each with its next run; create one — the expression read out in words
+// each with its last and next run; create one — the expression read out in words
 // before it is saved — and delete one after a confirmation.
 export function Schedules() {
   const [list, setList] = useState<ScheduleList | null>(null)
@@ -98,6 +98,7 @@ export function Schedules() {
               <th scope="col">Cron</th>
               <th scope="col">Runs</th>
               <th scope="col">Task type</th>
+              <th scope="col">Last run (UTC)</th>
               <th scope="col">Next run (UTC)</th>
               <th scope="col">Actions</th>
             </tr>
@@ -111,6 +112,7 @@ export function Schedules() {
                 </td>
                 <td>{describeCron(s.cron) || '–'}</td>
                 <td>{s.task_type}</td>
+                <td>{s.last_run_at ?? 'not yet'}</td>
                 <td>{s.next_run_at ?? 'never'}</td>
                 <td>
                   <button type="button" onClick={() => void remove(s.schedule_id)}>

@@ -968,6 +968,11 @@ export interface components {
             cron: string;
             /**
              * Format: date-time
+             * @description the latest due time it fired for (absent: not yet)
+             */
+            last_run_at?: string;
+            /**
+             * Format: date-time
              * @description the next due time (absent: never due again)
              */
             next_run_at?: string;

@@ -187,6 +187,7 @@ describe('dashboard', () => {
     await page.getByRole('button', { name: 'Create schedule' }).click()
     await page.getByRole('status').filter({ hasText: 'Schedule weekday-report created' }).waitFor()
     await page.getByRole('cell', { name: 'weekday-report', exact: true }).waitFor()
+    await page.getByRole('cell', { name: 'not yet' }).waitFor() // its last run
     await shoot('schedules')
     await page.getByRole('button', { name: 'Delete weekday-report' }).click()
     await page.getByRole('status').filter({ hasText: 'Schedule weekday-report deleted.' }).waitFor()
