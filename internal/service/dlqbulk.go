@@ -137,17 +137,15 @@ func (s *Service) DLQBulk(ctx context.Context, p auth.Principal, action string, 
 	return out, nil
 }
 
-// deleteDead deletes a task that is a dead letter (and nothing else: a
-// bulk delete from the DLQ page must not remove a task retried meanwhile).
+// deleteDead deletes a task that is a dead letter, and nothing else: the
+// state is checked in the same script that deletes, so a task retried
+// meanwhile stays.
 func (s *Service) deleteDead(ctx context.Context, id string) error {
 	t, err := s.st.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	if t.State != task.StateDLQ {
-		return &task.StateError{TaskID: id, Have: t.State, Want: []task.State{task.StateDLQ}}
-	}
-	if err := s.st.Delete(ctx, id); err != nil {
+	if err := s.st.DeleteIf(ctx, id, task.StateDLQ); err != nil {
 		return err
 	}
 	if t.SessionID != "" {

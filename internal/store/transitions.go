@@ -353,13 +353,26 @@ func (s *Store) Retry(ctx context.Context, id string) error {
 // refused with a *task.StateError (cancel it first: a worker holds it).
 // Delete emits no lifecycle event.
 func (s *Store) Delete(ctx context.Context, id string) error {
+	return s.deleteIf(ctx, id, "")
+}
+
+// DeleteIf deletes task id only while it is in state; another state is a
+// *task.StateError (the task is left as it is).
+func (s *Store) DeleteIf(ctx context.Context, id string, state task.State) error {
+	return s.deleteIf(ctx, id, state)
+}
+
+func (s *Store) deleteIf(ctx context.Context, id string, state task.State) error {
 	keys := []string{s.keys.task(id), s.keys.dlqTask(id), s.keys.dlq(), s.keys.scheduled(),
 		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow), s.keys.retry()}
 	for _, st := range task.States {
 		keys = append(keys, s.keys.stateIndex(st))
 	}
-	err := scriptDelete.Run(ctx, s.rdb, keys).Err()
+	err := scriptDelete.Run(ctx, s.rdb, keys, string(state)).Err()
 	want := []task.State{task.StatePending, task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled}
+	if state != "" {
+		want = []task.State{state}
+	}
 	return scriptErr(id, err, want...)
 }
 

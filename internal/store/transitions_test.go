@@ -432,6 +432,25 @@ func TestDelete(t *testing.T) {
 	require.Empty(t, keys)
 }
 
+// TestDeleteIf: a task is deleted only in the state asked for; in another
+// it stays, and the refusal says which state it is in.
+func TestDeleteIf(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueue(t, EnqueueRequest{ID: "d"})
+	requireState(t, b.s.DeleteIf(b.ctx, "d", task.StateDLQ), task.StatePending)
+	got, err := b.s.Get(b.ctx, "d")
+	require.NoError(t, err, "left as it was")
+	require.Equal(t, task.StatePending, got.State)
+	tk := b.fetchOne(t)
+	_, err = b.s.Fail(b.ctx, tk.ID, tk.Lease, Failure{ErrorType: "x", Permanent: true})
+	require.NoError(t, err)
+	require.NoError(t, b.s.DeleteIf(b.ctx, "d", task.StateDLQ))
+	_, err = b.s.Get(b.ctx, "d")
+	require.ErrorIs(t, err, task.ErrNotFound)
+	require.Zero(t, b.status(t).DLQ)
+}
+
 func TestCompleteBatchMixed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

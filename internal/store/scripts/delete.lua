@@ -4,9 +4,12 @@
 -- KEYS[1] task KEYS[2] dlq snapshot KEYS[3] dlq list KEYS[4] scheduled
 -- KEYS[5] primary:high KEYS[6] primary KEYS[7] primary:low KEYS[8] retry
 -- KEYS[9..15] state indexes PENDING, ACTIVE, COMPLETED, FAILED, DLQ, TIMEOUT, CANCELLED
+-- ARGV[1] (optional) the state the task must be in (a bulk delete from the
+-- DLQ deletes only dead letters, not a task retried meanwhile)
 local f = redis.call('HMGET', KEYS[1], 'state', 'queue', 'priority', 'task_id')
 if not f[1] then return redis.error_reply('NOTFOUND') end
 if f[1] == 'ACTIVE' then return redis.error_reply('STATE ACTIVE') end
+if ARGV[1] and ARGV[1] ~= '' and f[1] ~= ARGV[1] then return redis.error_reply('STATE ' .. f[1]) end
 local id = f[4]
 if f[1] == 'PENDING' then
   if redis.call('ZREM', KEYS[4], id) == 0 then
