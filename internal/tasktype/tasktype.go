@@ -110,8 +110,11 @@ type Registry struct {
 	local map[string]Type
 
 	mu        sync.Mutex
-	published map[string]stream.TypeSpec
+	published map[string]Type // the accepted external types with a spec
 	readAt    time.Time
+	// unreadable: the specs whose params_schema could not be read, as
+	// last read (warned about once each)
+	unreadable map[string]string
 }
 
 // New returns the registry of cfg's types. A name both local and external
@@ -126,7 +129,7 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Registry{cfg: cfg, local: map[string]Type{}}
+	r := &Registry{cfg: cfg, local: map[string]Type{}, unreadable: map[string]string{}}
 	for _, t := range cfg.Local {
 		if t.Name == "" {
 			return nil, fmt.Errorf("tasktype: a local type has no name")
@@ -174,46 +177,34 @@ func (r *Registry) Lookup(ctx context.Context, name string) (Type, bool) {
 	if !r.IsExternal(name) {
 		return Type{}, false
 	}
-	return r.external(name, r.specs(ctx)), true
+	if t, ok := r.externals(ctx)[name]; ok {
+		return t, true
+	}
+	return Type{Name: name, External: true}, true
 }
 
 // List returns every accepted type, sorted by name.
 func (r *Registry) List(ctx context.Context) []Type {
-	specs := r.specs(ctx)
+	ext := r.externals(ctx)
 	out := make([]Type, 0, len(r.local)+len(r.cfg.External))
 	for _, t := range r.local {
 		out = append(out, t)
 	}
 	for _, n := range r.cfg.External {
-		out = append(out, r.external(n, specs))
+		t, ok := ext[n]
+		if !ok {
+			t = Type{Name: n, External: true}
+		}
+		out = append(out, t)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// external builds the external type name from its published spec, when
-// there is one whose params_schema reads.
-func (r *Registry) external(name string, specs map[string]stream.TypeSpec) Type {
-	t := Type{Name: name, External: true}
-	spec, ok := specs[name]
-	if !ok {
-		return t
-	}
-	t.Service, t.Description, t.Notify = spec.Service, spec.Description, spec.Notify
-	if len(spec.Params) > 0 {
-		var raw map[string]any
-		if sch, err := param.FromJSONSchema(spec.Params); err == nil && json.Unmarshal(spec.Params, &raw) == nil {
-			t.Params, t.JSONSchema = sch, raw
-		} else {
-			r.cfg.Logger.Warn("a service published params this registry cannot read: not checked at submit",
-				"task_type", name, "service", spec.Service, "err", err)
-		}
-	}
-	return t
-}
-
-// specs returns the published specs, read again once Refresh has passed.
-func (r *Registry) specs(ctx context.Context) map[string]stream.TypeSpec {
+// externals returns the accepted external types that have a published
+// spec, built once per read of the specs (read again once Refresh has
+// passed): a submit does not parse a schema.
+func (r *Registry) externals(ctx context.Context) map[string]Type {
 	if r.cfg.Redis == nil {
 		return nil
 	}
@@ -230,12 +221,32 @@ func (r *Registry) specs(ctx context.Context) map[string]stream.TypeSpec {
 		}
 		return r.published
 	}
-	out := make(map[string]stream.TypeSpec, len(all))
-	for name, v := range all {
-		var spec stream.TypeSpec
-		if json.Unmarshal([]byte(v), &spec) == nil {
-			out[name] = spec
+	out := make(map[string]Type, len(r.cfg.External))
+	for _, name := range r.cfg.External {
+		raw, ok := all[name]
+		if !ok {
+			continue
 		}
+		var spec stream.TypeSpec
+		if json.Unmarshal([]byte(raw), &spec) != nil {
+			continue
+		}
+		t := Type{Name: name, External: true, Service: spec.Service, Description: spec.Description, Notify: spec.Notify}
+		if len(spec.Params) > 0 {
+			var schema map[string]any
+			sch, err := param.FromJSONSchema(spec.Params)
+			if err == nil && json.Unmarshal(spec.Params, &schema) == nil {
+				t.Params, t.JSONSchema = sch, schema
+			} else if r.unreadable[name] != raw {
+				// said once per published spec, not on every read
+				r.cfg.Logger.Warn("a service published params this registry cannot read: not checked at submit",
+					"task_type", name, "service", spec.Service, "err", err)
+			}
+			if err != nil {
+				r.unreadable[name] = raw
+			}
+		}
+		out[name] = t
 	}
 	r.published, r.readAt = out, now
 	return out
