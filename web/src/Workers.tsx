@@ -108,13 +108,15 @@ export function WorkersPage() {
               <tr key={dep}>
                 <td>{dep}</td>
                 <td data-testid={`breaker-${dep}`}>{st}</td>
-                <td className="actions">
-                  <button type="button" onClick={() => void move(dep, true)}>
-                    Open {dep}
-                  </button>
-                  <button type="button" onClick={() => void move(dep, false)}>
-                    Reset {dep}
-                  </button>
+                <td>
+                  <div className="actions">
+                    <button type="button" onClick={() => void move(dep, true)}>
+                      Open {dep}
+                    </button>
+                    <button type="button" onClick={() => void move(dep, false)}>
+                      Reset {dep}
+                    </button>
+                  </div>
                 </td>
               </tr>
             ))}
