@@ -38,6 +38,7 @@ func endpoints() []endpoint {
 		{"DELETE", "/api/v1/tasks/{id}", nil, "owner"},
 		{"POST", "/api/v1/tasks/requeue-orphaned", nil, "admin"},
 		{"GET", "/api/v1/queues/status", nil, "admin"},
+		{"GET", "/api/v1/stats/series", nil, "admin"},
 		{"GET", "/api/v1/queues/status/stream", nil, "admin"},
 		{"GET", "/api/v1/queues/dlq", nil, "admin"},
 		{"POST", "/api/v1/queues/dlq/retry", map[string]any{"all": true}, "admin"},

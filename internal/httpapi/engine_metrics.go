@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -96,27 +95,6 @@ func (m *engineMetrics) Collect(ch chan<- prometheus.Metric) {
 			v = 2
 		}
 		ch <- prometheus.MustNewConstMetric(m.breaker, prometheus.GaugeValue, v, dep)
-	}
-}
-
-// follow counts transitions and durations from the event stream.
-func (m *engineMetrics) follow(ctx context.Context) error {
-	for {
-		err := m.svc.FollowEvents(ctx, "", func(e service.Event) error {
-			m.observe(e)
-			return nil
-		})
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			// Redis hiccup: wait a little, then follow again from now.
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
-		}
 	}
 }
 

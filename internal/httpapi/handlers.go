@@ -72,6 +72,7 @@ func (s *Server) routes() {
 
 	s.scheduleRoutes(add)
 	s.planRoutes(add)
+	s.statsRoutes(add)
 	s.resultRoutes(add)
 	s.notificationRoutes(add)
 

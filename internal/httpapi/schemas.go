@@ -138,6 +138,21 @@ var apiSchemas = map[string]any{
 		"retry_ratio":         num("share of fetches served retry-first now"),
 		"pressure":            map[string]any{"type": "string", "enum": []string{"normal", "warning", "critical"}},
 	}),
+	"Series": obj([]string{"step_seconds", "at", "enqueued", "completed", "failed", "dead_lettered", "start_p50_ms", "start_p99_ms", "depth", "window"}, map[string]any{
+		"step_seconds":  num("width of one step"),
+		"at":            arr(integer("the step's start, unix seconds")),
+		"enqueued":      arr(integer("tasks created in the step")),
+		"completed":     arr(integer("")),
+		"failed":        arr(integer("attempts that ended FAILED or TIMEOUT")),
+		"dead_lettered": arr(integer("")),
+		"start_p50_ms":  arr(nullable(num("null: no task started in the step"))),
+		"start_p99_ms":  arr(nullable(num(""))),
+		"depth":         mapOf(arr(nullable(integer("null: no sample in the step")))),
+		"window": obj([]string{"enqueued", "completed", "failed", "dead_lettered", "starts", "start_p50_ms", "start_p99_ms"}, map[string]any{
+			"enqueued": integer(""), "completed": integer(""), "failed": integer(""), "dead_lettered": integer(""),
+			"starts": integer("tasks started"), "start_p50_ms": nullable(num("")), "start_p99_ms": nullable(num("")),
+		}),
+	}),
 	"TaskEvent": obj([]string{"id", "task_id", "to", "at"}, map[string]any{
 		"id": str("event id (resume with Last-Event-ID)"), "task_id": str(""), "from": str(""), "to": stateEnum,
 		"at": ts(""), "task_type": str(""), "session_id": str(""),

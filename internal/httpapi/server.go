@@ -17,7 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/stats"
 )
 
 // Config configures a Server.
@@ -64,6 +66,10 @@ type Config struct {
 	// can read auth.FromContext (e.g. the notifications that ride on a
 	// session's next response). Default none.
 	RouteMiddleware func(http.Handler) http.Handler
+	// Clock places the series' steps (/api/v1/stats/series). Default the
+	// wall clock; give the store's clock so that its events and the steps
+	// agree.
+	Clock clock.Clock
 }
 
 // Mount is an outside handler served at Method+Path (a net/http pattern
@@ -107,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxStreams == 0 {
 		c.MaxStreams = 32
 	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
 	return c
 }
 
@@ -146,6 +155,7 @@ type Server struct {
 	handler   http.Handler
 	metrics   *httpMetrics
 	engine    *engineMetrics
+	series    *stats.Window
 	mountDocs []route
 
 	// openapiJSON is /openapi.json as last built, for the task types
@@ -174,6 +184,7 @@ func New(cfg Config) (*Server, error) {
 	if s.engine, err = newEngineMetrics(cfg.Registry, cfg.Service); err != nil {
 		return nil, err
 	}
+	s.series = stats.New(stats.Config{})
 	s.router = newRouter(s)
 	s.routes()
 	for _, m := range cfg.Mounts {
@@ -195,8 +206,19 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
 // Run follows the lifecycle event stream for the transition and duration
-// metrics until ctx ends. Optional: without it those two series stay 0.
-func (s *Server) Run(ctx context.Context) error { return s.engine.follow(ctx) }
+// metrics and the dashboard's series (/api/v1/stats/series), and samples
+// queue depths for the series, until ctx ends. Optional: without it those
+// stay empty.
+func (s *Server) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.sampleDepth(ctx)
+	}()
+	err := s.follow(ctx)
+	<-done
+	return err
+}
 
 // CloseStreams ends every open SSE stream (each gets an event: shutdown
 // first) and makes new ones end at once: call it when the HTTP server

@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/service"
+)
+
+// statsRoutes registers the dashboard's time series.
+func (s *Server) statsRoutes(add func(route)) {
+	add(route{method: "GET", path: "/api/v1/stats/series", access: admin, handler: s.getSeries, doc: opDoc{
+		tag: "queues", summary: "Throughput, start latency and queue depths over the last 15 minutes",
+		description: "Columns, oldest step first, one entry per step (step_seconds, default 5) of the window: tasks enqueued (created), " +
+			"completed, failed (attempts that ended FAILED or TIMEOUT) and dead-lettered per step; start latency p50/p99 in ms (from becoming PENDING " +
+			"to ACTIVE; a task submitted with a delay counts its delay; null where no task started); queue depths, the step's last sample " +
+			"(null where none was taken). Every API process keeps the window in memory from the lifecycle event stream, rebuilt from the stream " +
+			"when it starts (as far back as the capped stream reaches); depth samples start when the process does.",
+		responses: map[int]string{200: "Series"}}})
+}
+
+func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ auth.Principal) {
+	writeJSON(w, http.StatusOK, s.series.Series(s.cfg.Clock.Now()))
+}
+
+// follow feeds the transition/duration metrics and the series window from
+// the lifecycle event stream until ctx ends. The window is first rebuilt
+// from the events of its span; the metrics count only what happens after
+// the process started. After a Redis hiccup it resumes where it stopped.
+func (s *Server) follow(ctx context.Context) error {
+	started := s.cfg.Clock.Now()
+	after := fmt.Sprintf("%d-0", started.Add(-s.series.Span()).UnixMilli())
+	for {
+		err := s.svc.FollowEvents(ctx, after, func(e service.Event) error {
+			s.series.Observe(e)
+			if !e.At.Before(started) {
+				s.engine.observe(e)
+			}
+			after = e.ID
+			return nil
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// sampleDepth records the queue depths into the window once per step.
+func (s *Server) sampleDepth(ctx context.Context) {
+	t := time.NewTicker(s.series.Step())
+	defer t.Stop()
+	admin := auth.Principal{Admin: true}
+	for {
+		qctx, cancel := context.WithTimeout(ctx, s.series.Step())
+		qs, err := s.svc.QueueStatus(qctx, admin)
+		cancel()
+		if err == nil {
+			s.series.ObserveDepth(s.cfg.Clock.Now(), qs.Queues)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
