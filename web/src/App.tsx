@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react'
 import { api, ApiError, getToken, setToken, type QueueStatus } from './api'
+import { Overview } from './Overview'
 import { Link } from './Link'
 import { route, useLocation } from './route'
 import { DeadLetters } from './DeadLetters'
@@ -125,71 +126,5 @@ function SignIn({ error, onSubmit }: { error: string; onSubmit: (t: string) => v
       <button type="submit">Sign in</button>
       {error && <p role="alert">{error}</p>}
     </form>
-  )
-}
-
-function Overview() {
-  const [status, setStatus] = useState<QueueStatus | null>(null)
-  const [live, setLive] = useState<'connecting' | 'live' | 'reconnecting'>('connecting')
-  useEffect(() => {
-    const tok = getToken()
-    const url = '/api/v1/queues/status/stream' + (tok ? `?access_token=${encodeURIComponent(tok)}` : '')
-    const es = new EventSource(url)
-    const onStatus = (ev: MessageEvent) => {
-      setStatus(JSON.parse(ev.data) as QueueStatus)
-      setLive('live')
-    }
-    es.addEventListener('snapshot', onStatus)
-    es.addEventListener('queues', onStatus)
-    es.onerror = () => setLive('reconnecting')
-    return () => es.close()
-  }, [])
-  return (
-    <section aria-labelledby="ov">
-      <h2 id="ov">Overview</h2>
-      <p role="status">Stream: {live}</p>
-      {status && (
-        <div className="grid">
-          <CountTable caption="Queues" rows={status.queues} />
-          <CountTable caption="Tasks by state" rows={status.states} />
-          {status.primary_by_priority && <CountTable caption="Primary by priority" rows={status.primary_by_priority} />}
-          <table>
-            <caption>Retry pressure</caption>
-            <tbody>
-              <tr>
-                <th scope="row">Retry ratio</th>
-                <td>{status.retry_ratio ?? '–'}</td>
-              </tr>
-              <tr>
-                <th scope="row">Pressure</th>
-                <td>{status.pressure ?? '–'}</td>
-              </tr>
-            </tbody>
-          </table>
-        </div>
-      )}
-    </section>
-  )
-}
-
-function CountTable({ caption, rows }: { caption: string; rows: Record<string, number> }) {
-  return (
-    <table>
-      <caption>{caption}</caption>
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Count</th>
-        </tr>
-      </thead>
-      <tbody>
-        {Object.entries(rows).map(([k, v]) => (
-          <tr key={k}>
-            <th scope="row">{k}</th>
-            <td>{v}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
   )
 }

@@ -66,6 +66,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The plans this server can run, by name, with their node and output counts
+         * @description The plans built into the binary, or those of TASKFLOW_PLAN_DIR when set. A plan that does not compile is listed with its error instead of its counts.
+         *
+         *     Access: session or admin.
+         */
+        get: operations["getPlans"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/plans/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A plan's graph: its nodes in dependency order, each with the nodes it reads
+         * @description The name is checked as a run's is (400 invalid_plan_name); an unknown plan is 404 plan_not_found; a plan that does not compile 500 plan_invalid.
+         *
+         *     Access: session or admin.
+         */
+        get: operations["getPlansName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/plans/{name}/execute": {
         parameters: {
             query?: never;
@@ -77,7 +121,7 @@ export interface paths {
         put?: never;
         /**
          * Run a plan synchronously; body: rankd's request
-         * @description The body is {user_id, request_id?, param_overrides?, deadline_ms?, node_timeout_ms?}; the answer is rankd's success line. A plan name is 1 to 128 letters, digits or _ (400 invalid_plan_name); an unknown plan is 404 plan_not_found; a run past its deadline 504; a failure of the plan's data store 502.
+         * @description The body is {user_id, request_id?, param_overrides?, deadline_ms?, node_timeout_ms?}; the answer is rankd's success line, with ?trace=1 also the run's per-node timeline (trace) and its wall time (elapsed_us). A plan name is 1 to 128 letters, digits or _ (400 invalid_plan_name); an unknown plan is 404 plan_not_found; an evaluation error 422 plan_failed; a run past its deadline 504; a failure of the plan's data store 502.
          *
          *     Access: session or admin.
          */
@@ -389,6 +433,28 @@ export interface paths {
          * @description Access: session or admin.
          */
         delete: operations["deleteSessionsCurrent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stats/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Throughput, start latency and queue depths over the last 15 minutes
+         * @description Columns, oldest step first, one entry per step (step_seconds, default 5) of the window: tasks enqueued (created), completed, failed (attempts that ended FAILED or TIMEOUT) and dead-lettered per step; start latency p50/p99 in ms (from becoming PENDING to ACTIVE; a task submitted with a delay counts its delay; null where no task started); queue depths, the step's last sample (null where none was taken). Every API process keeps the window in memory from the lifecycle event stream, rebuilt from the stream when it starts (as far back as the capped stream reaches); depth samples start when the process does.
+         *
+         *     Access: admin.
+         */
+        get: operations["getStatsSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -865,6 +931,93 @@ export interface components {
             /** @description still unread after this call (counted up to 1000) */
             unread: number;
         };
+        PlanGraph: {
+            endpoints: string[];
+            name: string;
+            /** @description each node after the nodes it reads (ties in the plan file's order) */
+            nodes: components["schemas"]["PlanNode"][];
+            outputs: string[];
+        };
+        PlanList: {
+            plans: components["schemas"]["PlanSummary"][];
+        };
+        PlanNode: {
+            deps: string[];
+            /** @description the node's id */
+            id: string;
+            /**
+             * @description IO: reads Redis or waits; CPU: computes
+             * @enum {string}
+             */
+            kind: "IO" | "CPU";
+            /** @description the op, e.g. core::viewer */
+            op: string;
+            /** @description one of the plan's outputs */
+            output: boolean;
+        };
+        PlanRequest: {
+            /** @description the whole run's deadline in ms (default 1000, at most 30000) */
+            deadline_ms?: number;
+            /** @description each node's timeout in ms */
+            node_timeout_ms?: number;
+            /** @description plan params by name (registry/params.toml) */
+            param_overrides?: Record<string, never>;
+            /** @description echoed in the answer; absent = a new UUID */
+            request_id?: string;
+            /**
+             * @description the user the plan ranks for (a positive integer, or its decimal string)
+             * @example 1
+             */
+            user_id: number | string;
+        };
+        PlanRun: {
+            candidates: {
+                fields: {
+                    [key: string]: number | string;
+                };
+                /** Format: int64 */
+                id: number;
+            }[];
+            /** @description ?trace=1 only: the run's wall time in microseconds */
+            elapsed_us?: number;
+            /** @description this run's own id */
+            engine_request_id: string;
+            /** @description the request's request_id (or the one made for it) */
+            request_id: string;
+            /** @description ?trace=1 only: one line per node that ran, in the plan's order */
+            trace?: components["schemas"]["PlanTraceLine"][];
+        };
+        PlanSummary: {
+            /** @description the plan does not compile: why (a run of it is 500 plan_invalid) */
+            error?: string;
+            /** @description the plan's name, as in /api/v1/plans/{name} */
+            name: string;
+            /** @description its nodes (absent when error is set) */
+            nodes?: number;
+            /** @description its output nodes (absent when error is set) */
+            outputs?: number;
+        };
+        PlanTraceLine: {
+            /** @description microseconds from the run's start to the node's end */
+            end_us: number;
+            /** @description the node failed: why */
+            error?: string;
+            /** @enum {string} */
+            kind: "IO" | "CPU";
+            node_id: string;
+            op: string;
+            /**
+             * @description where it ran: its own goroutine, the CPU pool, inline on the goroutine that readied it, or the pool slot of the CPU node before it
+             * @enum {string}
+             */
+            place: "io" | "pool" | "inline" | "fused";
+            redis_round_trips: number;
+            /** @description rows of the nodes it read */
+            rows_in: number;
+            rows_out: number;
+            /** @description microseconds from the run's start to the node's */
+            start_us: number;
+        };
         Probe: {
             status: string;
         };
@@ -1014,6 +1167,30 @@ export interface components {
             task_type: string;
             /** @description seconds each run may take, 1..86400 */
             timeout?: number;
+        };
+        Series: {
+            at: number[];
+            completed: number[];
+            dead_lettered: number[];
+            depth: {
+                [key: string]: (number | null)[];
+            };
+            enqueued: number[];
+            failed: number[];
+            start_p50_ms: (number | null)[];
+            start_p99_ms: (number | null)[];
+            /** @description width of one step */
+            step_seconds: number;
+            window: {
+                completed: number;
+                dead_lettered: number;
+                enqueued: number;
+                failed: number;
+                start_p50_ms: number | null;
+                start_p99_ms: number | null;
+                /** @description tasks started */
+                starts: number;
+            };
         };
         Services: {
             external_types: {
@@ -1540,7 +1717,45 @@ export interface operations {
             };
         };
     };
-    postPlansNameExecute: {
+    getPlans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPlansName: {
         parameters: {
             query?: never;
             header?: never;
@@ -1557,7 +1772,9 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["PlanGraph"];
+                };
             };
             /** @description Bad Request */
             400: {
@@ -1588,6 +1805,90 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postPlansNameExecute: {
+        parameters: {
+            query?: {
+                /** @description true (or 1): add trace and elapsed_us to the answer */
+                trace?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description the plan's name (plans/<name>.plan.json) */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanRun"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2452,6 +2753,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionEnded"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStatsSeries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
                 };
             };
             /** @description Unauthorized */
