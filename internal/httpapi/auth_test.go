@@ -63,6 +63,8 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/notifications", nil, "session"},
 		{"GET", "/api/v1/notifications/ws", nil, "session"},
 		{"GET", "/api/v1/notifications/stream", nil, "session"},
+		{"GET", "/api/v1/plans", nil, "session"},
+		{"GET", "/api/v1/plans/{name}", nil, "session"},
 		{"POST", "/api/v1/plans/{name}/execute", map[string]any{"user_id": 1}, "session"},
 	}
 }

@@ -26,7 +26,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	// Every endpoint of docs/api.md is there.
 	for _, p := range []string{"/api/v1/tasks/summarize", "/api/v1/tasks/{task_id}", "/api/v1/tasks/{task_id}/retry",
 		"/api/v1/tasks", "/api/v1/tasks/requeue-orphaned", "/api/v1/queues/status", "/api/v1/queues/dlq",
-		"/api/v1/queues/{queue}/tasks", "/health", "/api/v1/queues/status/stream", "/api/v1/workers", "/api/v1/plans/{name}/execute",
+		"/api/v1/queues/{queue}/tasks", "/health", "/api/v1/queues/status/stream", "/api/v1/workers", "/api/v1/plans", "/api/v1/plans/{name}", "/api/v1/plans/{name}/execute",
 		"/api/v1/results", "/api/v1/results/{task_id}", "/api/v1/notifications", "/api/v1/notifications/ws", "/api/v1/notifications/stream", "/api/v1/extras/{name}/run"} {
 		require.Contains(t, paths, p)
 	}

@@ -1,6 +1,7 @@
 // Package planapi serves the plan engine to the rest of taskflow: named
-// runs for the service layer (internal/service's RunPlan, which the HTTP
-// API's POST /api/v1/plans/{name}/execute calls) and the worker handler of
+// runs, traced or not, the list of plans and each plan's graph for the
+// service layer (internal/service's RunPlan, Plans and PlanGraph, which
+// the HTTP API's /api/v1/plans routes call) and the worker handler of
 // task_type "plan" whose result is the plan's output. Both read plans by
 // name from one directory and share one plan.Engine. Errors say what kind
 // of failure they are (Error.Kind); the service maps the kinds to its own,
@@ -391,15 +392,22 @@ func (s *Service) builtinPlan(name string) (*plan.Compiled, error) {
 // Execute runs plan name for in and returns rankd's success line (without
 // newline) as JSON.
 func (s *Service) Execute(ctx context.Context, name string, in *Input) (json.RawMessage, error) {
+	out, _, err := s.execute(ctx, name, in, false)
+	return out, err
+}
+
+// execute runs plan name for in, recording the engine's per-node timeline
+// when trace is set, and returns rankd's success line with the result.
+func (s *Service) execute(ctx context.Context, name string, in *Input, trace bool) (json.RawMessage, *plan.Result, error) {
 	c, err := s.Plan(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res, err := s.eng.Run(ctx, c, in.Request, plan.RunOptions{Deadline: in.Deadline, NodeTimeout: in.NodeTimeout})
+	res, err := s.eng.Run(ctx, c, in.Request, plan.RunOptions{Deadline: in.Deadline, NodeTimeout: in.NodeTimeout, Trace: trace})
 	if err != nil {
-		return nil, runError(err)
+		return nil, nil, runError(err)
 	}
-	return plan.AppendOutput(nil, in.Request.RequestID, uuid.NewString(), res.Outputs, s.eng.Registry()), nil
+	return plan.AppendOutput(nil, in.Request.RequestID, uuid.NewString(), res.Outputs, s.eng.Registry()), res, nil
 }
 
 func runError(err error) error {

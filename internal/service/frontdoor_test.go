@@ -79,4 +79,17 @@ func TestFrontDoorWithoutHTTP(t *testing.T) {
 	_, err = b.svc.RunPlan(ctx, auth.Principal{}, service.PlanRunInput{Name: "follows"})
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, service.KindUnauthenticated, se.Kind)
+	// listing and reading plans follow the same rules as running them
+	_, err = b.svc.Plans(ctx, p1)
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "plans_unavailable", se.Code)
+	_, err = b.svc.PlanGraph(ctx, p1, "follows")
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "plans_unavailable", se.Code)
+	_, err = b.svc.Plans(ctx, auth.Principal{})
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, service.KindUnauthenticated, se.Kind)
+	_, err = b.svc.PlanGraph(ctx, auth.Principal{}, "follows")
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, service.KindUnauthenticated, se.Kind)
 }

@@ -82,9 +82,10 @@ type Config struct {
 	// a poll returns ("poll") or a live feed sends (its Via), with the
 	// delivery time. Default nil.
 	OnNotificationDelivered func(via string, n Notification, at time.Time)
-	// Plans runs named plans (RunPlan). Default nil: RunPlan answers 409
-	// plans_unavailable. (Plan tasks are checked at submit by the plan
-	// type's declaration in Types: planapi.Type.)
+	// Plans runs, lists and describes named plans (RunPlan, Plans,
+	// PlanGraph). Default nil: they answer 409 plans_unavailable. (Plan
+	// tasks are checked at submit by the plan type's declaration in Types:
+	// planapi.Type.)
 	Plans *planapi.Service
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
