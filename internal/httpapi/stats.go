@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/taskflow/taskflow/internal/auth"
@@ -29,15 +31,27 @@ func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ auth.Princi
 
 // follow feeds the transition/duration metrics and the series window from
 // the lifecycle event stream until ctx ends. The window is first rebuilt
-// from the events of its span; the metrics count only what happens after
-// the process started. After a Redis hiccup it resumes where it stopped.
+// from the events of its span; the metrics count only the events after the
+// stream's newest entry when the process started (a position, not a time:
+// the events carry their writers' clocks). After a Redis hiccup it resumes
+// where it stopped.
 func (s *Server) follow(ctx context.Context) error {
-	started := s.cfg.Clock.Now()
-	after := fmt.Sprintf("%d-0", started.Add(-s.series.Span()).UnixMilli())
+	var mark string // the newest entry at start; "" = the stream was empty
+	for {
+		var err error
+		if mark, err = s.svc.LatestEventID(ctx); err == nil {
+			break
+		}
+		if !sleepCtx(ctx, time.Second) {
+			return nil
+		}
+	}
+	after := fmt.Sprintf("%d-0", s.cfg.Clock.Now().Add(-s.series.Span()).UnixMilli())
 	for {
 		err := s.svc.FollowEvents(ctx, after, func(e service.Event) error {
 			s.series.Observe(e)
-			if !e.At.Before(started) {
+			if mark == "" || entryAfter(e.ID, mark) {
+				mark = ""
 				s.engine.observe(e)
 			}
 			after = e.ID
@@ -46,13 +60,34 @@ func (s *Server) follow(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(time.Second):
-			}
+		if err != nil && !errors.Is(err, context.Canceled) && !sleepCtx(ctx, time.Second) {
+			return nil
 		}
+	}
+}
+
+// entryAfter reports whether the event id ("<ms>-<seq>.<index>") lies in
+// a stream entry after entry ("<ms>-<seq>").
+func entryAfter(eventID, entry string) bool {
+	e, _, _ := strings.Cut(eventID, ".")
+	ems, eseq := splitEntry(e)
+	mms, mseq := splitEntry(entry)
+	return ems > mms || (ems == mms && eseq > mseq)
+}
+
+func splitEntry(id string) (ms, seq uint64) {
+	a, b, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(a, 10, 64)
+	seq, _ = strconv.ParseUint(b, 10, 64)
+	return ms, seq
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
