@@ -45,6 +45,8 @@ func (s *Server) routes() {
 			queryParam("page", "integer", "1-based page (default 1)"),
 			queryParam("page_size", "integer", "page size, 1..1000 (default 50)"),
 			queryParam("task_type", "string", "only tasks of this type"),
+			queryParam("session_id", "string", "only this session's tasks (the admin; a session may name only itself)"),
+			queryParam("priority", "string", "only tasks of this priority", "high", "normal", "low"),
 			queryParam("sort_by", "string", "created_at or updated_at (default updated_at)", "created_at", "updated_at"),
 			queryParam("sort_order", "string", "asc or desc (default desc)", "asc", "desc"),
 			queryParam("summary", "boolean", "true: leave out content and result"),
@@ -328,8 +330,8 @@ func truncate(s string, n int) string {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	q := newQuery(r, "status", "limit", "page", "page_size", "task_type", "sort_by", "sort_order", "summary")
-	in := service.ListInput{Status: q.str("status"), TaskType: q.str("task_type"), SortBy: q.str("sort_by"),
+	q := newQuery(r, "status", "limit", "page", "page_size", "task_type", "sort_by", "sort_order", "summary", "session_id", "priority")
+	in := service.ListInput{Status: q.str("status"), TaskType: q.str("task_type"), SessionID: q.str("session_id"), Priority: q.str("priority"), SortBy: q.str("sort_by"),
 		SortOrder: q.str("sort_order"), Page: q.int("page"), PageSize: q.int("page_size"), Summary: q.bool("summary")}
 	limit, hasLimit, hasSize := q.int("limit"), q.str("limit") != "", q.str("page_size") != ""
 	switch {

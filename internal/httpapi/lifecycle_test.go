@@ -212,3 +212,40 @@ func TestListingAcrossStatesPagesDeep(t *testing.T) {
 	require.EqualValues(t, n, r.body["total"])
 	require.Len(t, r.body["tasks"], n-1000)
 }
+
+// TestListingBySessionAndPriority: the admin narrows a listing to one
+// session and to a priority; a session may name only itself.
+func TestListingBySessionAndPriority(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s1, s2 := b.session(), b.session()
+	for _, c := range []struct {
+		tok, prio string
+	}{{s1.Token, "high"}, {s1.Token, "low"}, {s1.Token, "high"}, {s2.Token, "high"}} {
+		r := b.do("POST", "/api/v1/tasks", c.tok, map[string]any{"task_type": "noop", "priority": c.prio})
+		require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+	}
+	total := func(path, tok string) any {
+		t.Helper()
+		r := b.do("GET", path, tok, nil)
+		require.Equal(t, http.StatusOK, r.code, string(r.raw))
+		return r.body["total"]
+	}
+	require.EqualValues(t, 3, total("/api/v1/tasks?session_id="+s1.ID, adminKey))
+	require.EqualValues(t, 1, total("/api/v1/tasks?session_id="+s2.ID, adminKey))
+	require.EqualValues(t, 3, total("/api/v1/tasks?priority=high", adminKey))
+	require.EqualValues(t, 3, total("/api/v1/tasks?priority=high&status=PENDING", adminKey))
+	require.EqualValues(t, 2, total("/api/v1/tasks?priority=high&session_id="+s1.ID, adminKey))
+	require.EqualValues(t, 1, total("/api/v1/tasks?priority=low", s1.Token))
+	require.EqualValues(t, 3, total("/api/v1/tasks?session_id="+s1.ID, s1.Token))
+
+	r := b.do("GET", "/api/v1/tasks?session_id="+s1.ID, s2.Token, nil)
+	require.Equal(t, http.StatusForbidden, r.code)
+	require.Equal(t, "session_id", r.errField())
+	r = b.do("GET", "/api/v1/tasks?priority=urgent", adminKey, nil)
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Equal(t, "priority", r.errField())
+	r = b.do("GET", "/api/v1/tasks?session_id=a%20b", adminKey, nil)
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Equal(t, "session_id", r.errField())
+}

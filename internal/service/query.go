@@ -24,6 +24,10 @@ type ListInput struct {
 	SortBy    string
 	SortOrder string // asc | desc
 	Summary   bool   // leave out content and result
+	// SessionID: only this session's tasks (the admin; a session lists
+	// its own and may name only itself).
+	SessionID string
+	Priority  string // high, normal or low
 }
 
 // Listing limits.
@@ -75,6 +79,7 @@ type listQuery struct {
 	state    task.State
 	hasState bool
 	taskType string
+	priority task.Priority // "" = any
 	offset   int
 	size     int
 	byCreate bool
@@ -90,6 +95,13 @@ func (in ListInput) parse() (listQuery, error) {
 			return q, Invalid("invalid_parameter", "status", "status %q is not a state (PENDING, ACTIVE, COMPLETED, FAILED, DLQ, TIMEOUT, CANCELLED)", truncate(in.Status, 40))
 		}
 		q.state, q.hasState = st, true
+	}
+	if in.Priority != "" {
+		pr, err := task.ParsePriority(in.Priority)
+		if err != nil {
+			return q, Invalid("invalid_parameter", "priority", "priority %q is not high, normal or low", truncate(in.Priority, 40))
+		}
+		q.priority = pr
 	}
 	page := in.Page
 	if page == 0 {
@@ -139,8 +151,16 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 	var l listing
 	switch {
 	case !p.Admin:
+		if in.SessionID != "" && in.SessionID != p.SessionID {
+			return TaskList{}, &Error{Kind: KindForbidden, Code: "forbidden", Field: "session_id", Message: "a session lists only its own tasks"}
+		}
 		l, err = s.listSession(ctx, p.SessionID, q)
-	case q.hasState && q.taskType == "" && q.indexOrdered(q.state):
+	case in.SessionID != "":
+		if len(in.SessionID) > 128 || strings.ContainsAny(in.SessionID, " {}\t\r\n") {
+			return TaskList{}, Invalid("invalid_parameter", "session_id", "session_id %q is malformed", truncate(in.SessionID, 64))
+		}
+		l, err = s.listSession(ctx, in.SessionID, q)
+	case q.hasState && !q.filtered() && q.indexOrdered(q.state):
 		var pg *store.TaskPage
 		pg, err = s.st.ListByState(ctx, q.state, store.ListOptions{Offset: q.offset, Limit: q.size, Oldest: q.asc})
 		if err == nil {
@@ -169,8 +189,14 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 }
 
 func (q listQuery) match(t *task.Task) bool {
-	return (!q.hasState || t.State == q.state) && (q.taskType == "" || t.Type == q.taskType)
+	return (!q.hasState || t.State == q.state) && (q.taskType == "" || t.Type == q.taskType) &&
+		(q.priority == "" || t.Priority == q.priority)
 }
+
+// filtered: the listing keeps only some of an index's entries (task type,
+// priority), so an index's size is not the total and a walk cannot stop
+// early.
+func (q listQuery) filtered() bool { return q.taskType != "" || q.priority != "" }
 
 // key is the sort key of t, in unix ms (the precision tasks are stored in).
 func (q listQuery) key(t *task.Task) int64 {
@@ -232,7 +258,7 @@ func sortTasks(ts []*task.Task, q listQuery) {
 // nor does the ACTIVE index, nor a task_type filter (whose total counts
 // every match): those read the whole index, at most MaxMergeWindow entries.
 func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, need int) ([]*task.Task, int64, bool, error) {
-	stopEarly := !q.asc && q.taskType == "" && st != task.StateActive
+	stopEarly := !q.asc && !q.filtered() && st != task.StateActive
 	var best []*task.Task
 	var total int64
 	for off := 0; ; {
@@ -244,7 +270,7 @@ func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, nee
 		if err != nil {
 			return nil, 0, false, err
 		}
-		if off == 0 && q.taskType == "" {
+		if off == 0 && !q.filtered() {
 			total = size
 		}
 		ids := make([]string, len(es))
@@ -258,7 +284,7 @@ func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, nee
 		for _, t := range ts {
 			if q.match(t) {
 				best = append(best, t)
-				if q.taskType != "" {
+				if q.filtered() {
 					total++
 				}
 			}
@@ -319,7 +345,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) (listing, error) 
 	var waiting map[string][]string
 	if s.cfg.Dependencies != nil && (!q.hasState || q.state == task.StatePending) {
 		n := window
-		if q.taskType != "" {
+		if q.filtered() {
 			n = MaxMergeWindow
 		}
 		ids, parkedTotal, err := s.cfg.Dependencies.ParkedIDs(ctx, 0, n, q.asc)
@@ -331,7 +357,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) (listing, error) 
 			return listing{}, err
 		}
 		waiting = make(map[string][]string, len(views))
-		if q.taskType == "" {
+		if !q.filtered() {
 			total += parkedTotal
 		} else if parkedTotal > int64(n) {
 			partial = true
@@ -340,7 +366,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) (listing, error) 
 			if v, ok := views[id]; ok && q.match(v.Task) {
 				all = append(all, v.Task)
 				waiting[id] = v.WaitingOn
-				if q.taskType != "" {
+				if q.filtered() {
 					total++
 				}
 			}
@@ -351,7 +377,7 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) (listing, error) 
 	// keep it once, as last read, and count it once.
 	if dups := dedupeByID(all); dups > 0 {
 		all = all[:len(all)-dups]
-		if q.taskType == "" {
+		if !q.filtered() {
 			total = max(total-int64(dups), int64(len(all)))
 		} else {
 			total -= int64(dups)
