@@ -4,6 +4,7 @@ import { Overview } from './Overview'
 import { Link } from './Link'
 import { route, useLocation } from './route'
 import { DeadLetters } from './DeadLetters'
+import { Plans } from './Plans'
 import { Schedules } from './Schedules'
 import { Sessions } from './Sessions'
 import { Submit, TaskDetail, Tasks } from './Tasks'
@@ -61,6 +62,7 @@ export function App() {
           <Link href="/ui/workers" aria-current={page === 'workers' ? 'page' : undefined}>Workers</Link>{' '}
           <Link href="/ui/schedules" aria-current={page === 'schedules' ? 'page' : undefined}>Schedules</Link>{' '}
           <Link href="/ui/sessions" aria-current={page === 'sessions' ? 'page' : undefined}>Session</Link>{' '}
+          <Link href="/ui/plans" aria-current={page === 'plans' ? 'page' : undefined}>Plans</Link>{' '}
           <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
         </nav>
         {auth === 'signed-in' && getToken() && (
@@ -102,7 +104,8 @@ export function App() {
         {auth === 'signed-in' && page === 'schedules' && <Schedules />}
         {auth === 'signed-in' && page === 'sessions' && <Sessions url={url} />}
         {auth === 'signed-in' && page === 'submit' && <Submit />}
-        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit'].includes(page) && (
+        {auth === 'signed-in' && page === 'plans' && <Plans name={rest[0] ? decodeURIComponent(rest[0]) : undefined} />}
+        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit', 'plans'].includes(page) && (
           <p>No page {url.pathname}.</p>
         )}
       </main>

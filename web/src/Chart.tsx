@@ -12,7 +12,7 @@ export interface Line {
 // Chart draws time series with uPlot on a canvas sized to its box. The
 // figure's caption and the text summary beside it carry the same numbers
 // for readers who cannot see the canvas.
-export function Chart({ title, lines, data, unit }: { title: string; lines: Line[]; data: Columns; unit: string }) {
+export function Chart({ name, title, lines, data, unit }: { name: string; title: string; lines: Line[]; data: Columns; unit: string }) {
   const box = useRef<HTMLDivElement>(null)
   const plot = useRef<uPlot | null>(null)
   const shape = lines.map((l) => l.label).join('\u0000')
@@ -31,7 +31,15 @@ export function Chart({ title, lines, data, unit }: { title: string; lines: Line
       axes: [axis, { ...axis, size: 50, label: unit, labelSize: 14 }],
       series: [
         {},
-        ...lines.map((l) => ({ label: l.label, stroke: l.color, width: 2, dash: l.dash, spanGaps: false, points: { show: false } })),
+        ...lines.map((l) => ({
+          label: l.label,
+          stroke: l.color,
+          width: 2,
+          dash: l.dash,
+          spanGaps: false,
+          // a value between two gaps has no line to draw: show it as a dot
+          points: { show: true, size: 6, fill: l.color, filter: isolated },
+        })),
       ],
       legend: { live: true },
       cursor: { drag: { x: false, y: false } },
@@ -56,7 +64,17 @@ export function Chart({ title, lines, data, unit }: { title: string; lines: Line
   return (
     <figure className="chart">
       <figcaption>{title}</figcaption>
-      <div ref={box} role="img" aria-label={`${title} chart over the last 15 minutes`} />
+      <div ref={box} role="img" aria-label={`${name} chart, last 15 minutes`} />
     </figure>
   )
+}
+
+// isolated picks the points of a line that have no neighbour on either side.
+function isolated(u: uPlot, si: number): number[] {
+  const d = u.data[si]
+  const out: number[] = []
+  for (let i = 0; i < d.length; i++) {
+    if (d[i] != null && (i === 0 || d[i - 1] == null) && (i === d.length - 1 || d[i + 1] == null)) out.push(i)
+  }
+  return out
 }

@@ -104,6 +104,7 @@ export function Overview() {
           </table>
           <div className="charts">
             <Chart
+              name="Throughput"
               title={`Throughput (per second; now: completed ${lastValue(charts.throughput[1]) ?? 0}, failed ${lastValue(charts.throughput[2]) ?? 0}, enqueued ${lastValue(charts.throughput[3]) ?? 0})`}
               unit="tasks/s"
               data={charts.throughput}
@@ -114,12 +115,14 @@ export function Overview() {
               ]}
             />
             <Chart
+              name="Queue depth"
               title={`Queue depth (now: ${charts.depthQueues.map((q, i) => `${q} ${lastValue(charts.depth[i + 1]) ?? '–'}`).join(', ') || 'no sample yet'})`}
               unit="tasks"
               data={charts.depth}
               lines={charts.depthQueues.map((q, i) => ({ label: q, color: QUEUE_COLORS[i % QUEUE_COLORS.length], dash: DASHES[i % DASHES.length] }))}
             />
             <Chart
+              name="Start latency"
               title={`Start latency, ms (mean of steps: p50 ${mean(charts.latency[1]) ?? '–'}, p99 ${mean(charts.latency[2]) ?? '–'})`}
               unit="ms"
               data={charts.latency}

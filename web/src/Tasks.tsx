@@ -4,6 +4,7 @@ import type { components } from './api/schema'
 import { Link } from './Link'
 import { navigate } from './route'
 import { FieldError, fieldsOf, paramsOf } from './schemaForm'
+export { TaskDetail } from './TaskDetail'
 
 type Task = components['schemas']['Task']
 const STATES = ['', 'PENDING', 'ACTIVE', 'COMPLETED', 'FAILED', 'DLQ', 'TIMEOUT', 'CANCELLED']
@@ -13,27 +14,62 @@ interface Page {
   total: number
   page: number
   page_size: number
+  partial?: boolean
 }
 
+const PAGE_SIZE = 25
+
+// Tasks: one server page at a time (the API merges and orders; the page
+// never loads the deployment), filtered by state, type, session and
+// priority, sorted by creation or last change; every filter is in the URL.
 export function Tasks({ url }: { url: URL }) {
   const q = url.searchParams
-  const state = q.get('state') ?? ''
+  const f = {
+    state: q.get('state') ?? '',
+    type: q.get('type') ?? '',
+    session: q.get('session') ?? '',
+    priority: q.get('priority') ?? '',
+    sort: q.get('sort') === 'updated' ? 'updated' : 'created',
+    order: q.get('order') === 'asc' ? 'asc' : 'desc',
+  }
   const page = Math.max(1, Number(q.get('page') ?? '1') || 1)
   const [data, setData] = useState<Page | null>(null)
+  const [types, setTypes] = useState<string[]>([])
   const [error, setError] = useState('')
+  const [find, setFind] = useState('')
+  const [sessionText, setSessionText] = useState(f.session)
   useEffect(() => {
-    const p = new URLSearchParams({ page: String(page), page_size: '25', sort_by: 'created_at', sort_order: 'desc' })
-    if (state) p.set('status', state)
-    api<Page>('/api/v1/tasks/?' + p.toString())
+    api<{ task_types: { name: string }[] }>('/api/v1/task-types')
+      .then((r) => setTypes(r.task_types.map((t) => t.name)))
+      .catch(() => setTypes([]))
+  }, [])
+  const key = url.search
+  useEffect(() => {
+    const p = new URLSearchParams({ page: String(page), page_size: String(PAGE_SIZE), sort_by: f.sort + '_at', sort_order: f.order, summary: 'true' })
+    if (f.state) p.set('status', f.state)
+    if (f.type) p.set('task_type', f.type)
+    if (f.session) p.set('session_id', f.session)
+    if (f.priority) p.set('priority', f.priority)
+    let stop = false
+    api<Page>('/api/v1/tasks?' + p.toString())
       .then((d) => {
+        if (stop) return
         setData(d)
         setError('')
       })
-      .catch((e: Error) => setError(e.message))
-  }, [state, page])
-  const go = (s: string, pg: number) => {
+      .catch((e: Error) => !stop && setError(e.message))
+    return () => {
+      stop = true
+    }
+    // the URL's query string is the whole input
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key])
+  const go = (change: Partial<typeof f>, pg = 1) => {
+    const next = { ...f, ...change }
     const p = new URLSearchParams()
-    if (s) p.set('state', s)
+    for (const [k, v] of Object.entries(next)) {
+      if (v && !(k === 'sort' && v === 'created') && !(k === 'order' && v === 'desc')) p.set(k, v)
+    }
     if (pg > 1) p.set('page', String(pg))
     navigate('/ui/tasks' + (p.size ? '?' + p.toString() : ''))
   }
@@ -41,27 +77,85 @@ export function Tasks({ url }: { url: URL }) {
   return (
     <section aria-labelledby="tasks-h">
       <h2 id="tasks-h">Tasks</h2>
-      <label htmlFor="state-filter">State</label>{' '}
-      <select id="state-filter" value={state} onChange={(e) => go(e.target.value, 1)}>
-        {STATES.map((s) => (
-          <option key={s} value={s}>
-            {s || 'any'}
-          </option>
-        ))}
-      </select>
+      <form
+        className="filters"
+        aria-label="Find a task by id"
+        onSubmit={(e) => {
+          e.preventDefault()
+          if (find.trim()) navigate(`/ui/tasks/${encodeURIComponent(find.trim())}`)
+        }}
+      >
+        <label htmlFor="find-id">Task id</label>
+        <input id="find-id" value={find} onChange={(e) => setFind(e.target.value)} placeholder="0193…" />
+        <button type="submit">Open task</button>
+      </form>
+      <div className="filters" role="group" aria-label="Filters">
+        <label htmlFor="state-filter">State</label>
+        <select id="state-filter" value={f.state} onChange={(e) => go({ state: e.target.value })}>
+          {STATES.map((s) => (
+            <option key={s} value={s}>
+              {s || 'any'}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="type-filter">Type</label>
+        <select id="type-filter" value={f.type} onChange={(e) => go({ type: e.target.value })}>
+          <option value="">any</option>
+          {types.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+        <label htmlFor="priority-filter">Priority</label>
+        <select id="priority-filter" value={f.priority} onChange={(e) => go({ priority: e.target.value })}>
+          <option value="">any</option>
+          <option value="high">high</option>
+          <option value="normal">normal</option>
+          <option value="low">low</option>
+        </select>
+        <label htmlFor="sort-by">Sort by</label>
+        <select id="sort-by" value={f.sort + ' ' + f.order} onChange={(e) => {
+          const [sort, order] = e.target.value.split(' ')
+          go({ sort, order })
+        }}>
+          <option value="created desc">newest created</option>
+          <option value="created asc">oldest created</option>
+          <option value="updated desc">last changed</option>
+          <option value="updated asc">least recently changed</option>
+        </select>
+      </div>
+      <form
+        className="filters"
+        aria-label="Session filter"
+        onSubmit={(e) => {
+          e.preventDefault()
+          go({ session: sessionText.trim() })
+        }}
+      >
+        <label htmlFor="session-filter">Session</label>
+        <input id="session-filter" value={sessionText} onChange={(e) => setSessionText(e.target.value)} placeholder="any" />
+        <button type="submit">Filter by session</button>
+        {f.session && (
+          <button type="button" onClick={() => { setSessionText(''); go({ session: '' }) }}>
+            Any session
+          </button>
+        )}
+      </form>
       {error && <p role="alert">{error}</p>}
       {data && (
         <>
           <table>
             <caption>
-              {data.total} tasks, page {page} of {pages}
+              {data.total} tasks{data.partial ? ' (at least: the filter stopped scanning)' : ''}, page {page} of {pages}
             </caption>
             <thead>
               <tr>
                 <th scope="col">Task</th>
                 <th scope="col">Type</th>
                 <th scope="col">State</th>
-                <th scope="col">Created</th>
+                <th scope="col">Priority</th>
+                <th scope="col">{f.sort === 'updated' ? 'Changed' : 'Created'}</th>
               </tr>
             </thead>
             <tbody>
@@ -72,83 +166,20 @@ export function Tasks({ url }: { url: URL }) {
                   </td>
                   <td>{t.task_type}</td>
                   <td>{t.state}</td>
-                  <td>{t.created_at}</td>
+                  <td>{t.priority}</td>
+                  <td>{f.sort === 'updated' ? t.updated_at : t.created_at}</td>
                 </tr>
               ))}
             </tbody>
           </table>
           <nav aria-label="Pages">
-            <button type="button" disabled={page <= 1} onClick={() => go(state, page - 1)}>
+            <button type="button" disabled={page <= 1} onClick={() => go({}, page - 1)}>
               Previous page
             </button>{' '}
-            <button type="button" disabled={page >= pages} onClick={() => go(state, page + 1)}>
+            <button type="button" disabled={page >= pages} onClick={() => go({}, page + 1)}>
               Next page
             </button>
           </nav>
-        </>
-      )}
-    </section>
-  )
-}
-
-const FINAL = new Set(['COMPLETED', 'FAILED', 'DLQ', 'TIMEOUT', 'CANCELLED'])
-
-export function TaskDetail({ id }: { id: string }) {
-  const [task, setTask] = useState<Task | null>(null)
-  const [error, setError] = useState('')
-  const [msg, setMsg] = useState('')
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    let stop = false
-    api<Task>(`/api/v1/tasks/${encodeURIComponent(id)}`)
-      .then((t) => {
-        if (stop) return
-        setTask(t)
-        setError('')
-        // Follow the task until it ends.
-        if (!FINAL.has(t.state)) timer = setTimeout(() => setTick((n) => n + 1), 500)
-      })
-      .catch((e: Error) => !stop && setError(e.message))
-    return () => {
-      stop = true
-      clearTimeout(timer)
-    }
-  }, [id, tick])
-  const act = (label: string, path: string, method = 'POST') =>
-    api<unknown>(path, { method })
-      .then(() => {
-        setMsg(`${label}: done`)
-        if (method === 'DELETE') navigate('/ui/tasks')
-        else setTick((n) => n + 1)
-      })
-      .catch((e: Error) => setMsg(`${label} failed: ${e.message}`))
-  const base = `/api/v1/tasks/${encodeURIComponent(id)}`
-  return (
-    <section aria-labelledby="task-h">
-      <h2 id="task-h">Task {id}</h2>
-      {error && <p role="alert">{error}</p>}
-      {task && (
-        <>
-          <p>
-            State: <strong data-testid="task-state">{task.state}</strong> · type {task.task_type}
-          </p>
-          <div className="actions">
-            <button type="button" onClick={() => act('Retry', base + '/retry')}>
-              Retry
-            </button>
-            <button type="button" onClick={() => act('Cancel', base + '/cancel')}>
-              Cancel
-            </button>
-            <button type="button" onClick={() => confirm('Delete this task?') && act('Delete', base, 'DELETE')}>
-              Delete
-            </button>
-          </div>
-          {msg && <p role="status">{msg}</p>}
-          <h3>Result</h3>
-          <pre aria-label="Result">{JSON.stringify(task.result ?? null, null, 2)}</pre>
-          <h3>Task</h3>
-          <pre aria-label="Task JSON">{JSON.stringify(task, null, 2)}</pre>
         </>
       )}
     </section>

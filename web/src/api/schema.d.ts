@@ -2864,6 +2864,10 @@ export interface operations {
                 page_size?: number;
                 /** @description only tasks of this type */
                 task_type?: string;
+                /** @description only this session's tasks (the admin; a session may name only itself) */
+                session_id?: string;
+                /** @description only tasks of this priority */
+                priority?: "high" | "normal" | "low";
                 /** @description created_at or updated_at (default updated_at) */
                 sort_by?: "created_at" | "updated_at";
                 /** @description asc or desc (default desc) */

@@ -39,7 +39,7 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, OPENROUTER_API_KEY: 'e2e-key', OPENROUTER_BASE_URL: `http://127.0.0.1:${llmPort}/api/v1` }
   delete env.REDIS_URL
   delete env.TASKFLOW_ADMIN_KEY
-  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`], { env, stdio: 'ignore' })
+  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`, '--demo-data'], { env, stdio: 'ignore' })
   for (let i = 0; ; i++) {
     try {
       if ((await fetch(base + '/ready')).ok) break
@@ -106,6 +106,12 @@ describe('dashboard', () => {
     await page.getByRole('heading', { name: 'Overview' }).waitFor()
     await page.getByText('Stream: live').waitFor()
     await page.getByRole('table', { name: 'Queues' }).waitFor()
+    // the history the API keeps: a task done just now shows in it
+    const r = await fetch(base + '/api/v1/tasks', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"task_type":"noop"}' })
+    expect(r.status).toBe(201)
+    await page.getByRole('img', { name: /^Throughput chart/ }).waitFor()
+    await page.getByRole('img', { name: /^Start latency chart/ }).waitFor()
+    await page.getByRole('table', { name: 'Over the window' }).getByRole('cell').nth(1).filter({ hasNotText: /^0$/ }).waitFor({ timeout: 15_000 })
     await shoot('overview')
   })
 
@@ -222,9 +228,46 @@ describe('dashboard', () => {
     problems = problems.filter((p) => !(p.includes('403') && (p.includes('/queues/status') || p.startsWith('console'))))
   })
 
+  it('cancels a running sleep task, the page following it live from ACTIVE to CANCELLED', async () => {
+    const r = await fetch(base + '/api/v1/tasks', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ task_type: 'sleep', params: { duration_ms: 60_000 } }),
+    })
+    const { task_id } = (await r.json()) as { task_id: string }
+    await page.goto(base + '/ui/tasks/' + task_id)
+    await page.getByTestId('task-state').filter({ hasText: 'ACTIVE' }).waitFor({ timeout: 15_000 })
+    await page.getByRole('table', { name: 'Each change' }).getByRole('cell', { name: 'PENDING → ACTIVE' }).waitFor()
+    await shoot('task')
+    await page.getByRole('button', { name: 'Cancel' }).click()
+    await page.getByTestId('task-state').filter({ hasText: 'CANCELLED' }).waitFor({ timeout: 15_000 })
+    await page.getByRole('cell', { name: 'ACTIVE → CANCELLED' }).waitFor()
+    expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0) // nothing left to cancel
+  })
+
+  it('runs complex_dag: its DAG drawn, then its output and per-node timeline', async () => {
+    await page.goto(base + '/ui/plans')
+    await page.getByRole('link', { name: 'complex_dag' }).click()
+    await page.waitForURL(/\/ui\/plans\/complex_dag$/)
+    await page.getByRole('img', { name: 'Graph of plan complex_dag' }).waitFor()
+    await page.getByText('DAG: 10 nodes (5 IO, 5 CPU), output n9').waitFor()
+    await page.getByLabel('Deadline (ms)').fill('2000')
+    await page.getByRole('button', { name: 'Run plan' }).click()
+    const timeline = page.getByRole('table', { name: /Per-node timeline/ })
+    await timeline.waitFor()
+    expect(await timeline.getByRole('row').count()).toBe(1 + 10) // header + one per node
+    await page.getByRole('table', { name: '6 candidates' }).waitFor() // from the demo data
+    await shoot('plan')
+    // a request the API refuses is shown with its message
+    await page.getByLabel(/^Request/).fill('{"user_id": "x"}')
+    await page.getByRole('button', { name: 'Run plan' }).click()
+    await page.getByRole('alert').filter({ hasText: 'user_id' }).waitFor()
+    problems = problems.filter((p) => !/HTTP 4\d\d|status of 4\d\d/.test(p))
+  })
+
   it("fits every page into a phone's width, tables keeping their role", async () => {
     await page.setViewportSize({ width: 390, height: 800 })
-    for (const path of ['/ui/', '/ui/tasks', '/ui/dlq', '/ui/workers', '/ui/schedules', '/ui/submit']) {
+    for (const path of ['/ui/', '/ui/tasks', '/ui/dlq', '/ui/workers', '/ui/schedules', '/ui/submit', '/ui/plans', '/ui/plans/complex_dag']) {
       await page.goto(base + path)
       await page.getByRole('heading', { level: 2 }).first().waitFor()
       await page.waitForTimeout(300) // the page's data
