@@ -91,11 +91,11 @@ afterEach(async () => {
 // UI_SCREENSHOTS is set (make ui-screenshots): a plain test run leaves the
 // committed pictures alone, since every run's task ids differ. It still
 // renders both themes, so a theme that breaks the page fails the run.
-async function shoot(name: string) {
+async function shoot(name: string, fullPage = false) {
   for (const scheme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: scheme })
     const path = process.env.UI_SCREENSHOTS ? join(root, 'docs/img', `dashboard-${name}-${scheme}.png`) : undefined
-    await page.screenshot({ path })
+    await page.screenshot({ path, fullPage })
   }
 }
 
@@ -107,12 +107,20 @@ describe('dashboard', () => {
     await page.getByText('Stream: live').waitFor()
     await page.getByRole('table', { name: 'Queues' }).waitFor()
     // the history the API keeps: a task done just now shows in it
-    const r = await fetch(base + '/api/v1/tasks', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"task_type":"noop"}' })
-    expect(r.status).toBe(201)
+    // (a few bursts over two steps of the series, so the charts have lines)
+    for (let burst = 0; burst < 4; burst++) {
+      const rs = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          fetch(base + '/api/v1/tasks', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"task_type":"noop"}' }),
+        ),
+      )
+      expect(rs.map((r) => r.status)).toEqual(Array(10).fill(201))
+      await new Promise((r) => setTimeout(r, 1500))
+    }
     await page.getByRole('img', { name: /^Throughput chart/ }).waitFor()
     await page.getByRole('img', { name: /^Start latency chart/ }).waitFor()
-    await page.getByRole('table', { name: 'Over the window' }).getByRole('cell').nth(1).filter({ hasNotText: /^0$/ }).waitFor({ timeout: 15_000 })
-    await shoot('overview')
+    await page.getByRole('table', { name: 'Over the window' }).getByRole('cell').nth(1).filter({ hasText: /^40$/ }).waitFor({ timeout: 15_000 })
+    await shoot('overview', true)
   })
 
   it('submits a summarize, follows it to COMPLETED, and the deep URL survives a reload', async () => {
@@ -238,7 +246,7 @@ describe('dashboard', () => {
     await page.goto(base + '/ui/tasks/' + task_id)
     await page.getByTestId('task-state').filter({ hasText: 'ACTIVE' }).waitFor({ timeout: 15_000 })
     await page.getByRole('table', { name: 'Each change' }).getByRole('cell', { name: 'PENDING → ACTIVE' }).waitFor()
-    await shoot('task')
+    await shoot('task', true)
     await page.getByRole('button', { name: 'Cancel' }).click()
     await page.getByTestId('task-state').filter({ hasText: 'CANCELLED' }).waitFor({ timeout: 15_000 })
     await page.getByRole('cell', { name: 'ACTIVE → CANCELLED' }).waitFor()
@@ -257,7 +265,7 @@ describe('dashboard', () => {
     await timeline.waitFor()
     expect(await timeline.getByRole('row').count()).toBe(1 + 10) // header + one per node
     await page.getByRole('table', { name: '6 candidates' }).waitFor() // from the demo data
-    await shoot('plan')
+    await shoot('plan', true)
     // a request the API refuses is shown with its message
     await page.getByLabel(/^Request/).fill('{"user_id": "x"}')
     await page.getByRole('button', { name: 'Run plan' }).click()
