@@ -21,6 +21,7 @@ import (
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
@@ -131,10 +132,18 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		}
 		return nil, err
 	}
+	inFlight, err := orchestrator.InFlightFromEnv(m.Getenv)
+	if err != nil {
+		for _, c := range x.close {
+			c()
+		}
+		return nil, err
+	}
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
-		Types:    types,
-		Breakers: newBreakerControl(st),
+		ExternalInFlight: inFlight,
+		Types:            types,
+		Breakers:         newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs
 		// the release and firing loops (orchestrator.go)
 		Dependencies: depend.New(st, depend.Config{Logger: m.Logger}),

@@ -98,13 +98,19 @@ var apiSchemas = map[string]any{
 			"published_by":  str("external types: the service that published the description and schema"),
 		})),
 	}),
-	"Services": obj([]string{"services", "external_types"}, map[string]any{
+	"Services": obj([]string{"services", "external_types", "groups"}, map[string]any{
 		"services": arr(obj([]string{"name", "task_types", "online"}, map[string]any{
 			"name": str(""), "task_types": arr(str("")), "online": boolean("an instance heartbeated within three heartbeats"),
 			"consumer": str("the instance that registered last"), "last_heartbeat": ts(""),
 		})),
-		"external_types": arr(obj([]string{"task_type", "online"}, map[string]any{
+		"external_types": arr(obj([]string{"task_type", "online", "in_flight", "in_flight_bound"}, map[string]any{
 			"task_type": str(""), "online": boolean("a live service takes this type"), "services": arr(str("")),
+			"in_flight":       integer("attempts dispatched and not finished, within their deadline"),
+			"in_flight_bound": integer("the most the dispatchers admit at once (TASKFLOW_EXTERNAL_INFLIGHT); -1: no bound"),
+		})),
+		"groups": arr(obj([]string{"group", "consumers", "pending", "lag"}, map[string]any{
+			"group": str("a consumer group of the task.create stream (one per service)"), "consumers": integer(""),
+			"pending": integer("delivered to a consumer and not acknowledged"), "lag": integer("entries not read yet"),
 		})),
 	}),
 	"ScheduleRequest": obj([]string{"cron", "task_type"}, map[string]any{

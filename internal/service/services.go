@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -34,12 +35,21 @@ type ExternalTypeStatus struct {
 	TaskType string   `json:"task_type"`
 	Online   bool     `json:"online"`
 	Services []string `json:"services,omitempty"`
+	// InFlight: attempts dispatched and not finished, within their
+	// deadline; InFlightBound: the most the dispatchers admit at once
+	// (TASKFLOW_EXTERNAL_INFLIGHT as this process reads it; -1: no bound).
+	InFlight      int64 `json:"in_flight"`
+	InFlightBound int   `json:"in_flight_bound"`
 }
 
 // ServicesView is GET /api/v1/services.
 type ServicesView struct {
 	Services      []ServiceInfo        `json:"services"`
 	ExternalTypes []ExternalTypeStatus `json:"external_types"`
+	// Groups are the consumer groups of the task.create stream (one per
+	// service): consumers, entries delivered and not acknowledged, and
+	// entries not read yet.
+	Groups []stream.Group `json:"groups"`
 }
 
 // WaitingFor tells why a PENDING task is not picked up, when the reason is
@@ -61,8 +71,23 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 		return ServicesView{}, storeErr("", err)
 	}
 	out := ServicesView{Services: svcs, ExternalTypes: []ExternalTypeStatus{}}
+	if out.Groups, err = stream.Groups(ctx, s.rdb, stream.NewKeys(s.st.Namespace()).Create()); err != nil {
+		return ServicesView{}, storeErr("", err)
+	}
+	bound := s.cfg.ExternalInFlight
+	switch {
+	case bound == 0:
+		bound = orchestrator.DefaultInFlight
+	case bound < 0:
+		bound = -1
+	}
+	now := s.cfg.Now()
 	for _, typ := range s.externalTypes() {
-		st := ExternalTypeStatus{TaskType: typ}
+		n, err := orchestrator.InFlight(ctx, s.rdb, s.st.Namespace(), typ, now)
+		if err != nil {
+			return ServicesView{}, storeErr("", err)
+		}
+		st := ExternalTypeStatus{TaskType: typ, InFlight: n, InFlightBound: bound}
 		for _, sv := range svcs {
 			if sv.Online && slices.Contains(sv.Types, typ) {
 				st.Online = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -187,4 +188,32 @@ func Lag(ctx context.Context, rdb redis.UniversalClient, stream, group string) (
 		}
 	}
 	return 0, 0, nil
+}
+
+// Group is one consumer group of a stream as XINFO GROUPS reports it.
+type Group struct {
+	Name      string `json:"group"`
+	Consumers int64  `json:"consumers"`
+	// Pending: delivered to a consumer and not acknowledged.
+	Pending int64 `json:"pending"`
+	// Lag: entries the group has not read yet.
+	Lag int64 `json:"lag"`
+}
+
+// Groups lists stream's consumer groups by name; none when the stream does
+// not exist yet.
+func Groups(ctx context.Context, rdb redis.UniversalClient, stream string) ([]Group, error) {
+	gs, err := rdb.XInfoGroups(ctx, stream).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return []Group{}, nil
+		}
+		return nil, fmt.Errorf("stream: XINFO GROUPS %s: %w", stream, err)
+	}
+	out := make([]Group, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, Group{Name: g.Name, Consumers: g.Consumers, Pending: g.Pending, Lag: g.Lag})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }

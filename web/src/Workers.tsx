@@ -151,6 +151,57 @@ export function WorkersPage() {
           </tbody>
         </table>
       )}
+      {services && services.external_types.length > 0 && (
+        <table>
+          <caption>External task types</caption>
+          <thead>
+            <tr>
+              <th scope="col">Task type</th>
+              <th scope="col">Taken by</th>
+              <th scope="col">In flight / bound</th>
+            </tr>
+          </thead>
+          <tbody>
+            {services.external_types.map((t) => (
+              <tr key={t.task_type}>
+                <td>{t.task_type}</td>
+                <td>{t.online ? (t.services ?? []).join(', ') : 'no live service (its tasks wait)'}</td>
+                <td data-testid={`inflight-${t.task_type}`}>
+                  {t.in_flight} / {t.in_flight_bound < 0 ? 'no bound' : t.in_flight_bound}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {services && (
+        <table>
+          <caption>Consumer groups of task.create</caption>
+          <thead>
+            <tr>
+              <th scope="col">Group</th>
+              <th scope="col">Consumers</th>
+              <th scope="col">Pending (read, not acknowledged)</th>
+              <th scope="col">Lag (not read yet)</th>
+            </tr>
+          </thead>
+          <tbody>
+            {services.groups.length === 0 && (
+              <tr>
+                <td colSpan={4}>No service has read the stream yet.</td>
+              </tr>
+            )}
+            {services.groups.map((g) => (
+              <tr key={g.group}>
+                <td>{g.group}</td>
+                <td>{g.consumers}</td>
+                <td>{g.pending}</td>
+                <td>{g.lag}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </section>
   )
 }

@@ -1194,10 +1194,23 @@ export interface components {
         };
         Services: {
             external_types: {
+                /** @description attempts dispatched and not finished, within their deadline */
+                in_flight: number;
+                /** @description the most the dispatchers admit at once (TASKFLOW_EXTERNAL_INFLIGHT); -1: no bound */
+                in_flight_bound: number;
                 /** @description a live service takes this type */
                 online: boolean;
                 services?: string[];
                 task_type: string;
+            }[];
+            groups: {
+                consumers: number;
+                /** @description a consumer group of the task.create stream (one per service) */
+                group: string;
+                /** @description entries not read yet */
+                lag: number;
+                /** @description delivered to a consumer and not acknowledged */
+                pending: number;
             }[];
             services: {
                 /** @description the instance that registered last */

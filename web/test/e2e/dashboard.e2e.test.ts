@@ -190,6 +190,7 @@ describe('dashboard', () => {
     await page.getByRole('button', { name: 'Reset openrouter' }).click()
     await page.getByTestId('breaker-openrouter').filter({ hasText: 'CLOSED' }).waitFor()
     await page.getByRole('table', { name: 'External services' }).waitFor()
+    await page.getByRole('table', { name: 'Consumer groups of task.create' }).waitFor()
   })
 
   it('reads a cron expression out before saving, creates a schedule and deletes it', async () => {
