@@ -25,6 +25,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -202,8 +203,8 @@ const (
 
 // backoffFromEnv reads the external retry delay; unset variables keep
 // defaults.
-func backoffFromEnv(getenv func(string) string) (orchestrator.Backoff, error) {
-	var b orchestrator.Backoff
+func backoffFromEnv(getenv func(string) string) (retry.Backoff, error) {
+	var b retry.Backoff
 	for _, d := range []struct {
 		name string
 		into *time.Duration

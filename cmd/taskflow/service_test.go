@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -86,10 +86,10 @@ func TestBackoffFromEnv(t *testing.T) {
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
 	b, err := backoffFromEnv(env(nil))
 	require.NoError(t, err)
-	require.Equal(t, orchestrator.Backoff{Initial: time.Second, Max: time.Minute, Jitter: new(0.2)}, b)
+	require.Equal(t, retry.Backoff{Initial: time.Second, Max: time.Minute, Jitter: new(0.2)}, b)
 	b, err = backoffFromEnv(env(map[string]string{EnvBackoffInitial: "250ms", EnvBackoffMax: "5s", EnvBackoffJitter: "0"}))
 	require.NoError(t, err)
-	require.Equal(t, orchestrator.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: new(0.0)}, b)
+	require.Equal(t, retry.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: new(0.0)}, b)
 	for name, kv := range map[string]map[string]string{
 		EnvBackoffInitial: {EnvBackoffInitial: "soon"},
 		EnvBackoffMax:     {EnvBackoffMax: "-1s"},

@@ -29,6 +29,7 @@ import (
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
@@ -52,7 +53,7 @@ type Config struct {
 	// consumer before another consumer claims it. Default 30s.
 	ClaimIdle time.Duration
 	// Backoff is the retry delay of transient failures.
-	Backoff Backoff
+	Backoff retry.Backoff
 	// ResultTTL is the lifetime of the task:{id}:result cache. Default 24h.
 	ResultTTL time.Duration
 	// Retention of the events published (task.dlq). Default 7 days.

@@ -20,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -143,7 +144,7 @@ func (b *bundle) startOrchestrator(t testing.TB, cfg Config) *Orchestrator {
 		cfg.WatchInterval = 20 * time.Millisecond
 	}
 	if cfg.Backoff.Initial == 0 {
-		cfg.Backoff = Backoff{Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}
+		cfg.Backoff = retry.Backoff{Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond}
 	}
 	o, err := New(b.st, b.note, b.arc, cfg)
 	require.NoError(t, err)

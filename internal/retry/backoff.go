@@ -1,4 +1,4 @@
-package orchestrator
+package retry
 
 import (
 	"fmt"
@@ -6,9 +6,11 @@ import (
 	"time"
 )
 
-// Backoff is retry delay: exponential from Initial, capped
-// at Max, with ±Jitter. Attempt 1 runs at once; retry n (from 0) waits
-// Initial·2ⁿ: 1 s, 2 s, 4 s … 60 s.
+// Backoff is an exponential delay: from Initial, doubled per retry,
+// capped at Max, with ±Jitter. It is the retry delay of external tasks'
+// transient failures (attempt 1 runs at once; retry n, from 0, waits
+// Initial·2ⁿ: 1 s, 2 s, 4 s … 60 s) and the pause of a stream consumer
+// after a failed read (stream.Loop).
 type Backoff struct {
 	// Initial is the first retry's delay. Default 1s.
 	Initial time.Duration
@@ -37,11 +39,11 @@ func (b Backoff) WithDefaults() Backoff {
 func (b Backoff) Validate() error {
 	switch {
 	case b.Initial <= 0:
-		return fmt.Errorf("orchestrator: backoff Initial %s must be positive", b.Initial)
+		return fmt.Errorf("retry: backoff Initial %s must be positive", b.Initial)
 	case b.Max < b.Initial:
-		return fmt.Errorf("orchestrator: backoff Max %s is below Initial %s", b.Max, b.Initial)
+		return fmt.Errorf("retry: backoff Max %s is below Initial %s", b.Max, b.Initial)
 	case b.Jitter != nil && (*b.Jitter < 0 || *b.Jitter >= 1):
-		return fmt.Errorf("orchestrator: backoff Jitter %v must be in [0, 1)", *b.Jitter)
+		return fmt.Errorf("retry: backoff Jitter %v must be in [0, 1)", *b.Jitter)
 	}
 	return nil
 }
