@@ -180,52 +180,35 @@ func (s *Service) Run(ctx context.Context) error {
 	return nil
 }
 
+// loop reads the service's group on task.create (stream.Loop: new
+// entries, entries of dead workers claimed after ClaimIdle, a backoff
+// while Redis fails) and starts a task per entry, never more at once
+// than Concurrency.
 func (s *Service) loop(ctx context.Context) error {
-	nextClaim := time.Time{}
-	claimCursor := "0-0"
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		free := s.cfg.Concurrency - s.running()
-		if free <= 0 {
-			select {
-			case <-s.slot:
-			case <-ctx.Done():
-			}
-			continue
-		}
-		var msgs []stream.Message
-		var err error
-		if now := time.Now(); !now.Before(nextClaim) {
-			msgs, claimCursor, err = stream.AutoClaim(ctx, s.rdb, s.keys.Create(), s.group, s.cfg.Consumer, s.cfg.ClaimIdle, claimCursor, int64(free))
-			if claimCursor == "0-0" || err != nil {
-				nextClaim = now.Add(s.cfg.ClaimIdle / 3)
-				claimCursor = "0-0"
-			}
-			for _, m := range msgs {
-				s.cfg.Logger.Info("task claimed from a dead consumer", "service", s.cfg.Name, "entry", m.ID)
-			}
-		}
-		if err == nil && len(msgs) == 0 {
-			msgs, err = stream.ReadGroup(ctx, s.rdb, s.group, s.cfg.Consumer, []string{s.keys.Create()}, int64(free), s.cfg.Block)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			s.cfg.Logger.Warn("read failed; retrying", "service", s.cfg.Name, "err", err)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
+	l := &stream.Loop{Client: s.rdb, Group: s.group, Consumer: s.cfg.Consumer, Streams: []string{s.keys.Create()},
+		Count: int64(s.cfg.Concurrency), Room: s.room, Block: s.cfg.Block, ClaimIdle: s.cfg.ClaimIdle,
+		Logger: s.cfg.Logger.With("service", s.cfg.Name)}
+	return l.Run(ctx, func(ctx context.Context, msgs []stream.Message) error {
 		for _, m := range msgs {
 			s.dispatch(ctx, m)
 		}
+		return nil
+	})
+}
+
+// room is how many more tasks may start now, waiting for a running one to
+// end while none may; 0 when ctx ends.
+func (s *Service) room(ctx context.Context) int64 {
+	for {
+		if free := s.cfg.Concurrency - s.running(); free > 0 {
+			return int64(free)
+		}
+		select {
+		case <-s.slot:
+		case <-ctx.Done():
+			return 0
+		}
 	}
-	return nil
 }
 
 func (s *Service) running() int {

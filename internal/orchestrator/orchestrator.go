@@ -211,44 +211,16 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 	watchDone := make(chan struct{})
 	go func() { defer close(watchDone); o.watch(watchCtx) }()
 	defer func() { stopWatch(); <-watchDone }()
-	nextClaim := time.Time{}
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		var msgs []stream.Message
-		var err error
-		if now := time.Now(); !now.Before(nextClaim) {
-			nextClaim = now.Add(o.cfg.ClaimIdle / 3)
-			for _, s := range streams {
-				var got []stream.Message
-				got, _, err = stream.AutoClaim(ctx, o.rdb, s, stream.AgentGroup, o.cfg.Consumer, o.cfg.ClaimIdle, "0-0", o.cfg.Batch)
-				if err != nil {
-					break
-				}
-				for _, m := range got {
-					o.cfg.Logger.Info("event claimed from a dead consumer", "stream", m.Stream, "entry", m.ID)
-				}
-				msgs = append(msgs, got...)
-			}
-		}
-		if err == nil && len(msgs) == 0 {
-			msgs, err = stream.ReadGroup(ctx, o.rdb, stream.AgentGroup, o.cfg.Consumer, streams, o.cfg.Batch, o.cfg.Block)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			o.cfg.Logger.Warn("read failed; retrying", "err", err)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
+	l := &stream.Loop{Client: o.rdb, Group: stream.AgentGroup, Consumer: o.cfg.Consumer, Streams: streams,
+		Count: o.cfg.Batch, Block: o.cfg.Block, ClaimIdle: o.cfg.ClaimIdle, Logger: o.cfg.Logger}
+	err := l.Run(ctx, func(ctx context.Context, msgs []stream.Message) error {
 		if o.handleAll(ctx, msgs) {
-			return nil
+			return errCrash
 		}
+		return nil
+	})
+	if errors.Is(err, errCrash) {
+		return nil
 	}
 	o.cfg.Logger.Info("orchestrator stopped", "consumer", o.cfg.Consumer)
 	return nil
