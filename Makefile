@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots web-deps conformance clean
+.PHONY: test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -26,10 +26,20 @@ build: ## Build the binaries into bin/
 install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your PATH)
 	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/...
 
-test: test-go test-dsl ui-check test-ui ## Run every test (Go with -race, the DSL's, the dashboard's build check and browser tests)
+test: test-go test-cluster test-dsl ui-check test-ui ## Run every test (Go with -race, again on a Redis Cluster, the DSL's, the dashboard's build check and browser tests)
 
 test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
 	$(GO) test $(GOTEST_FLAGS) ./...
+
+# The packages of every Lua script and every stream consumer; cmd/ and the
+# examples start processes and Node clients that read a single server.
+CLUSTER_PKGS ?= ./internal/... ./extsvc/...
+
+test-cluster: ## Run the Go tests of every script and stream consumer against a local 3-master Redis Cluster (tools/redis-cluster; REDIS_CLUSTER_PORTS, default 7101-7103)
+	@dir=$$(mktemp -d); url=$$(tools/redis-cluster start $$dir) || { rm -rf $$dir; exit 1; }; \
+	echo "test-cluster: $$url"; \
+	TASKFLOW_TEST_REDIS_URL="$$url" $(GO) test -count=1 $(CLUSTER_PKGS); rc=$$?; \
+	tools/redis-cluster stop $$dir; rm -rf $$dir; exit $$rc
 
 check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not answer (naming the variable to set)
 	@tools/check-test-servers
@@ -78,6 +88,11 @@ test-ui: web-deps ## Run the dashboard's unit tests (vitest), then its end-to-en
 
 ui-screenshots: web-deps ## Run the dashboard's end-to-end tests and write the screenshots of each page into docs/img/
 	cd web && UI_SCREENSHOTS=1 npm run test:e2e
+
+ui-bench: web-deps ## Measure the dashboard against running servers (not part of make test): TASKS_URL = an API over a filled namespace, OVERVIEW_URL = a taskflow dev (web/test/perf, docs/benchmarks.md)
+	@test -n "$(TASKS_URL)$(OVERVIEW_URL)" || { echo "ui-bench: set TASKS_URL (an API serving a namespace filled by taskflow-bench fill) and/or OVERVIEW_URL (a taskflow dev it may load with tasks); web/test/perf/run.sh does the whole sequence"; exit 2; }
+	@if [ -n "$(TASKS_URL)" ]; then cd web && TASKS_URL='$(TASKS_URL)' node test/perf/tasks-page.mjs; fi
+	@if [ -n "$(OVERVIEW_URL)" ]; then cd web && OVERVIEW_URL='$(OVERVIEW_URL)' node test/perf/overview-load.mjs; fi
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

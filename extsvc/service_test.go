@@ -20,7 +20,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type bundle struct {
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	ns   string
 	keys stream.Keys
 	pub  *stream.Publisher

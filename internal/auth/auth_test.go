@@ -78,7 +78,7 @@ func TestTokensAreHashedAtRest(t *testing.T) {
 	s, err := a.CreateSession(ctx)
 	require.NoError(t, err)
 
-	keys, err := rdb.Keys(ctx, "*"+ns+"*").Result()
+	keys, err := testredis.Keys(ctx, rdb, "*"+ns+"*")
 	require.NoError(t, err)
 	require.Len(t, keys, 2)
 	for _, k := range keys {

@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type bundle struct {
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	n    *Notifier
 	hub  *Hub
 	auth *auth.Authenticator

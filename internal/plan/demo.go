@@ -46,12 +46,18 @@ func seq(from, to int64) []int64 {
 	return out
 }
 
-// Seed writes d under prefix in one MULTI: each list it owns is replaced
-// (DEL + RPUSH), each user hash gets its country field. Nothing else is
-// touched; running it twice gives the same data. It returns the number of
-// keys written.
+// Seed writes d under prefix: each list it owns is replaced (DEL + RPUSH),
+// each user hash gets its country field. Nothing else is touched; running
+// it twice gives the same data. On a single server it is one MULTI; on a
+// Redis Cluster, whose nodes refuse a transaction across slots (the demo
+// keys carry no hash tag: the reference engine reads them as they are),
+// one pipeline routed key by key. It returns the number of keys written.
 func Seed(ctx context.Context, c redis.UniversalClient, prefix string, d DemoData) (int, error) {
-	_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	run := c.TxPipelined
+	if _, ok := c.(*redis.ClusterClient); ok {
+		run = c.Pipelined
+	}
+	_, err := run(ctx, func(p redis.Pipeliner) error {
 		for id, country := range d.Users {
 			p.HSet(ctx, userKey(prefix, id), countryField, country)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/taskflow/taskflow/internal/plan/registry"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // CPU policies: where CPU nodes run.
@@ -128,7 +130,7 @@ func (c Config) Validate() error {
 		return fmt.Errorf("plan: CPUPolicy %q: want auto, pool or inline", c.CPUPolicy)
 	}
 	if c.RedisURL != "" {
-		if _, err := rueidis.ParseURL(c.RedisURL); err != nil {
+		if _, err := parseRedisURL(c.RedisURL); err != nil {
 			return fmt.Errorf("plan: RedisURL: %w", err)
 		}
 	}
@@ -230,11 +232,13 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 		return nil, fmt.Errorf("plan: no redis endpoint %s", id)
 	}
 	var opt rueidis.ClientOption
+	cluster := false
 	if e.cfg.RedisURL != "" {
 		var err error
-		if opt, err = rueidis.ParseURL(e.cfg.RedisURL); err != nil {
+		if opt, err = parseRedisURL(e.cfg.RedisURL); err != nil {
 			return nil, err
 		}
+		cluster = redisconn.IsCluster(e.cfg.RedisURL)
 	} else {
 		opt.InitAddress = []string{def.Addr()}
 	}
@@ -253,7 +257,9 @@ func (e *Engine) endpoint(id string) (*redisEndpoint, error) {
 	// pipelining), which is most of the CPU a plan costs here (see
 	// docs/benchmarks.md). No client-side cache: a plan reads fresh data.
 	opt.DisableCache = true
-	opt.ForceSingleClient = opt.Sentinel.MasterSet == ""
+	// (a cluster URL gets rueidis's cluster client, which routes each key
+	// to its slot's node)
+	opt.ForceSingleClient = opt.Sentinel.MasterSet == "" && !cluster
 	opt.ReadBufferEachConn, opt.WriteBufferEachConn = 64<<10, 64<<10
 	opt.PipelineMultiplex = bits.Len(uint(e.cfg.RedisConns)) - 1
 	if opt.PipelineMultiplex == 0 {
@@ -331,4 +337,20 @@ func (e *Engine) RTT(ctx context.Context, id string, n int) (time.Duration, erro
 	}
 	slices.Sort(ds)
 	return ds[n/2], nil
+}
+
+// parseRedisURL reads a Redis URL as internal/redisconn does: a cluster is
+// the seed's URL with the other seeds as addr parameters, or cluster=true
+// (ours: rueidis does not know it, and finds a cluster by asking).
+func parseRedisURL(raw string) (rueidis.ClientOption, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return rueidis.ClientOption{}, err
+	}
+	q := u.Query()
+	if q.Has("cluster") {
+		q.Del("cluster")
+		u.RawQuery = q.Encode()
+	}
+	return rueidis.ParseURL(u.String())
 }

@@ -31,10 +31,15 @@ type stallProxy struct {
 	wg      sync.WaitGroup
 }
 
-func newStallProxy(t *testing.T, pattern string) *stallProxy {
+// newStallProxy forwards to upstream (host:port; "" = the shared test
+// server).
+func newStallProxy(t *testing.T, pattern, upstream string) *stallProxy {
 	t.Helper()
-	u, err := url.Parse(testredis.URL())
-	require.NoError(t, err)
+	if upstream == "" {
+		u, err := url.Parse(testredis.URL())
+		require.NoError(t, err)
+		upstream = u.Host
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	p := &stallProxy{ln: ln, pattern: []byte(pattern), stalled: make(chan struct{})}
@@ -46,7 +51,7 @@ func newStallProxy(t *testing.T, pattern string) *stallProxy {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", u.Host)
+			up, err := net.Dial("tcp", upstream)
 			if err != nil {
 				_ = c.Close()
 				continue
@@ -136,8 +141,20 @@ func TestTimeoutsDuringRedisReads(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := newStallProxy(t, tc.stall)
+			// the proxy sits in front of one server: against a cluster, a
+			// server of the test's own holding the same data
+			upstream := ""
+			var own *testredis.Server
+			if testredis.IsCluster() {
+				own = testredis.StartServer(t)
+				upstream = own.Addr
+			}
+			p := newStallProxy(t, tc.stall, upstream)
 			b := setup(t, func(c *plan.Config) { c.RedisURL = p.url() })
+			if own != nil {
+				_, err := plan.Seed(context.Background(), own.Client(), b.prefix, plan.Demo())
+				require.NoError(t, err)
+			}
 			t.Cleanup(p.close) // before the engine's Close, which waits for the stalled read
 			c := b.compile(t, tc.plan)
 			// Connect first, so the stall is on a command, not the handshake.

@@ -50,8 +50,7 @@ func setup(t *testing.T, n int, cfg ratelimit.Config) *testBundle {
 	for i := range n {
 		c := rdb
 		if i > 0 {
-			c = redis.NewClient(rdb.Options())
-			t.Cleanup(func() { _ = c.Close() })
+			c = testredis.Another(t)
 		}
 		l, err := ratelimit.New(c, cfg)
 		require.NoError(t, err)

@@ -18,7 +18,7 @@ import (
 func TestSingleServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := Open(ctx, testredis.URL(), Options{})
+	c, err := Open(ctx, testredis.StartServer(t).URL(), Options{})
 	require.NoError(t, err)
 	defer c.Close()
 	_, isSingle := c.(*redis.Client)

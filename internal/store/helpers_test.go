@@ -15,7 +15,7 @@ import (
 
 type testBundle struct {
 	s   *Store
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	clk *clock.Fake
 	ctx context.Context
 }

@@ -9,11 +9,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,7 +26,10 @@ import (
 )
 
 // URL is the shared test server: TASKFLOW_TEST_REDIS_URL, or the local
-// default redis://127.0.0.1:6379/0.
+// default redis://127.0.0.1:6379/0. It may name a Redis Cluster in the
+// form taskflow reads (redis://h1:p1?addr=h2:p2&addr=h3:p3): then Client
+// is a cluster client and the suite runs against the cluster (make
+// test-cluster).
 func URL() string {
 	if u := os.Getenv("TASKFLOW_TEST_REDIS_URL"); u != "" {
 		return u
@@ -37,16 +42,12 @@ func Namespace(t testing.TB) string {
 	return "tftest:" + uuid.NewString()[:8]
 }
 
-// Client connects to the shared server and returns the client and a fresh
-// namespace. At cleanup it deletes the namespace's keys (and only those)
-// and closes the client.
-func Client(t testing.TB) (*redis.Client, string) {
+// Client connects to the shared server (or cluster) and returns the client
+// and a fresh namespace. At cleanup it deletes the namespace's keys (and
+// only those) and closes the client.
+func Client(t testing.TB) (redis.UniversalClient, string) {
 	t.Helper()
-	opt, err := redis.ParseURL(URL())
-	if err != nil {
-		t.Fatalf("testredis: bad TASKFLOW_TEST_REDIS_URL: %v", err)
-	}
-	c := redis.NewClient(opt)
+	c := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -61,20 +62,113 @@ func Client(t testing.TB) (*redis.Client, string) {
 	return c, ns
 }
 
+// IsCluster reports whether the shared test server is a Redis Cluster
+// (the URL has addr parameters; redisconn reads it the same way, and this
+// package cannot import it: redisconn's tests use this one).
+func IsCluster() bool {
+	u, err := url.Parse(URL())
+	return err == nil && u.Query().Has("addr")
+}
+
+// open builds a client of the shared server or cluster.
+func open(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	c, err := Open()
+	if err != nil {
+		t.Fatalf("testredis: bad TASKFLOW_TEST_REDIS_URL: %v", err)
+	}
+	return c
+}
+
+// Open builds a client of the shared server or cluster, for a test's child
+// process that has no testing.TB. The caller closes it.
+func Open() (redis.UniversalClient, error) {
+	if IsCluster() {
+		co, err := redis.ParseClusterURL(URL())
+		if err != nil {
+			return nil, err
+		}
+		return redis.NewClusterClient(co), nil
+	}
+	opt, err := redis.ParseURL(URL())
+	if err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opt), nil
+}
+
+// Keys lists the keys matching pattern, on every master of a cluster.
+func Keys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return scanKeys(ctx, c, pattern)
+	}
+	var mu sync.Mutex
+	var out []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		ks, err := scanKeys(ctx, m, pattern)
+		mu.Lock()
+		out = append(out, ks...)
+		mu.Unlock()
+		return err
+	})
+	return out, err
+}
+
+func scanKeys(ctx context.Context, c redis.Cmdable, pattern string) ([]string, error) {
+	var out []string
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	return out, iter.Err()
+}
+
+// Another is one more client of the shared server or cluster (a second
+// process's connection), closed at cleanup.
+func Another(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	c := open(t)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // DeletePrefix deletes every key that contains prefix (keys are written as
-// prefix or {prefix}... so a MATCH on *prefix* finds both forms).
+// prefix or {prefix}... so a MATCH on *prefix* finds both forms); on a
+// cluster, on every master.
 func DeletePrefix(ctx context.Context, c redis.UniversalClient, prefix string) {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			deleteOn(ctx, m, prefix)
+			return nil
+		})
+		return
+	}
+	deleteOn(ctx, c, prefix)
+}
+
+func deleteOn(ctx context.Context, c redis.Cmdable, prefix string) {
 	iter := c.Scan(ctx, 0, "*"+prefix+"*", 1000).Iterator()
 	var batch []string
+	flush := func() {
+		// one UNLINK per key: keys without the namespace's hash tag (the
+		// plans' demo data) sit in other slots, and a cluster node refuses
+		// a command spanning slots
+		p := c.Pipeline()
+		for _, k := range batch {
+			p.Unlink(ctx, k)
+		}
+		_, _ = p.Exec(ctx)
+		batch = batch[:0]
+	}
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 500 {
-			c.Unlink(ctx, batch...)
-			batch = batch[:0]
+			flush()
 		}
 	}
 	if len(batch) > 0 {
-		c.Unlink(ctx, batch...)
+		flush()
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/scheduler"
@@ -31,12 +30,11 @@ func runsKey(ns string) string { return "{" + ns + "}:test:runs" }
 // runChild is the worker process: its handler counts the run and blocks.
 func runChild() int {
 	ns := os.Getenv(childNSEnv)
-	opt, err := redis.ParseURL(testredis.URL())
+	rdb, err := testredis.Open()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	rdb := redis.NewClient(opt)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

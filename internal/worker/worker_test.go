@@ -24,7 +24,7 @@ import (
 
 type bundle struct {
 	st  *store.Store
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	ctx context.Context
 }
 
