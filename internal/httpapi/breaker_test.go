@@ -14,6 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -37,7 +38,7 @@ func TestBreakerCommands(t *testing.T) {
 
 	// A worker listening on the channel receives each command.
 	ctx := context.Background()
-	sub := rdb.Subscribe(ctx, ctl.Channel())
+	sub := redisconn.Subscribe(ctx, rdb, ctl.Channel())
 	defer sub.Close()
 	_, err = sub.Receive(ctx) // subscription confirmed
 	require.NoError(t, err)

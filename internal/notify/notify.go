@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/redisconn"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
@@ -168,7 +169,8 @@ func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification)
 		return n, fmt.Errorf("notify: encode: %w", err)
 	}
 	id, err := writeScript.Run(ctx, s.rdb, keys, string(body), s.cfg.MaxLen,
-		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second), s.keys.channel(), sessionID).Text()
+		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second), s.keys.channel(), sessionID,
+		redisconn.PublishCommand(s.rdb)).Text()
 	if errors.Is(err, redis.Nil) {
 		return n, nil // written before
 	}

@@ -2,9 +2,11 @@ package redisconn
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -26,8 +28,25 @@ func TestListen(t *testing.T) {
 		done <- Listen(ctx, rdb, channel, 16, func(ok bool) { ready <- ok }, func(p string) { got <- p })
 	}()
 	require.True(t, <-ready)
+	// on a cluster the channel is a shard channel: the subscription is
+	// counted among the shard channels' (and is not a plain one)
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		var shard, plain atomic.Int64
+		require.NoError(t, cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+			n, err := m.PubSubShardNumSub(ctx, channel).Result()
+			if err != nil {
+				return err
+			}
+			shard.Add(n[channel])
+			p, err := m.PubSubNumSub(ctx, channel).Result()
+			plain.Add(p[channel])
+			return err
+		}))
+		require.EqualValues(t, 1, shard.Load())
+		require.Zero(t, plain.Load())
+	}
 	for _, m := range []string{"a", "b", "c"} {
-		require.NoError(t, rdb.Publish(context.Background(), channel, m).Err())
+		require.NoError(t, Publish(context.Background(), rdb, channel, m).Err())
 	}
 	for _, want := range []string{"a", "b", "c"} {
 		select {

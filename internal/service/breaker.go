@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // BreakerCommand is what the operator endpoints publish on the breaker
@@ -89,7 +90,11 @@ func (c *RedisBreakerControl) publish(ctx context.Context, cmd BreakerCommand) (
 			// kept for a reset too: it overrides an earlier all-dependencies open
 			p.HSet(ctx, key, cmd.Dependency, b)
 		}
-		pub = p.Publish(ctx, c.Channel(), b)
+		if redisconn.Sharded(c.rdb) {
+			pub = p.SPublish(ctx, c.Channel(), b)
+		} else {
+			pub = p.Publish(ctx, c.Channel(), b)
+		}
 		return nil
 	})
 	if err != nil {

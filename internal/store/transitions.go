@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -329,7 +330,7 @@ func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	keys := []string{s.keys.task(id), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateTimeout),
 		s.keys.stateIndex(task.StateCancelled), s.keys.scheduled(), s.keys.events(), s.keys.primary(task.PriorityHigh),
 		s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow), s.keys.retry()}
-	res, err := scriptCancel.Run(ctx, s.rdb, keys, s.nowMS(), s.keys.cancelChannel(), s.cfg.EventStreamMaxLen).Text()
+	res, err := scriptCancel.Run(ctx, s.rdb, keys, s.nowMS(), s.keys.cancelChannel(), s.cfg.EventStreamMaxLen, redisconn.PublishCommand(s.rdb)).Text()
 	if err != nil {
 		return "", scriptErr(id, err, task.StatePending, task.StateActive, task.StateTimeout)
 	}

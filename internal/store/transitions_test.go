@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -322,7 +323,7 @@ func TestCancel(t *testing.T) {
 	t.Run("Active", func(t *testing.T) {
 		b.enqueue(t, EnqueueRequest{ID: "a1"})
 		tk := b.fetchOne(t)
-		sub := b.rdb.Subscribe(b.ctx, b.s.CancelChannel())
+		sub := redisconn.Subscribe(b.ctx, b.rdb, b.s.CancelChannel())
 		defer sub.Close()
 		_, err := sub.Receive(b.ctx)
 		require.NoError(t, err)

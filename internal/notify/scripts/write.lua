@@ -6,6 +6,8 @@
 -- ARGV[1] body (JSON)  ARGV[2] stream maxlen (approximate)
 -- ARGV[3] stream ttl seconds  ARGV[4] marker ttl seconds
 -- ARGV[5] pub/sub channel of every process's Hub  ARGV[6] session id
+-- ARGV[7] the publish command: PUBLISH, or SPUBLISH on a Redis Cluster
+--         (the channel is a shard channel in the namespace's slot)
 -- The announcement is published in the same call (one round trip).
 -- Returns the new entry's id, or false when the marker existed.
 if KEYS[2] then
@@ -13,5 +15,5 @@ if KEYS[2] then
 end
 local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'n', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('PUBLISH', ARGV[5], ARGV[6])
+redis.call(ARGV[7], ARGV[5], ARGV[6])
 return id

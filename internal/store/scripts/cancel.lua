@@ -6,6 +6,7 @@
 -- KEYS[5] scheduled KEYS[6] events KEYS[7] primary:high KEYS[8] primary
 -- KEYS[9] primary:low KEYS[10] retry
 -- ARGV[1] now ARGV[2] cancel channel ARGV[3] event stream maxlen
+-- ARGV[4] the publish command: PUBLISH, or SPUBLISH on a Redis Cluster
 -- Returns CANCELLED or REQUESTED; errors NOTFOUND, STATE <state>.
 local now = tonumber(ARGV[1])
 local f = redis.call('HMGET', KEYS[1], 'state', 'task_type', 'session_id', 'state_history', 'queue',
@@ -14,7 +15,7 @@ if not f[1] then return redis.error_reply('NOTFOUND') end
 local id = f[7]
 if f[1] == 'ACTIVE' then
   redis.call('HSET', KEYS[1], 'cancel_requested', '1', 'updated_at', now)
-  redis.call('PUBLISH', ARGV[2], id)
+  redis.call(ARGV[4], ARGV[2], id)
   return 'REQUESTED'
 end
 if f[1] == 'PENDING' then
