@@ -95,6 +95,10 @@ func (k keys) wake() string { return k.p + "tasks:wake" }
 // ends that worker's blocking wait at once (shutdown).
 func (k keys) wakeWorker(id string) string { return k.p + "tasks:wake:" + id }
 
+// probe is the key readiness checks write (STRING, 10 s): a write in the
+// namespace's slot succeeds only where serving can.
+func (k keys) probe() string { return k.p + "probe" }
+
 // cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
 // tasks are announced (a channel, not a key).
 func (k keys) cancelChannel() string { return k.p + "cancel" }

@@ -8,6 +8,7 @@
 package store
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/event"
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -64,6 +66,17 @@ func (s *Store) Config() Config { return s.cfg }
 
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Probe checks that this store can serve: one write in the namespace's
+// slot (a PING would answer on a replica, or on a cluster node that holds
+// another slot, where every transition then fails). The error says what
+// is wrong in words (redisconn.Explain).
+func (s *Store) Probe(ctx context.Context) error {
+	if err := s.rdb.Set(ctx, s.keys.probe(), "1", 10*time.Second).Err(); err != nil {
+		return redisconn.Explain(err)
+	}
+	return nil
+}
 
 // SessionTasksKey is the key of a session's task index (ZSET: task id →
 // created at, unix ms), written by Enqueue with each task of the session.
