@@ -370,18 +370,23 @@ func redisUsec(ctx context.Context, rdb *redis.Client) int64 {
 	return int64(total * 1e6)
 }
 
-// cleanNamespace deletes the bench namespace's keys (and only those).
-func cleanNamespace(ctx context.Context, rdb *redis.Client, ns string) {
+// cleanNamespace deletes the keys of namespace ns (and only those) and
+// returns how many it deleted. The pattern {ns}:* carries the namespace's
+// hash tag, so on a Redis Cluster go-redis sends the SCAN to the master of
+// that slot, where all of them are (TestFillCluster checks it).
+func cleanNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) int64 {
 	iter := rdb.Scan(ctx, 0, keyspace.MustParse(ns).Pattern(), 5000).Iterator()
 	var batch []string
+	var n int64
 	for iter.Next(ctx) {
 		batch = append(batch, iter.Val())
 		if len(batch) == 1000 {
-			rdb.Unlink(ctx, batch...)
+			n += rdb.Unlink(ctx, batch...).Val()
 			batch = batch[:0]
 		}
 	}
 	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
+		n += rdb.Unlink(ctx, batch...).Val()
 	}
+	return n
 }

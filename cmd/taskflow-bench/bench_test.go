@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -126,4 +129,110 @@ func TestLoadgen(t *testing.T) {
 	// no API there: one clear error
 	err = testMain(map[string]string{"TASKFLOW_URL": "http://127.0.0.1:1"}, io.Discard).Run(context.Background(), []string{"loadgen", "--duration", "100ms"})
 	require.ErrorContains(t, err, "cannot reach the taskflow API at http://127.0.0.1:1")
+}
+
+// TestFill fills a namespace of the test Redis with a small deployment and
+// reads it back through the store: the shares, the states, the timeline
+// (arrivals spread over --span, each processed task ended --lag after it
+// arrived), the task types in turn; a second fill of the same namespace is
+// refused, and --delete empties it.
+func TestFill(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	env := map[string]string{"REDIS_URL": testredis.URL()}
+	var out bytes.Buffer
+	err := testMain(env, &out).Run(context.Background(), []string{"fill", "--tasks", "1000"})
+	require.ErrorContains(t, err, "--namespace", "no namespace named: refused")
+
+	args := []string{"fill", "--namespace", ns, "--tasks", "1000", "--batch", "30", "--completed-share", "0.6", "--dlq-share", "0.1",
+		"--span", "1h", "--lag", "2s", "--types", "noop,sleep,summarize", "--worker-id", "w-test", "--json"}
+	start := time.Now()
+	require.NoError(t, testMain(env, &out).Run(context.Background(), args))
+	var res fillResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	require.Equal(t, 1000, res.Tasks)
+	require.Equal(t, 600, res.Completed)
+	require.Equal(t, 100, res.DeadLettered)
+	require.Equal(t, map[task.State]int64{task.StateCompleted: 600, task.StateDLQ: 100, task.StatePending: 300,
+		task.StateActive: 0, task.StateFailed: 0, task.StateTimeout: 0, task.StateCancelled: 0}, res.States)
+	require.EqualValues(t, 300, res.Pending)
+	require.Positive(t, res.RedisUsedMemoryAfter)
+	require.Positive(t, res.EventStreamBytes)
+
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	ctx := context.Background()
+	// the newest tasks are the backlog; the oldest arrived span+lag ago
+	pending, err := st.ListByState(ctx, task.StatePending, store.ListOptions{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, pending.Tasks, 300)
+	completed, err := st.ListByState(ctx, task.StateCompleted, store.ListOptions{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, completed.Tasks, 600)
+	var first, last time.Time
+	types := map[string]int{}
+	for _, tk := range append(completed.Tasks, pending.Tasks...) {
+		if first.IsZero() || tk.CreatedAt.Before(first) {
+			first = tk.CreatedAt
+		}
+		if tk.CreatedAt.After(last) {
+			last = tk.CreatedAt
+		}
+		types[tk.Type]++
+	}
+	for _, tk := range completed.Tasks {
+		require.Equal(t, "w-test", tk.Worker)
+		require.Equal(t, tk.CreatedAt.Add(2*time.Second), *tk.CompletedAt, "ended --lag after it arrived")
+		require.Equal(t, tk.CreatedAt.Add(time.Second), *tk.StartedAt, "fetched at half of --lag")
+		// FIFO: the processed ones are the oldest (one batch may be split)
+		require.LessOrEqual(t, tk.CreatedAt, pending.Tasks[len(pending.Tasks)-1].CreatedAt)
+	}
+	require.WithinDuration(t, start.Add(-time.Hour-2*time.Second), first, 2*time.Second)
+	require.WithinDuration(t, start.Add(-2*time.Second), last, 2*time.Second)
+	dead, total, err := st.ListDLQ(ctx, store.ListOptions{Limit: 1000})
+	require.NoError(t, err)
+	require.EqualValues(t, 100, total)
+	require.Equal(t, "InvalidInputError", dead[0].Task.ErrorType)
+	for _, d := range dead {
+		types[d.Task.Type]++
+	}
+	require.Equal(t, map[string]int{"noop": 334, "sleep": 333, "summarize": 333}, types, "the types in turn")
+
+	out.Reset()
+	err = testMain(env, &out).Run(ctx, args)
+	require.ErrorContains(t, err, "already holds 1000 tasks")
+	require.NoError(t, testMain(env, &out).Run(ctx, []string{"fill", "--namespace", ns, "--delete"}))
+	require.Contains(t, out.String(), "deleted ")
+	left, _, err := rdb.Scan(ctx, 0, "{"+ns+"}:*", 100000).Result()
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
+
+// TestFillCluster: on a Redis Cluster the fill works the same, and
+// --delete finds the namespace's keys on whichever master holds its hash
+// tag (go-redis routes a SCAN by the hash tag of its MATCH pattern; a scan
+// of a random node would miss them two times in three).
+func TestFillCluster(t *testing.T) {
+	t.Parallel()
+	cl := testredis.StartCluster(t)
+	env := map[string]string{"REDIS_URL": cl.URL()}
+	var out bytes.Buffer
+	require.NoError(t, testMain(env, &out).Run(context.Background(),
+		[]string{"fill", "--namespace", "fillc", "--tasks", "300", "--dlq-share", "0.1", "--json"}))
+	var res fillResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	require.EqualValues(t, 210, res.States[task.StateCompleted])
+	require.EqualValues(t, 30, res.States[task.StateDLQ])
+	require.EqualValues(t, 60, res.States[task.StatePending])
+
+	out.Reset()
+	require.NoError(t, testMain(env, &out).Run(context.Background(), []string{"fill", "--namespace", "fillc", "--delete"}))
+	require.Regexp(t, `^deleted [1-9][0-9]* keys of namespace fillc\n$`, out.String())
+	ctx := context.Background()
+	require.NoError(t, cl.Client().ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		left, _, err := c.Scan(ctx, 0, "*", 1000).Result()
+		require.NoError(t, err)
+		require.Empty(t, left, "keys left on %s", c.Options().Addr)
+		return nil
+	}))
 }

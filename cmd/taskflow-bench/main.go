@@ -1,9 +1,10 @@
 // Command taskflow-bench measures taskflow from outside: `bench` drives the
 // engine (enqueue, drain, producer, start latency) on a Redis, `loadgen`
-// drives the HTTP submit endpoint of a running API. It is a measuring tool,
-// kept out of the production binary: `taskflow` ships what runs a
-// deployment, and this binary what is run against one. Figures go into
-// docs/benchmarks.md with the command that produced them.
+// drives the HTTP submit endpoint of a running API, `fill` writes a
+// deployment's worth of tasks for the API and the dashboard to page. It is
+// a measuring tool, kept out of the production binary: `taskflow` ships
+// what runs a deployment, and this binary what is run against one. Figures
+// go into docs/benchmarks.md with the command that produced them.
 package main
 
 import (
@@ -43,14 +44,14 @@ func (e *ExitError) Unwrap() error { return e.Err }
 func (m *Main) Root() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "taskflow-bench",
-		Short:         "Measure taskflow: the engine on a Redis (bench), the submit endpoint of an API (loadgen), its MCP server (mcp)",
+		Short:         "Measure taskflow: the engine on a Redis (bench), the submit endpoint of an API (loadgen), its MCP server (mcp); fill a namespace with many tasks (fill)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Read().String(),
 	}
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
-	root.AddCommand(newBenchCommand(m), newLoadgenCommand(m), newMCPCommand(m))
+	root.AddCommand(newBenchCommand(m), newLoadgenCommand(m), newMCPCommand(m), newFillCommand(m))
 	return root
 }
 
