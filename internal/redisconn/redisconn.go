@@ -85,7 +85,9 @@ func build(rawURL string, o Options) (redis.UniversalClient, string, error) {
 	}
 	switch v := opt.(type) {
 	case *redis.ClusterOptions:
-		return redis.NewClusterClient(v), addrs, nil
+		cc := redis.NewClusterClient(v)
+		cc.AddHook(reloadOnFailure{cc: cc})
+		return cc, addrs, nil
 	case *redis.Options:
 		return redis.NewClient(v), addrs, nil
 	}

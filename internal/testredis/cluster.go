@@ -3,6 +3,7 @@ package testredis
 import (
 	"context"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,21 +21,26 @@ type Cluster struct {
 
 // StartCluster starts a three-master cluster and waits until every node
 // says cluster_state:ok.
-func StartCluster(t testing.TB) *Cluster {
+func StartCluster(t testing.TB) *Cluster { return StartClusterWithReplicas(t, 0) }
+
+// StartClusterWithReplicas starts three masters with replicas replicas
+// each (Nodes: the masters first, as redis-cli assigns them, then the
+// replicas), for failover tests.
+func StartClusterWithReplicas(t testing.TB, replicas int) *Cluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatalf("testredis: redis-cli not on PATH (Debian's redis-tools): %v", err)
 	}
 	c := &Cluster{t: t}
-	addrs := make([]string, 3)
+	addrs := make([]string, 3*(1+replicas))
 	for i := range addrs {
 		n := StartServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
 		c.Nodes = append(c.Nodes, n)
 		addrs[i] = n.Addr
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("testredis: redis-cli --cluster create: %v: %s", err, out)
 	}
@@ -80,4 +86,15 @@ func (c *Cluster) Client() *redis.ClusterClient {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	c.t.Cleanup(func() { _ = cc.Close() })
 	return cc
+}
+
+// Node is the node of the cluster listening on addr (host:port), nil when
+// none is.
+func (c *Cluster) Node(addr string) *Server {
+	for _, n := range c.Nodes {
+		if n.Addr == addr {
+			return n
+		}
+	}
+	return nil
 }

@@ -1,0 +1,67 @@
+package redisconn
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// reloadOnFailure makes a cluster client look at the cluster again when a
+// node stops answering. go-redis reloads its slot map on MOVED/ASK only; a
+// master that died answers nothing, so every command of its slots went on
+// dialling it after its replica had taken over. The reload is lazy and
+// rate-limited by go-redis, so a burst of failures costs one CLUSTER SLOTS.
+type reloadOnFailure struct{ cc *redis.ClusterClient }
+
+func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := next(ctx, network, addr)
+		if err != nil {
+			h.cc.ReloadState(ctx)
+		}
+		return c, err
+	}
+}
+
+func (h reloadOnFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if nodeFailed(err) {
+			h.cc.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+func (h reloadOnFailure) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if nodeFailed(err) {
+			h.cc.ReloadState(ctx)
+		}
+		return err
+	}
+}
+
+// nodeFailed: the error says a node is gone or the cluster is moving
+// slots (not a command's own error).
+func nodeFailed(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"CLUSTERDOWN", "TRYAGAIN", "connection refused", "connection reset", "broken pipe"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
