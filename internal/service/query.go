@@ -783,7 +783,9 @@ func rank(state string) int {
 func (s *Service) Ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second) // within a load balancer's probe timeout
 	defer cancel()
-	if err := s.rdb.Ping(ctx).Err(); err != nil {
+	// a write in the namespace's slot, not a PING: a replica or a cluster
+	// node holding another slot answers PING and fails every transition
+	if err := s.st.Probe(ctx); err != nil {
 		return Unavailable(fmt.Errorf("redis: %w", err))
 	}
 	return nil

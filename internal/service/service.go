@@ -22,6 +22,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -257,6 +258,11 @@ func storeErr(id string, err error) error {
 	var ne interface{ Timeout() bool }
 	if errors.As(err, &ne) || isConnErr(err) {
 		return Unavailable(err)
+	}
+	// MOVED, READONLY, CLUSTERDOWN: where the client points, not the
+	// request; a 503 whose logged error says what to fix
+	if xerr := redisconn.Explain(err); errors.Is(xerr, redisconn.ErrTopology) {
+		return Unavailable(xerr)
 	}
 	return Internal(err)
 }

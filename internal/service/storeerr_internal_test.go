@@ -1,0 +1,27 @@
+package service
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/redisconn"
+)
+
+// TestStoreErrExplainsTopology: a MOVED from a plain client on the wrong
+// cluster node is a 503 whose error (what the API logs) says what to fix,
+// not an unexplained 500.
+func TestStoreErrExplainsTopology(t *testing.T) {
+	err := storeErr("", errors.New("MOVED 866 127.0.0.1:7102"))
+	var se *Error
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, KindUnavailable, se.Kind)
+	require.ErrorIs(t, se.Err, redisconn.ErrTopology)
+	require.Contains(t, se.Err.Error(), "MOVED 866")
+	require.Contains(t, se.Err.Error(), "cluster form")
+
+	se = nil
+	require.ErrorAs(t, storeErr("", errors.New("ERR something else")), &se)
+	require.Equal(t, KindInternal, se.Kind)
+}
