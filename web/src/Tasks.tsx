@@ -18,6 +18,8 @@ interface Page {
 }
 
 const PAGE_SIZE = 25
+const MAX_WINDOW = 10000
+const DEEP_STATES = new Set(['COMPLETED', 'FAILED', 'DLQ', 'TIMEOUT', 'CANCELLED'])
 
 // Tasks: one server page at a time (the API merges and orders; the page
 // never loads the deployment), filtered by state, type, session and
@@ -73,7 +75,12 @@ export function Tasks({ url }: { url: URL }) {
     if (pg > 1) p.set('page', String(pg))
     navigate('/ui/tasks' + (p.size ? '?' + p.toString() : ''))
   }
-  const pages = data ? Math.max(1, Math.ceil(data.total / data.page_size)) : 1
+  const all = data ? Math.max(1, Math.ceil(data.total / data.page_size)) : 1
+  // The API merges and orders at most 10,000 entries deep, except a final
+  // state sorted by last change, which it cuts straight from that state's
+  // index: past that the pager stops and says how to go further.
+  const deepOK = f.sort === 'updated' && DEEP_STATES.has(f.state) && !f.type && !f.priority && !f.session
+  const pages = deepOK ? all : Math.min(all, Math.floor(MAX_WINDOW / PAGE_SIZE))
   return (
     <section aria-labelledby="tasks-h">
       <h2 id="tasks-h">Tasks</h2>
@@ -172,6 +179,12 @@ export function Tasks({ url }: { url: URL }) {
               ))}
             </tbody>
           </table>
+          {pages < all && (
+            <p className="hint">
+              Showing the first {pages} pages of {all}: to page further, choose a finished state (COMPLETED, FAILED, DLQ, TIMEOUT or
+              CANCELLED) sorted by last change, or narrow the filter.
+            </p>
+          )}
           <nav aria-label="Pages">
             <button type="button" disabled={page <= 1} onClick={() => go({}, page - 1)}>
               Previous page
