@@ -12,17 +12,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/acl"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
 // TestDevUnderACLUsers: the program itself — `taskflow dev` (API, workers,
 // scheduler, orchestrator, cron, dependencies, metrics) and
 // `taskflow service analysis` — runs on a redis-server of the test's own
-// as the ACL users docs/notifications.md gives (orchestrator.ACLRules,
-// ServiceACLRules), through a day's work: an external task, an in-process
+// as the ACL users docs/notifications.md gives (acl.ProcessRules,
+// acl.ServiceRules), through a day's work: an external task, an in-process
 // one, a dependent one, a delayed one, a schedule, notifications and a
 // /metrics scrape. Redis's ACL LOG must stay empty: nothing the program
 // does needs more than its namespace.
@@ -39,8 +39,8 @@ func TestDevUnderACLUsers(t *testing.T) {
 		}
 		require.NoError(t, root.Do(ctx, args...).Err())
 	}
-	setUser("taskflow", "app-pw", orchestrator.ACLRules(keyspace.MustParse(ns)))
-	setUser("analysis", "svc-pw", orchestrator.ServiceACLRules(keyspace.MustParse(ns)))
+	setUser("taskflow", "app-pw", acl.ProcessRules(keyspace.MustParse(ns)))
+	setUser("analysis", "svc-pw", acl.ServiceRules(keyspace.MustParse(ns)))
 	require.NoError(t, root.Do(ctx, "ACL", "LOG", "RESET").Err())
 
 	const admin = "acl-dev-admin-key-0123456789"

@@ -19,9 +19,9 @@ import (
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/service"
@@ -132,7 +132,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		}
 		return nil, err
 	}
-	inFlight, err := orchestrator.InFlightFromEnv(m.Getenv)
+	inFlight, err := dispatch.InFlightFromEnv(m.Getenv)
 	if err != nil {
 		for _, c := range x.close {
 			c()
@@ -151,7 +151,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		SessionLimit: sessionLimit,
 		// results, notifications and plan runs go through the service too
 		Results: x.results, Notifications: x.notifier, NotificationHub: x.hub,
-		OnNotificationDelivered: x.orch.Delivered, Plans: x.plans,
+		OnNotificationDelivered: x.orch.delivery.Delivered, Plans: x.plans,
 	})
 	if err != nil {
 		for _, c := range x.close {

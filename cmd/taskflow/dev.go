@@ -15,7 +15,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/devredis"
-	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/redisconn"
 )
@@ -55,7 +55,7 @@ Redis this process uses (the plans read it there). ` + "`make run`" + ` passes b
 				}
 				// Read again by the workers' dispatcher; checked here so a
 				// bad value stops dev before it serves anything.
-				if _, err := orchestrator.InFlightFromEnv(m.Getenv); err != nil {
+				if _, err := dispatch.InFlightFromEnv(m.Getenv); err != nil {
 					return &ExitError{Code: 2, Err: err}
 				}
 				host, port, err := net.SplitHostPort(cfg.Addr)

@@ -12,7 +12,6 @@ import (
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/orchestrator"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
@@ -28,9 +27,10 @@ type apiExtras struct {
 	// registry is the API's /metrics registry, shared with the packages
 	// that add series to it.
 	registry *prometheus.Registry
-	// orch is series on registry; a process that also runs
-	// the orchestrator (taskflow dev) counts its outcomes here.
-	orch     *orchestrator.Metrics
+	// orch is the external path's series on registry; a process
+	// that also runs the orchestrator (taskflow dev) counts its
+	// outcomes here.
+	orch     *externalMetrics
 	plans    *planapi.Service
 	notifier *notify.Notifier
 	hub      *notify.Hub
@@ -49,7 +49,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	// Spec 003 §9's series on the API's /metrics: notification delivery
 	// latency (observed here, where notifications are delivered) and the
 	// streams' consumer lag and DLQ size (read at scrape).
-	om, err := orchestrator.NewMetrics(x.registry, rdb, st.Namespace())
+	om, err := newExternalMetrics(x.registry, rdb, st.Namespace())
 	if err != nil {
 		return x, err
 	}
@@ -69,7 +69,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	}
 	x.hub = notify.NewHub(x.notifier)
 	x.run = append(x.run, x.hub.Run)
-	x.middleware = x.notifier.Middleware(om.Delivered)
+	x.middleware = x.notifier.Middleware(om.delivery.Delivered)
 
 	// Result retrieval: get_task_result, list_user_tasks.
 	res, closeResults, err := openResults(m, st, cfg.DatabaseURL, cfg.ArtifactDir)

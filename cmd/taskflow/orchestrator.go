@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/extsvc/tools"
@@ -22,12 +23,17 @@ import (
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/dispatch"
+	"github.com/taskflow/taskflow/internal/follower"
+	"github.com/taskflow/taskflow/internal/handoff"
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -79,7 +85,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 		}
 		return nil
 	}
-	inFlight, err := orchestrator.InFlightFromEnv(m.Getenv)
+	inFlight, err := dispatch.InFlightFromEnv(m.Getenv)
 	if err != nil {
 		return err
 	}
@@ -87,7 +93,7 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 	if st == nil {
 		return errors.New("external task types: the dispatcher needs the process's store")
 	}
-	disp := orchestrator.NewDispatcher(st, orchestrator.DispatcherConfig{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: inFlight})
+	disp := dispatch.New(st, dispatch.Config{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: inFlight})
 	disp.Register(mux, types...)
 	return nil
 }
@@ -111,14 +117,46 @@ func openResults(m *Main, st *store.Store, databaseURL, artifactDir string) (*re
 	return result.New(st, result.Config{Archive: arc, ArtifactDir: artifactDir}), closeFn, nil
 }
 
-// runOrchestrator runs the agent-group consumer until ctx ends (also used
-// by `taskflow dev`). databaseURL "" runs without the archive; mt counts
-// the outcomes it applies (nil: none are counted).
+// externalMetrics are the external path's series on one /metrics registry:
+// the outcomes applied (internal/outcome), the followers' gaps
+// (internal/follower), the notifications' delivery latency
+// (internal/notify) and the streams' lag, pending entries and DLQ size,
+// read at scrape (internal/stream). Both the API and the orchestrator
+// export all of them, each counting what its process does.
+type externalMetrics struct {
+	outcomes *outcome.Metrics
+	gaps     *follower.Metrics
+	delivery *notify.DeliveryMetrics
+}
+
+func newExternalMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, ns keyspace.Namespace) (*externalMetrics, error) {
+	var m externalMetrics
+	var err error
+	if m.outcomes, err = outcome.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	if m.gaps, err = follower.NewMetrics(reg); err != nil {
+		return nil, err
+	}
+	if m.delivery, err = notify.NewDeliveryMetrics(reg); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(stream.NewCollector(rdb, stream.NewKeys(ns))); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// runOrchestrator runs the agent side until ctx ends (also used by
+// `taskflow dev`): the outcome consumer (agent-group), the handoff
+// watcher, cron, dependency releases, the archiver and the in-process
+// notifier. databaseURL "" runs without the archive; mt counts the
+// outcomes it applies and the followers' gaps (nil: none are counted).
 //
 // It works on the process's one store (a.Store): the transitions it applies
 // (failures of external tasks, cron firings, dependency releases) follow the
 // same MAX_TASK_AGE, MAX_RETRIES and retry ratios as the workers'.
-func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, mt *orchestrator.Metrics) error {
+func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, mt *externalMetrics) error {
 	bo, err := backoffFromEnv(m.Getenv)
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
@@ -141,14 +179,24 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	cfg := orchestrator.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo, Types: types}
+	cfg := outcome.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo, Types: types}
 	if mt != nil {
-		cfg.Observe = mt.Observe
+		cfg.Observe = mt.outcomes.Observe
 	}
-	o, err := orchestrator.New(st, note, arc, cfg)
+	o, err := outcome.New(st, note, arc, cfg)
 	if err != nil {
 		return err
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The attempts handed off to the services: timeouts, dead services,
+	// cancels.
+	w, err := handoff.New(st, note, arc, handoff.Config{Logger: m.Logger})
+	if err != nil {
+		return err
+	}
+	watchDone := make(chan error, 1)
+	go func() { watchDone <- w.Run(ctx) }()
 	// Recurring schedules fire from every orchestrator: each due time
 	// creates one task whatever the number of processes.
 	cr := cron.New(st, cron.Config{Logger: m.Logger})
@@ -162,24 +210,26 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	// Every finished task, in-process ones too, goes to the archive.
 	archDone := make(chan error, 1)
 	if arc != nil {
-		a := orchestrator.NewArchiver(st, arc, m.Logger)
+		a := follower.NewArchiver(st, arc, m.Logger)
 		if mt != nil {
-			a.OnGap(mt.Gap("archiver"))
+			a.OnGap(mt.gaps.Gap("archiver"))
 		}
 		go func() { archDone <- a.Run(ctx) }()
 	} else {
 		archDone <- nil
 	}
 	// Sessions hear of their in-process tasks' ends as of external ones'
-	// (the orchestrator announces those).
-	nt := orchestrator.NewInProcessNotifier(st, note, orchestrator.NoticeConfig{
+	// (the outcome consumer announces those).
+	nt := follower.NewInProcessNotifier(st, note, follower.NoticeConfig{
 		Types: types, Since: processStart, Logger: m.Logger})
 	if mt != nil {
-		nt.OnGap(mt.Gap("notifier"))
+		nt.OnGap(mt.gaps.Gap("notifier"))
 	}
 	noticeDone := make(chan error, 1)
 	go func() { noticeDone <- nt.Run(ctx) }()
 	err = o.Run(ctx)
+	stop() // the consumer failed to start, or ctx ended: the others stop too
+	<-watchDone
 	<-cronDone
 	<-depsDone
 	<-archDone
@@ -270,7 +320,7 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 				defer srv.Close()
 				fmt.Fprintf(m.Stdout, "metrics on http://%s/metrics\n", ln.Addr())
 			}
-			mt, err := orchestrator.NewMetrics(reg, a.Redis, a.Store.Namespace())
+			mt, err := newExternalMetrics(reg, a.Redis, a.Store.Namespace())
 			if err != nil {
 				return err
 			}

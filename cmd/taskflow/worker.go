@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/worker"
 )
@@ -37,7 +37,7 @@ several schedulers at once do no harm.`,
 				}
 				// Read again by the dispatcher; checked here so a bad value
 				// stops the process before it connects.
-				if _, err := orchestrator.InFlightFromEnv(m.Getenv); err != nil {
+				if _, err := dispatch.InFlightFromEnv(m.Getenv); err != nil {
 					return &ExitError{Code: 2, Err: err}
 				}
 				a, err := app.Open(cmd.Context(), cfg, m.Logger)

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/orchestrator"
+	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -77,13 +77,13 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 	bound := s.cfg.ExternalInFlight
 	switch {
 	case bound == 0:
-		bound = orchestrator.DefaultInFlight
+		bound = dispatch.DefaultInFlight
 	case bound < 0:
 		bound = -1
 	}
 	now := s.cfg.Now()
 	for _, typ := range s.externalTypes() {
-		n, err := orchestrator.InFlight(ctx, s.rdb, s.st.Namespace(), typ, now)
+		n, err := dispatch.InFlight(ctx, s.rdb, s.st.Namespace(), typ, now)
 		if err != nil {
 			return ServicesView{}, storeErr("", err)
 		}

@@ -252,6 +252,20 @@ func (r *Registry) externals(ctx context.Context) map[string]Type {
 	return out
 }
 
+// ReadyMessage is the text a session is told when its task of type typ
+// completes: the type's Notify template filled from the task's params
+// (Render), else "Your <type> task is ready!". Both announcers use it (the
+// outcome consumer for external tasks, the in-process notifier for the
+// others); a nil registry gives the generic text.
+func (r *Registry) ReadyMessage(ctx context.Context, typ string, params json.RawMessage) string {
+	if r != nil {
+		if t, ok := r.Lookup(ctx, typ); ok && t.Notify != "" {
+			return Render(t.Notify, params)
+		}
+	}
+	return fmt.Sprintf("Your %s task is ready!", typ)
+}
+
 var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_]+)\}`)
 
 // Render fills tmpl's {field} placeholders with params' top-level values

@@ -72,6 +72,9 @@ func TestPublishedSpecs(t *testing.T) {
 	require.Equal(t, "quarter", pe.Field)
 	require.NoError(t, rep.CheckParams(json.RawMessage(`{"quarter":"Q4"}`)))
 	require.Equal(t, "Your Q4 report is ready", tasktype.Render(rep.Notify, json.RawMessage(`{"quarter":"Q4"}`)))
+	require.Equal(t, "Your Q4 report is ready", reg.ReadyMessage(ctx, "report.generate", json.RawMessage(`{"quarter":"Q4"}`)))
+	require.Equal(t, "Your noop task is ready!", reg.ReadyMessage(ctx, "noop", nil), "no template: the generic text")
+	require.Equal(t, "Your noop task is ready!", (*tasktype.Registry)(nil).ReadyMessage(ctx, "noop", nil))
 
 	_, ok = reg.Lookup(ctx, "other.type")
 	require.False(t, ok, "published but not an accepted type")

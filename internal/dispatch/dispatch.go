@@ -1,0 +1,315 @@
+// Package dispatch is the worker side of the external path: the
+// Dispatcher, the worker handler of every task type an external service
+// performs, publishes the attempt's task.create and hands the attempt off
+// to the services, and the in-flight bound admits at most so many
+// attempts of a type at once across every dispatcher of the namespace.
+//
+// It owns two keys (keys.go): the task's last dispatch token and each
+// type's in-flight places. The outcome consumer and the handoff watcher
+// free a place when an attempt ends (Release) and read the token when an
+// event carries none (LastToken).
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/worker"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// DefaultTimeout is the attempt's timeout for a task that sets none.
+	// Default 5m (the worker's DefaultTimeout).
+	DefaultTimeout time.Duration
+	// Grace is added to the attempt's timeout to make the handed-off
+	// lease: if no orchestrator marks the task TIMEOUT within Grace after
+	// its timeout (none is running), the reaper requeues it. It is also
+	// when the watcher first checks that a live service serves the type
+	// (if the timeout is not sooner). Default 30s.
+	Grace time.Duration
+	// Retention of published events. Default 7 days.
+	Retention time.Duration
+	// InFlight bounds the attempts of one task type that are dispatched
+	// (task.create published) and not finished, across every dispatcher of
+	// the namespace. A task fetched while its type is full waits in the
+	// worker (FIFO per type and process) for a place, so the backlog stays
+	// in the core's priority queues, where high/normal/low are honoured,
+	// instead of draining into the FIFO task.create stream. Default
+	// DefaultInFlight (64); negative: unbounded.
+	InFlight int
+	// AdmitPoll is how often a task waiting for a place looks again.
+	// Default 50ms.
+	AdmitPoll time.Duration
+	// AdmitWait is the longest a task waits for a place while holding its
+	// worker's slot (and less than the handler's deadline); then it goes
+	// back to the core (rescheduled AdmitPoll×10 later, no retry spent) and
+	// the slot serves other work. Default 10s.
+	AdmitWait time.Duration
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = 5 * time.Minute
+	}
+	if c.Grace == 0 {
+		c.Grace = 30 * time.Second
+	}
+	if c.InFlight == 0 {
+		c.InFlight = DefaultInFlight
+	}
+	if c.AdmitPoll <= 0 {
+		c.AdmitPoll = 50 * time.Millisecond
+	}
+	if c.AdmitWait <= 0 {
+		c.AdmitWait = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Dispatcher is the worker handler of every task type an external service
+// performs. A worker fetches the task as for any type (so priorities,
+// scheduled runs, retries and leases are the core's); the dispatcher
+// publishes task.create with the attempt's lease token and hands the
+// attempt to the external path (store.Handoff): the task stays ACTIVE with
+// the same token under a lease of timeout + Grace, and the worker's slot is
+// free at once (the handler returns worker.ErrHandedOff). The outcome
+// consumer (internal/outcome) applies the service's outcome with that
+// token; the handoff watcher (internal/handoff) marks the task TIMEOUT
+// when the timeout passes, forwards cancel requests to the services and
+// fails the attempt (transient) when no live service serves the type any
+// more.
+type Dispatcher struct {
+	st  *store.Store
+	rdb redis.UniversalClient
+	cfg Config
+	sk  stream.Keys
+	k   keys
+	pub *stream.Publisher
+
+	mu    sync.Mutex
+	turns map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+}
+
+// DefaultInFlight is Config.InFlight's default.
+const DefaultInFlight = 64
+
+// EnvInFlight names the setting of Config.InFlight for the
+// programs that run workers (a positive integer, or -1 for unbounded).
+const EnvInFlight = "TASKFLOW_EXTERNAL_INFLIGHT"
+
+// InFlightFromEnv reads EnvInFlight; unset gives 0 (the default).
+func InFlightFromEnv(getenv func(string) string) (int, error) {
+	v := strings.TrimSpace(getenv(EnvInFlight))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n == 0 || n < -1 {
+		return 0, fmt.Errorf("%s: %q is not a positive number of tasks (or -1 for no bound)", EnvInFlight, v)
+	}
+	return n, nil
+}
+
+// New returns the dispatcher of st's namespace.
+func New(st *store.Store, cfg Config) *Dispatcher {
+	cfg = cfg.withDefaults()
+	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
+		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
+}
+
+// Register makes d the handler of each type on mux.
+func (d *Dispatcher) Register(mux *worker.Mux, types ...string) {
+	for _, t := range types {
+		mux.Handle(t, d)
+	}
+}
+
+// ProcessTask implements worker.Handler.
+func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	bg := context.WithoutCancel(ctx)
+	if t.Lease == "" {
+		return nil, task.Permanent(errors.New("dispatch: the task has no lease token"))
+	}
+	params := t.Params
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = d.cfg.DefaultTimeout
+	}
+	// the deadline the agent enforces, in seconds with its fraction: a
+	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
+	e, err := stream.New(stream.TypeCreate, d.cfg.Now(), stream.CreateData{
+		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
+		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
+		Attempt: t.RetryCount + 1, Token: t.Lease,
+	})
+	if err != nil {
+		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
+	}
+	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
+		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
+	}
+	member := inflightMember(t.ID, t.Lease)
+	if err := d.admit(ctx, t, member, timeout); err != nil {
+		return nil, err
+	}
+	var prev *redis.StatusCmd
+	var add *redis.StringCmd
+	_, err = d.rdb.TxPipelined(bg, func(p redis.Pipeliner) error {
+		// GET: the previous token says whether the task was dispatched before
+		prev = p.SetArgs(bg, d.k.token(t.ID), t.Lease, redis.SetArgs{TTL: 7 * 24 * time.Hour, Get: true})
+		add = p.XAdd(bg, d.pub.Args(d.sk.Create(), e))
+		return nil
+	})
+	if err == nil || errors.Is(err, redis.Nil) { // Nil: no previous token
+		err = add.Err()
+	}
+	if err != nil {
+		d.rdb.ZRem(bg, d.k.inflight(t.Type), member) // not dispatched: give the place back
+		return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
+	}
+	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
+	if errors.Is(prev.Err(), redis.Nil) {
+		// first lifecycle line: task.create published for it
+		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
+	} else {
+		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
+	}
+
+	// Hand the attempt over. If the worker dies before this, its lease
+	// expires, the task is dispatched again and the old token's outcome is
+	// ignored; if the outcome came first, the task is no longer ACTIVE.
+	now := d.cfg.Now()
+	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
+	backoff := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		var cancelled bool
+		timeoutAt := now.Add(timeout)
+		firstCheck := now.Add(d.cfg.Grace)
+		if timeoutAt.Before(firstCheck) {
+			firstCheck = timeoutAt
+		}
+		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
+		if cancelled {
+			// requested while we were dispatching: the orchestrator's
+			// cancel forwarder saw a task not yet handed off
+			d.publishCancel(bg, t.ID)
+		}
+		if err == nil || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrNotFound) {
+			return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+		}
+		if attempt == 4 || ctx.Err() != nil {
+			// Still the worker's: its lease expires (or the worker fails
+			// the attempt); the service's outcome with this token still
+			// applies meanwhile.
+			return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: hand off: %w", err))
+		}
+		time.Sleep(backoff) // Redis is failing: back off before the next try
+		backoff *= 2
+	}
+}
+
+// admit waits until t's type has fewer than InFlight attempts in flight
+// and takes a place for t's attempt (member). Waiters of one type in this
+// process ask in turn, in the order the worker fetched them (the core's
+// weighted priority order, so low is not starved). A cancel request or a
+// shutdown ends the wait with the worker's cause (the worker then cancels
+// or hands back the task); a wait longer than AdmitWait, or reaching the
+// handler's deadline, hands the task back to the core without spending a
+// retry.
+func (d *Dispatcher) admit(ctx context.Context, t *task.Task, member string, timeout time.Duration) error {
+	if d.cfg.InFlight < 0 {
+		return nil
+	}
+	giveUp := d.cfg.Now().Add(d.cfg.AdmitWait)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-d.cfg.AdmitPoll).Before(giveUp) {
+		giveUp = dl.Add(-d.cfg.AdmitPoll)
+	}
+	full := func() error {
+		return &task.DependencyUnavailableError{Dependency: "external:" + t.Type, Wait: 10 * d.cfg.AdmitPoll,
+			Reason: fmt.Sprintf("%d tasks of the type in flight", d.cfg.InFlight)}
+	}
+	turn := d.turn(t.Type)
+	timer := time.NewTimer(max(giveUp.Sub(d.cfg.Now()), 0))
+	defer timer.Stop()
+	select {
+	case turn <- struct{}{}:
+	case <-timer.C:
+		return full()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	defer func() { <-turn }()
+	for {
+		now := d.cfg.Now()
+		deadline := now.Add(timeout + d.cfg.Grace)
+		ok, err := admitScript.Run(ctx, d.rdb, []string{d.k.inflight(t.Type)}, now.UnixMilli(), d.cfg.InFlight, member, deadline.UnixMilli()).Int()
+		if err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: admit: %w", err))
+		}
+		if ok == 1 {
+			return nil
+		}
+		if !now.Before(giveUp) {
+			d.cfg.Logger.Debug("external task type full: task handed back", "task_id", t.ID, "task_type", t.Type)
+			return full()
+		}
+		timer.Reset(d.cfg.AdmitPoll)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// turn returns typ's turn channel: one waiter of the type at a time asks
+// for a place; the others queue on the channel (FIFO).
+func (d *Dispatcher) turn(typ string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.turns[typ]
+	if !ok {
+		c = make(chan struct{}, 1)
+		d.turns[typ] = c
+	}
+	return c
+}
+
+func (d *Dispatcher) publishCancel(ctx context.Context, id string) {
+	e, err := stream.New(stream.TypeCancel, d.cfg.Now(), stream.CancelData{TaskID: id, Reason: "cancelled"})
+	if err == nil {
+		_, err = d.pub.Publish(ctx, d.sk.Cancel(), e)
+	}
+	if err != nil {
+		d.cfg.Logger.Warn("cancel event not published", "task_id", id, "err", err)
+	}
+}

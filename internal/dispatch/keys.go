@@ -1,0 +1,32 @@
+package dispatch
+
+import "github.com/taskflow/taskflow/internal/keyspace"
+
+// keys builds the Redis keys the dispatcher owns. They carry the
+// deployment's hash tag {namespace} like the store's keys; the streams
+// are named by internal/stream.
+type keys struct {
+	p string // the namespace's prefix, "{namespace}:"
+}
+
+func newKeys(ns keyspace.Namespace) keys { return keys{p: ns.Prefix()} }
+
+// token is the fencing token of a task's last dispatch (STRING, 7 days),
+// written with the task.create it went out in. It is a record, not a
+// duplicate marker: the task hash drops its lease token when the task
+// finishes, and the outcome consumer still needs the token of the attempt
+// that was dispatched last, for a service that does not echo the token
+// and to tell the redelivery of the outcome that finished a task from
+// any other outcome about it (LastToken).
+func (k keys) token(taskID string) string { return k.p + "agent:dispatch:" + taskID }
+
+// inflight is a task type's in-flight places (ZSET, member "id token",
+// score the attempt's handed-off lease deadline in ms): the attempts that
+// were dispatched and have not ended. A dispatcher admits a new one only
+// while the set holds fewer than the bound; the one who sees an attempt
+// end removes it (Release), and a member past its deadline (an attempt
+// lost without an outcome) frees its place at the next admission.
+func (k keys) inflight(taskType string) string { return k.p + "agent:inflight:" + taskType }
+
+// inflightMember is an attempt's member of inflight.
+func inflightMember(taskID, token string) string { return taskID + " " + token }

@@ -1,0 +1,105 @@
+package handoff_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/agenttest"
+	"github.com/taskflow/taskflow/internal/dispatch"
+	"github.com/taskflow/taskflow/internal/handoff"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/task"
+)
+
+// TestDeadServiceFailsOverdueTask: no live service serves the type. The
+// attempt times out (TIMEOUT, session told), a liveness check finds no
+// service, the watcher fails it on the service's behalf (retryable), the
+// retry times out the same way, and with the retries spent the task is
+// dead-lettered.
+func TestDeadServiceFailsOverdueTask(t *testing.T) {
+	t.Parallel()
+	b := agenttest.Setup(t, agenttest.Options{NoService: true, MaxRetries: 1, SkipArchive: true, ExtraTypes: []string{"orphan.run"},
+		Handoff: handoff.Config{ServiceGrace: 100 * time.Millisecond}})
+	tk := b.Enqueue(t, "orphan.run", "s1", `{}`, time.Second)
+	done := b.WaitState(t, tk.ID, task.StateDLQ)
+	require.Equal(t, "SERVICE_UNAVAILABLE", done.ErrorType)
+	require.Equal(t, 2, len(done.ErrorHistory), "first attempt and its retry")
+	var timeouts int
+	for _, h := range done.StateHistory {
+		if h.To == task.StateTimeout {
+			timeouts++
+		}
+	}
+	require.Equal(t, 2, timeouts, "each attempt timed out before it was failed")
+	ns := b.WaitNotes(t, "s1", 3)
+	require.Equal(t, notify.KindTimeout, ns[0].Type)
+	require.Equal(t, notify.KindFailed, ns[len(ns)-1].Type)
+}
+
+// TestHandedOffTaskReapedWithoutOrchestrator: with no orchestrator the
+// handed-off lease (timeout + grace) expires and the reaper requeues the
+// task without spending a retry; it is dispatched again with a new token.
+func TestHandedOffTaskReapedWithoutOrchestrator(t *testing.T) {
+	t.Parallel()
+	b := agenttest.Setup(t, agenttest.Options{NoService: true, NoOrchestrator: true, SkipArchive: true, ExtraTypes: []string{"lost.run"},
+		Dispatch: dispatch.Config{Grace: 50 * time.Millisecond}})
+	tk := b.Enqueue(t, "lost.run", "s1", `{}`, 200*time.Millisecond)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cur, err := b.Store.Get(context.Background(), tk.ID)
+		require.NoError(t, err)
+		var reaped int
+		for _, h := range cur.StateHistory {
+			if h.Cause == "lease_expired" {
+				reaped++
+			}
+		}
+		if reaped >= 1 && cur.State == task.StateActive && cur.HandedOff {
+			require.Zero(t, cur.RetryCount, "a requeue spends no retry")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "never reaped and dispatched again (state %s)", cur.State)
+		time.Sleep(10 * time.Millisecond)
+	}
+	xs, err := b.Redis.XLen(context.Background(), b.Streams.Create()).Result()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, xs, int64(2), "dispatched again")
+}
+
+// TestNoLiveServiceRequeuesBeforeTimeout: a dispatched task whose type no
+// live service serves is requeued at the first liveness check (long
+// before its timeout) without spending a retry, and dispatched again until
+// a service appears and completes it.
+func TestNoLiveServiceRequeuesBeforeTimeout(t *testing.T) {
+	t.Parallel()
+	b := agenttest.Setup(t, agenttest.Options{NoService: true, SkipArchive: true, ExtraTypes: []string{"late.run"},
+		Dispatch: dispatch.Config{Grace: 100 * time.Millisecond}, Handoff: handoff.Config{ServiceGrace: 100 * time.Millisecond}})
+	tk := b.Enqueue(t, "late.run", "s1", `{"word":"x"}`, time.Hour)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		cur, err := b.Store.Get(context.Background(), tk.ID)
+		require.NoError(t, err)
+		n := 0
+		for _, h := range cur.StateHistory {
+			if h.Cause == "service_unavailable late.run" {
+				n++
+			}
+		}
+		if n >= 2 {
+			require.Zero(t, cur.RetryCount, "waiting for a service spends no retry")
+			require.Empty(t, cur.ErrorHistory)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "never requeued twice (state %s)", cur.State)
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StartService(t, extsvc.Config{Name: "late", HeartbeatInterval: 20 * time.Millisecond},
+		map[string]extsvc.HandlerFunc{"late.run": agenttest.Echo})
+	done := b.WaitState(t, tk.ID, task.StateCompleted)
+	require.Zero(t, done.RetryCount)
+	require.Contains(t, string(done.Result), "echo x")
+}

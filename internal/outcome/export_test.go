@@ -1,0 +1,21 @@
+package outcome
+
+import (
+	"context"
+
+	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/stream"
+)
+
+// CrashAfterApply makes c stop, as a killed process would, after the
+// transition of an event for which fn says so and before anything else
+// is written: no side effect, no marker, no acknowledgement.
+func CrashAfterApply(c *Consumer, fn func(stream.Message) bool) { c.crashAfterApply = fn }
+
+// Handle applies one event and acknowledges it, as the loop does.
+func Handle(ctx context.Context, c *Consumer, m stream.Message) error { return c.handle(ctx, m) }
+
+// AppliedKey is the applied marker of the attempt (taskID, token).
+func AppliedKey(ns keyspace.Namespace, taskID, token string) string {
+	return newKeys(ns).applied(taskID + ":" + token)
+}

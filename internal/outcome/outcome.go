@@ -1,0 +1,720 @@
+// Package outcome is the agent's outcome consumer: in the consumer group
+// agent-group it applies what the external services report —
+// task.completed, task.failed, task.timeout, task.progress — through the
+// store's atomic transitions, then caches the result, notifies the owning
+// session, archives the finished task, and only then acknowledges the
+// event.
+//
+// Delivery is at least once and application at most once: every transition
+// is guarded by the attempt's fencing token and the state it starts from, so
+// a redelivered event (after a crash between applying and acknowledging)
+// changes nothing; a marker per attempt keeps its side effects from being
+// repeated once they are all done. A consumer that dies leaves its pending
+// events to the others (XAUTOCLAIM after ClaimIdle, stream.Loop).
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/archive"
+	"github.com/taskflow/taskflow/internal/dispatch"
+	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/retry"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/tasktype"
+)
+
+// Config configures a Consumer.
+type Config struct {
+	// Consumer is this process's name in agent-group. Default
+	// agent-<hostname>-<pid>.
+	Consumer string
+	// Block is how long one read waits (1000 ms). Default 1s.
+	Block time.Duration
+	// Batch is the most events read per stream per call (10).
+	// Default 10.
+	Batch int64
+	// Parallel is how many events of a batch are applied at once (events
+	// of different tasks are independent). Default 8.
+	Parallel int
+	// ClaimIdle is how long an event may stay unacknowledged by its
+	// consumer before another consumer claims it. Default 30s.
+	ClaimIdle time.Duration
+	// Backoff is the retry delay of transient failures.
+	Backoff retry.Backoff
+	// ResultTTL is the lifetime of the task:{id}:result cache. Default 24h.
+	ResultTTL time.Duration
+	// Retention of the events published (task.dlq). Default 7 days.
+	Retention time.Duration
+	// Types gives each task type's completion notification text (its
+	// Notify template filled from the task's params: "Your Q4 2024 report
+	// is ready"). Default nil: "Your <type> task is ready!".
+	Types *tasktype.Registry
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Observe, when set, is told of each applied outcome (for metrics):
+	// kind is completed, failed, retried, dead_lettered, cancelled,
+	// timeout or stale; duration is the service's duration_ms (elapsed_ms
+	// for timeout), NoDuration when the event carries none.
+	Observe func(kind string, t *task.Task, duration time.Duration)
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.Consumer == "" {
+		host, _ := os.Hostname()
+		c.Consumer = fmt.Sprintf("agent-%s-%d", host, os.Getpid())
+	}
+	if c.Block == 0 {
+		c.Block = time.Second
+	}
+	if c.Batch == 0 {
+		c.Batch = 10
+	}
+	if c.ClaimIdle == 0 {
+		c.ClaimIdle = 30 * time.Second
+	}
+	if c.Parallel == 0 {
+		c.Parallel = 8
+	}
+	c.Backoff = c.Backoff.WithDefaults()
+	if c.ResultTTL == 0 {
+		c.ResultTTL = 24 * time.Hour
+	}
+	if c.Retention == 0 {
+		c.Retention = stream.DefaultRetention
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c (after WithDefaults).
+func (c Config) Validate() error {
+	switch {
+	case c.Consumer == "" || strings.ContainsAny(c.Consumer, " {}"):
+		return fmt.Errorf("outcome: Consumer %q is not a consumer name", c.Consumer)
+	case c.Block < time.Millisecond:
+		return fmt.Errorf("outcome: Block %s must be ≥ 1ms", c.Block)
+	case c.Batch < 1 || c.Batch > 1000:
+		return fmt.Errorf("outcome: Batch %d must be 1–1000", c.Batch)
+	case c.Parallel < 1:
+		return fmt.Errorf("outcome: Parallel %d must be ≥ 1", c.Parallel)
+	case c.ClaimIdle < time.Millisecond:
+		return fmt.Errorf("outcome: ClaimIdle %s must be positive", c.ClaimIdle)
+	case c.ResultTTL < time.Second:
+		return fmt.Errorf("outcome: ResultTTL %s must be ≥ 1s", c.ResultTTL)
+	}
+	return c.Backoff.Validate()
+}
+
+// Consumer applies the response streams' events in agent-group. Run any
+// number of them (each with its own Consumer name).
+type Consumer struct {
+	st   *store.Store
+	rdb  redis.UniversalClient
+	ns   keyspace.Namespace
+	cfg  Config
+	sk   stream.Keys
+	k    keys
+	rk   result.Keys
+	pub  *stream.Publisher
+	note *notify.Notifier // nil: no notifications
+	arc  *archive.Archive // nil: no archive
+
+	// crashAfterApply, in tests, stops the loop after a transition and
+	// before its acknowledgement (a killed process).
+	crashAfterApply func(stream.Message) bool
+}
+
+// New returns the consumer of st's namespace. note and arc may be nil (no
+// notifications, no archive).
+func New(st *store.Store, note *notify.Notifier, arc *archive.Archive, cfg Config) (*Consumer, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Consumer{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()), rk: result.NewKeys(st.Namespace()),
+		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), note: note, arc: arc}, nil
+}
+
+// errCrash ends Run as a killed process would: nothing more is written.
+var errCrash = errors.New("outcome: simulated crash")
+
+// Run consumes until ctx ends.
+func (o *Consumer) Run(ctx context.Context) error {
+	streams := o.sk.Responses()
+	for _, s := range streams {
+		if err := stream.EnsureGroup(ctx, o.rdb, s, stream.AgentGroup, "0"); err != nil {
+			return err
+		}
+	}
+	o.cfg.Logger.Info("outcome consumer started", "consumer", o.cfg.Consumer, "group", stream.AgentGroup)
+	l := &stream.Loop{Client: o.rdb, Group: stream.AgentGroup, Consumer: o.cfg.Consumer, Streams: streams,
+		Count: o.cfg.Batch, Block: o.cfg.Block, ClaimIdle: o.cfg.ClaimIdle, Logger: o.cfg.Logger}
+	err := l.Run(ctx, func(ctx context.Context, msgs []stream.Message) error {
+		if o.handleAll(ctx, msgs) {
+			return errCrash
+		}
+		return nil
+	})
+	if errors.Is(err, errCrash) {
+		return nil
+	}
+	o.cfg.Logger.Info("outcome consumer stopped", "consumer", o.cfg.Consumer)
+	return nil
+}
+
+// handleAll applies a batch, Parallel tasks at a time: the events of one
+// task in stream order (two outcomes of one attempt back to back: the
+// first is applied first, and wins), those of different tasks at once. It
+// reports a simulated crash.
+func (o *Consumer) handleAll(ctx context.Context, msgs []stream.Message) (crashed bool) {
+	var lanes [][]stream.Message
+	byTask := map[string]int{}
+	for _, m := range msgs {
+		id := eventTaskID(m)
+		if i, ok := byTask[id]; ok && id != "" {
+			lanes[i] = append(lanes[i], m)
+			continue
+		}
+		byTask[id] = len(lanes)
+		lanes = append(lanes, []stream.Message{m})
+	}
+	sem := make(chan struct{}, o.cfg.Parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, lane := range lanes {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			for _, m := range lane {
+				if err := o.handle(ctx, m); err != nil {
+					if errors.Is(err, errCrash) {
+						mu.Lock()
+						crashed = true
+						mu.Unlock()
+						return
+					}
+					// Not acknowledged: retried after ClaimIdle (or by us).
+					o.cfg.Logger.Warn("event not applied; it stays pending", "stream", m.Stream, "entry", m.ID, "err", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return crashed
+}
+
+// eventTaskID is the task an event is about ("" when it cannot be read:
+// handle says why).
+func eventTaskID(m stream.Message) string {
+	if m.Err != nil {
+		return ""
+	}
+	var d struct {
+		TaskID string `json:"task_id"`
+	}
+	_ = json.Unmarshal(m.Event.Data, &d)
+	return d.TaskID
+}
+
+// earlierPending asks for the entries of m's stream up to m that are
+// delivered to agent-group and not acknowledged (an inclusive end, m left
+// out by othersPending: the embedded Redis of taskflow dev has no
+// exclusive ranges).
+func (o *Consumer) earlierPending(m stream.Message) *redis.XPendingExtArgs {
+	return &redis.XPendingExtArgs{Stream: m.Stream, Group: stream.AgentGroup, Start: "-", End: m.ID, Count: 256}
+}
+
+// othersPending are the ids of pend held by other consumers (ours are
+// applied in stream order already: handleAll), m itself left out.
+func (o *Consumer) othersPending(pend []redis.XPendingExt, m stream.Message) []string {
+	var out []string
+	for _, p := range pend {
+		if p.ID != m.ID && p.Consumer != o.cfg.Consumer {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}
+
+// awaitEarlierOutcome waits while another consumer of agent-group holds,
+// delivered and not yet acknowledged, an earlier entry of m's stream
+// about the same attempt (task id and token): the stream's order decides
+// which outcome is first, not which consumer is faster. Entries are
+// delivered in stream order, so an earlier one is either pending — seen
+// here — or acknowledged, its outcome applied. A consumer that died
+// holding it is waited for at most ClaimIdle (then its entry is claimed
+// and, being later in effect, ignored as a duplicate).
+func (o *Consumer) awaitEarlierOutcome(ctx context.Context, m stream.Message, taskID, tok string) error {
+	deadline := time.Now().Add(o.cfg.ClaimIdle)
+	for {
+		pend, err := o.rdb.XPendingExt(ctx, o.earlierPending(m)).Result()
+		if err != nil {
+			return err
+		}
+		others := o.othersPending(pend, m)
+		if len(others) == 0 {
+			return nil
+		}
+		cmds := make([]*redis.XMessageSliceCmd, len(others))
+		if _, err := o.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			for i, id := range others {
+				cmds[i] = pl.XRange(ctx, m.Stream, id, id)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		earlier := false
+		for _, c := range cmds {
+			for _, x := range c.Val() {
+				e, err := stream.Decode(x.ID, x.Values)
+				if err != nil {
+					continue
+				}
+				var d struct {
+					TaskID string `json:"task_id"`
+					Token  string `json:"token"`
+				}
+				if json.Unmarshal(e.Data, &d) == nil && d.TaskID == taskID && (d.Token == tok || d.Token == "") {
+					earlier = true
+				}
+			}
+		}
+		if !earlier || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// handle applies one event and acknowledges it. An error leaves it pending.
+func (o *Consumer) handle(ctx context.Context, m stream.Message) error {
+	ctx = context.WithoutCancel(ctx)
+	if m.Err != nil {
+		o.cfg.Logger.Warn("malformed event acknowledged and skipped", "stream", m.Stream, "entry", m.ID, "err", m.Err)
+		return stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID)
+	}
+	o.cfg.Logger.Debug("Event consumed", "stream", m.Stream, "event_id", m.Event.ID, "consumer", o.cfg.Consumer)
+	v, err := m.Event.Unmarshal()
+	if err != nil {
+		o.cfg.Logger.Warn("invalid event acknowledged and skipped", "stream", m.Stream, "event_id", m.Event.ID, "err", err)
+		return stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID)
+	}
+	switch d := v.(type) {
+	case *stream.CompletedData:
+		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.completed(ctx, m, d, o1) })
+	case *stream.FailedData:
+		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.failed(ctx, m, d, o1) })
+	case *stream.TimeoutData:
+		err = o.timeout(ctx, d)
+	case *stream.ProgressData:
+		err = o.progress(ctx, m, d)
+	default:
+		o.cfg.Logger.Warn("unexpected event type on a response stream", "stream", m.Stream, "type", m.Event.Type)
+	}
+	if err != nil {
+		return err
+	}
+	switch v.(type) {
+	case *stream.CompletedData, *stream.FailedData:
+		// Acknowledged, the entry is never delivered again, so its seen
+		// marker (set by once) has done its job: dropped in the same round
+		// trip, so that no key per event lives 7 days (one left by a crash
+		// here expires). Safe to drop before the XACK lands: the attempt's
+		// applied marker, set before, answers any redelivery.
+		p := o.rdb.Pipeline()
+		ack := p.XAck(ctx, m.Stream, stream.AgentGroup, m.ID)
+		p.Del(ctx, o.k.seen(m.Stream, m.ID))
+		_, _ = p.Exec(ctx)
+		if err := ack.Err(); err != nil {
+			return fmt.Errorf("stream: XACK %s %s: %w", m.Stream, stream.AgentGroup, err)
+		}
+	default:
+		if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
+			return err
+		}
+	}
+	o.cfg.Logger.Debug("Event acknowledged", "stream", m.Stream, "event_id", m.Event.ID)
+	return nil
+}
+
+// outcome is what once tells apply about the event being applied.
+type outcome struct {
+	// tok is the attempt's fencing token (the event's, else the recorded
+	// dispatch token).
+	tok string
+	// redelivered: this very stream entry was handled before (a consumer
+	// died or failed between applying and acknowledging it).
+	redelivered bool
+}
+
+// markerTTL is how long the per-event and per-attempt markers live: the
+// retention of the response streams, beyond which no entry is redelivered.
+const markerTTL = 7 * 24 * time.Hour
+
+// once runs apply for the outcome of one attempt (task id + token) unless
+// an earlier delivery of that outcome finished all its effects, and marks
+// it finished afterwards. Before applying it records that the stream entry
+// m was seen, so that apply can tell a redelivery of this entry (which may
+// have to finish its side effects) from another entry about a task that is
+// already finished (a duplicate run, a stale or forged outcome: ignored).
+func (o *Consumer) once(ctx context.Context, m stream.Message, taskID, eventToken string, apply func(outcome) error) error {
+	tok, err := o.token(ctx, taskID, eventToken)
+	if err != nil {
+		return err
+	}
+	marker := o.k.applied(taskID + ":" + tok)
+	// One round trip: is the attempt applied already, has this entry been
+	// seen (marking it so), and does another consumer hold an earlier
+	// entry of the stream. A seen marker set for an outcome that turns out
+	// applied is dropped with the acknowledgement.
+	p := o.rdb.Pipeline()
+	applied := p.Exists(ctx, marker)
+	seen := p.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL)
+	pend := p.XPendingExt(ctx, o.earlierPending(m))
+	if _, err := p.Exec(ctx); err != nil {
+		return err
+	}
+	if len(o.othersPending(pend.Val(), m)) > 0 {
+		// possibly an earlier outcome of this attempt: it goes first
+		if err := o.awaitEarlierOutcome(ctx, m, taskID, tok); err != nil {
+			return err
+		}
+		if applied = o.rdb.Exists(ctx, marker); applied.Err() != nil {
+			return applied.Err()
+		}
+	}
+	if applied.Val() == 1 {
+		// a second outcome of an applied attempt: ignored and, like every
+		// ignored outcome, counted as stale
+		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID, "stream", m.Stream, "entry", m.ID)
+		t, err := o.st.Get(ctx, taskID)
+		if err != nil {
+			t = &task.Task{ID: taskID, Type: "unknown"} // gone since (purged): still counted
+		}
+		o.observe("stale", t, NoDuration)
+		return nil
+	}
+	first := seen.Val()
+	if err := apply(outcome{tok: tok, redelivered: !first}); err != nil {
+		return err
+	}
+	return o.rdb.Set(ctx, marker, "1", markerTTL).Err()
+}
+
+// finishedBy reports whether the outcome o is the one that finished the
+// task (COMPLETED or DLQ) in an earlier delivery whose side effects may be
+// incomplete: the same stream entry, carrying the token of the task's last
+// dispatch (the only attempt that can finish an external task). Any other
+// outcome about a finished task — another attempt's token, another entry,
+// a task that was never dispatched — is not, and must change nothing.
+func (o *Consumer) finishedBy(ctx context.Context, taskID string, oc outcome) (bool, error) {
+	if !oc.redelivered || oc.tok == "" {
+		return false, nil
+	}
+	last, err := dispatch.LastToken(ctx, o.rdb, o.ns, taskID)
+	if err != nil {
+		return false, err
+	}
+	return last == oc.tok, nil
+}
+
+// ignoreFinished logs and counts an outcome about a finished task that is
+// not a redelivery of the outcome that finished it. Neither the token nor
+// the event's message is logged: a forged event's text is not ours.
+func (o *Consumer) ignoreFinished(m stream.Message, t *task.Task) {
+	o.cfg.Logger.Warn("outcome for a finished task ignored (another attempt, a duplicate run or a forged event)",
+		"task_id", t.ID, "state", t.State, "stream", m.Stream, "entry", m.ID)
+	o.observe("stale", t, NoDuration)
+}
+
+// token is the attempt's fencing token: the event's, else the recorded one.
+func (o *Consumer) token(ctx context.Context, id, fromEvent string) (string, error) {
+	if fromEvent != "" {
+		return fromEvent, nil
+	}
+	return dispatch.LastToken(ctx, o.rdb, o.ns, id)
+}
+
+// stale reports whether a transition error means the event no longer
+// applies (another attempt owns the task, it is finished or gone): such an
+// event is acknowledged without effect.
+func stale(err error) bool {
+	return errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrNotFound)
+}
+
+func (o *Consumer) observe(kind string, t *task.Task, d time.Duration) {
+	if o.cfg.Observe != nil {
+		o.cfg.Observe(kind, t, d)
+	}
+}
+
+func (o *Consumer) completed(ctx context.Context, m stream.Message, d *stream.CompletedData, oc outcome) error {
+	tok := oc.tok
+	result := d.Result
+	if len(result) == 0 || string(result) == "null" {
+		result = json.RawMessage(`{}`)
+	}
+	err := o.st.Complete(ctx, d.TaskID, tok, result)
+	if o.crashAfterApply != nil && o.crashAfterApply(m) {
+		return errCrash
+	}
+	if err != nil && !stale(err) {
+		return err
+	}
+	t, gerr := o.st.Get(ctx, d.TaskID)
+	if gerr != nil {
+		if errors.Is(gerr, task.ErrNotFound) {
+			return nil
+		}
+		return gerr
+	}
+	if err := o.leave(ctx, t, tok); err != nil {
+		return err
+	}
+	if err != nil && !(t.State == task.StateCompleted && errors.Is(err, task.ErrWrongState)) {
+		// Stale: a previous attempt's report, or the task ended otherwise.
+		o.cfg.Logger.Info("stale completion ignored", "task_id", d.TaskID, "state", t.State, "reason", err)
+		o.observe("stale", t, NoDuration)
+		return nil
+	}
+	if err != nil {
+		// COMPLETED already: only the redelivery of the entry that
+		// completed it may redo (finish) the side effects.
+		mine, ferr := o.finishedBy(ctx, d.TaskID, oc)
+		if ferr != nil {
+			return ferr
+		}
+		if !mine {
+			o.ignoreFinished(m, t)
+			return nil
+		}
+	}
+	// Applied now, or applied by an earlier delivery whose side effects
+	// may be incomplete: (re)do the idempotent side effects.
+	o.cfg.Logger.Info("Task completed", "task_id", d.TaskID, "duration", d.DurationMS, "service", d.CompletedBy)
+	if err := o.cacheResult(ctx, t); err != nil {
+		return err
+	}
+	if err := o.archive(ctx, t); err != nil {
+		return err
+	}
+	o.observe("completed", t, time.Duration(d.DurationMS)*time.Millisecond)
+	return o.notify(ctx, t, tok, notify.KindCompleted, o.cfg.Types.ReadyMessage(ctx, t.Type, t.Params), "retrieve_result")
+}
+
+func (o *Consumer) failed(ctx context.Context, m stream.Message, d *stream.FailedData, oc outcome) error {
+	tok := oc.tok
+	t, err := o.st.Get(ctx, d.TaskID)
+	if errors.Is(err, task.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// whatever this outcome does, its attempt is over
+	defer func() { _ = o.leave(ctx, t, tok) }()
+	if strings.EqualFold(d.Error.Code, "CANCELLED") {
+		err := o.st.CancelActive(ctx, d.TaskID, tok, "cancelled by "+d.FailedBy)
+		if err != nil && !stale(err) {
+			return err
+		}
+		if err == nil {
+			if t, err = o.st.Get(ctx, d.TaskID); err != nil {
+				return err
+			}
+			o.observe("cancelled", t, NoDuration)
+			if err := o.archive(ctx, t); err != nil {
+				return err
+			}
+			return o.notify(ctx, t, tok, notify.KindCancelled, fmt.Sprintf("Your %s task was cancelled.", t.Type), "none")
+		}
+		return nil
+	}
+	transient := d.Error.IsTransient()
+	now := o.cfg.Now()
+	out, err := o.st.Fail(ctx, d.TaskID, tok, store.Failure{
+		ErrorType: d.Error.Code, Message: d.Error.Message, Permanent: !transient, Details: keptDetails(d.Error.Details),
+		RetryAt: now.Add(o.cfg.Backoff.Delay(t.RetryCount, nil)), Attempt: t.RetryCount + 1, Worker: d.FailedBy,
+	})
+	if o.crashAfterApply != nil && o.crashAfterApply(m) {
+		return errCrash
+	}
+	if err != nil {
+		if stale(err) {
+			if cur, gerr := o.st.Get(ctx, d.TaskID); gerr == nil && cur.State == task.StateDLQ && errors.Is(err, task.ErrWrongState) && t.State == task.StateDLQ {
+				mine, ferr := o.finishedBy(ctx, d.TaskID, oc)
+				if ferr != nil {
+					return ferr
+				}
+				if !mine {
+					o.ignoreFinished(m, cur)
+					return nil
+				}
+				// An earlier delivery of this entry dead-lettered it and
+				// stopped short of its effects.
+				return o.deadLettered(ctx, d, tok, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
+			}
+			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
+			o.observe("stale", t, NoDuration)
+			return nil
+		}
+		return err
+	}
+	o.cfg.Logger.Error("Task failed", "task_id", d.TaskID, "error", d.Error.Code, "transient", transient, "outcome", out.State, "reason", out.Reason)
+	if out.State != task.StateDLQ {
+		o.observe("retried", t, time.Duration(d.DurationMS)*time.Millisecond)
+		return nil
+	}
+	return o.deadLettered(ctx, d, tok, out)
+}
+
+// deadLettered publishes task.dlq, archives and notifies. It is also the
+// path of a redelivered failure whose DLQ side effects did not finish.
+func (o *Consumer) deadLettered(ctx context.Context, d *stream.FailedData, tok string, out store.FailOutcome) error {
+	t, err := o.st.Get(ctx, d.TaskID)
+	if err != nil {
+		return err
+	}
+	reason := "permanent"
+	if out.Reason != "permanent" {
+		reason = "retries_exhausted"
+	}
+	e, err := stream.New(stream.TypeDLQ, o.cfg.Now(), stream.DLQData{TaskID: t.ID, TaskType: t.Type, SessionID: t.SessionID,
+		Error: d.Error, Attempts: t.RetryCount + 1, Reason: reason})
+	if err != nil {
+		return err
+	}
+	if _, err := o.publishOnce(ctx, o.k.published("dlq", t.ID, tok), o.sk.DLQ(), e); err != nil {
+		return err
+	}
+	if err := o.archive(ctx, t); err != nil {
+		return err
+	}
+	o.observe("dead_lettered", t, time.Duration(d.DurationMS)*time.Millisecond)
+	return o.notify(ctx, t, tok, notify.KindFailed, fmt.Sprintf("Your %s task failed: %s", t.Type, d.Error.Message), "view_error")
+}
+
+func (o *Consumer) timeout(ctx context.Context, d *stream.TimeoutData) error {
+	t, err := o.st.Get(ctx, d.TaskID)
+	if errors.Is(err, task.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.State != task.StateTimeout {
+		return nil // finished meanwhile: its own notification says so
+	}
+	o.observe("timeout", t, time.Duration(d.ElapsedMS)*time.Millisecond)
+	// one notice per attempt (the TIMEOUT task keeps its token) however
+	// often its task.timeout is published or delivered
+	return o.notify(ctx, t, t.Lease, notify.KindTimeout, timeoutMessage(t), "check_status")
+}
+
+// maxDetails is the largest error.details object kept on the task (the
+// event itself, in task.failed and task.dlq, keeps all of it).
+const maxDetails = 8 << 10
+
+// keptDetails is the service's error.details as recorded on the task:
+// nothing for an empty object, a note of its size for one too large.
+func keptDetails(d json.RawMessage) json.RawMessage {
+	t := strings.TrimSpace(string(d))
+	switch {
+	case t == "" || t == "null" || t == "{}":
+		return nil
+	case len(t) > maxDetails:
+		return json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(t)))
+	}
+	return json.RawMessage(t)
+}
+
+// leave frees the in-flight place of t's attempt with token tok (see
+// dispatch.Config.InFlight): its outcome has come, or it is no longer the
+// task's attempt.
+func (o *Consumer) leave(ctx context.Context, t *task.Task, tok string) error {
+	return dispatch.Release(ctx, o.rdb, o.ns, t.Type, t.ID, tok)
+}
+
+func (o *Consumer) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {
+	k := o.rk.Progress(d.TaskID)
+	_, err := o.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, "percent", d.Percent, "message", d.Message, "eta_seconds", d.ETASeconds,
+			"reported_by", d.ReportedBy, "at_ms", m.Event.Timestamp.UnixMilli())
+		p.Expire(ctx, k, o.cfg.ResultTTL)
+		return nil
+	})
+	return err
+}
+
+func (o *Consumer) cacheResult(ctx context.Context, t *task.Task) error {
+	b, err := json.Marshal(struct {
+		Result   json.RawMessage `json:"result"`
+		CachedAt string          `json:"cached_at"`
+	}{t.Result, stream.FormatTime(o.cfg.Now())})
+	if err != nil {
+		return err
+	}
+	return o.rdb.Set(ctx, o.rk.Cache(t.ID), b, o.cfg.ResultTTL).Err()
+}
+
+func (o *Consumer) archive(ctx context.Context, t *task.Task) error {
+	if o.arc == nil {
+		return nil
+	}
+	if err := o.arc.Put(ctx, t); err != nil {
+		return fmt.Errorf("outcome: archive %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// notify tells t's session about kind for the attempt with token tok. The
+// notification id is derived from (kind, task, token), and the notifier
+// writes an id once: a replayed apply (a crash after notifying and before
+// the applied marker) does not notify twice.
+func (o *Consumer) notify(ctx context.Context, t *task.Task, tok string, kind notify.Kind, msg, action string) error {
+	if o.note == nil || t.SessionID == "" {
+		return nil
+	}
+	_, err := o.note.Notify(ctx, t.SessionID, notify.Notification{NotificationID: notify.StableID(kind, t.ID, tok),
+		Type: kind, TaskID: t.ID, TaskType: t.Type, Message: msg, Action: action, Priority: string(t.Priority)})
+	if err != nil && !errors.Is(err, notify.ErrNoSession) {
+		return err
+	}
+	return nil
+}
+
+// timeoutMessage is the notice a session gets when its task runs past its
+// timeout (the task goes on).
+func timeoutMessage(t *task.Task) string {
+	return fmt.Sprintf("Your %s task is taking longer than expected. The task is still running. "+
+		"I'll notify you when it completes, or you can check status with: 'Show task status for %s'", t.Type, t.ID)
+}
