@@ -18,10 +18,12 @@ import (
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m,
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
 		// against a Redis Cluster, rueidis's cluster client refreshes its
 		// slot map on a goroutine that ends by itself after Close
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2")) }
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+}
 
 type result struct {
 	code           int

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime/pprof"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -53,6 +56,20 @@ type benchResult struct {
 	// client of the server counts, so use a server of its own) per task in
 	// each phase: where the time goes.
 	RedisUsecPerTask map[string]float64 `json:"redis_usec_per_task"`
+	// CommandsPerTask breaks each phase's Redis time down by command (INFO
+	// commandstats deltas; the commands a script runs are counted under
+	// their own names as well as the script's EVALSHA), the costliest first.
+	CommandsPerTask map[string][]commandCost `json:"commands_per_task"`
+	// RedisNode is the server whose CPU is measured: on a Redis Cluster the
+	// master of the namespace's slot, where all its keys live.
+	RedisNode string `json:"redis_node"`
+}
+
+// commandCost is one command's share of a phase, per task.
+type commandCost struct {
+	Command string  `json:"command"`
+	Calls   float64 `json:"calls"`
+	Usec    float64 `json:"usec"`
 }
 
 type benchOpts struct {
@@ -119,6 +136,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 				fmt.Fprintf(m.Stdout, "processed (backlog):     %10.0f tasks/s\n", res.ProcessedPerSec)
 				fmt.Fprintf(m.Stdout, "processed (w/ producer): %10.0f tasks/s\n", res.ProcessedWithProducerPerSec)
 				fmt.Fprintf(m.Stdout, "start latency p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d samples)\n", res.StartP50Ms, res.StartP99Ms, res.StartMaxMs, res.LatencyN)
+				printCosts(m.Stdout, res)
 				return nil
 			},
 		}
@@ -140,28 +158,37 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 }
 
 func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
-	opt, err := redis.ParseURL(o.redisURL)
+	rdb, err := redisconn.Open(ctx, o.redisURL, redisconn.Options{PoolSize: max(64, o.concurrency+16)})
 	if err != nil {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
-	opt.PoolSize = max(64, o.concurrency+16)
-	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		return nil, fmt.Errorf("redis at %s does not answer: %w", opt.Addr, err)
-	}
 	ns := "taskflow-bench-" + uuid.NewString()[:8]
+	// the server whose CPU is measured: the one holding the namespace
+	var node redis.Cmdable = rdb
+	nodeAddr := ""
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, keyspace.MustParse(ns).Key("x"))
+		if err != nil {
+			return nil, err
+		}
+		node, nodeAddr = m, m.Options().Addr
+	} else if c, ok := rdb.(*redis.Client); ok {
+		nodeAddr = c.Options().Addr
+	}
 	defer cleanNamespace(context.WithoutCancel(ctx), rdb, ns)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	if err != nil {
 		return nil, err
 	}
-	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch, RedisUsecPerTask: map[string]float64{}}
-	mark := redisUsec(ctx, rdb)
+	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch,
+		RedisUsecPerTask: map[string]float64{}, CommandsPerTask: map[string][]commandCost{}, RedisNode: nodeAddr}
+	mark, marks := redisUsec(ctx, node), commandStats(ctx, node)
 	account := func(phase string, tasks int) {
-		now := redisUsec(ctx, rdb)
+		now, nows := redisUsec(ctx, node), commandStats(ctx, node)
 		res.RedisUsecPerTask[phase] = math.Round(float64(now-mark)/float64(tasks)*100) / 100
-		mark = now
+		res.CommandsPerTask[phase] = costs(marks, nows, tasks)
+		mark, marks = now, nows
 	}
 	run := func(p string) bool { return o.only == "" || o.only == p }
 
@@ -354,7 +381,7 @@ func firstErr(c chan error) error {
 
 // redisUsec is the Redis server's CPU time so far (INFO cpu: user + sys
 // of the main thread), in microseconds; 0 when the server does not say.
-func redisUsec(ctx context.Context, rdb *redis.Client) int64 {
+func redisUsec(ctx context.Context, rdb redis.Cmdable) int64 {
 	info, err := rdb.Info(ctx, "cpu").Result()
 	if err != nil {
 		return 0
@@ -389,4 +416,77 @@ func cleanNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) i
 		n += rdb.Unlink(ctx, batch...).Val()
 	}
 	return n
+}
+
+// commandStats reads INFO commandstats: command → (calls, usec).
+func commandStats(ctx context.Context, rdb redis.Cmdable) map[string][2]int64 {
+	out := map[string][2]int64{}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var calls, usec int64
+		for _, f := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		out[strings.TrimPrefix(name, "cmdstat_")] = [2]int64{calls, usec}
+	}
+	return out
+}
+
+// costs is the per-task difference between two commandstats readings, the
+// costliest command first; commands under 1 % of the phase are left out.
+func costs(before, after map[string][2]int64, tasks int) []commandCost {
+	var out []commandCost
+	var total int64
+	for name, a := range after {
+		d := a[1] - before[name][1]
+		if d > 0 && name != "info" {
+			total += d
+		}
+	}
+	for name, a := range after {
+		b := before[name]
+		calls, usec := a[0]-b[0], a[1]-b[1]
+		if calls <= 0 || name == "info" || usec*100 < total {
+			continue
+		}
+		out = append(out, commandCost{Command: name,
+			Calls: math.Round(float64(calls)/float64(tasks)*1000) / 1000,
+			Usec:  math.Round(float64(usec)/float64(tasks)*100) / 100})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Usec > out[j].Usec })
+	return out
+}
+
+// printCosts writes each phase's Redis CPU per task and its costliest
+// commands.
+func printCosts(w io.Writer, res *benchResult) {
+	phases := make([]string, 0, len(res.RedisUsecPerTask))
+	for p := range res.RedisUsecPerTask {
+		phases = append(phases, p)
+	}
+	sort.Strings(phases)
+	fmt.Fprintf(w, "redis CPU per task on %s (main thread, µs) and its costliest commands (calls/task, µs/task):\n", res.RedisNode)
+	for _, p := range phases {
+		fmt.Fprintf(w, "  %-10s %6.2f µs:", p, res.RedisUsecPerTask[p])
+		for i, c := range res.CommandsPerTask[p] {
+			if i == 6 {
+				break
+			}
+			fmt.Fprintf(w, " %s %.2f×/%.2f", c.Command, c.Calls, c.Usec)
+		}
+		fmt.Fprintln(w)
+	}
 }

@@ -58,6 +58,17 @@ func TestBenchCommand(t *testing.T) {
 	require.Equal(t, raw["start_p99_ms"], res.StartP99Ms)
 	require.Equal(t, 300, res.Tasks)
 	require.Positive(t, res.EnqueueSinglePerSec)
+	// where the Redis time goes: each phase's commands from INFO
+	// commandstats, the scripts among them
+	require.NotEmpty(t, res.RedisNode)
+	for _, phase := range []string{"enqueue_single", "drain"} {
+		names := map[string]bool{}
+		for _, c := range res.CommandsPerTask[phase] {
+			names[c.Command] = true
+			require.Positive(t, c.Calls, phase)
+		}
+		require.True(t, names["evalsha"], "phase %s: %v", phase, res.CommandsPerTask[phase])
+	}
 	require.Positive(t, res.EnqueuePerSec)
 	require.Positive(t, res.ProcessedPerSec)
 	require.Positive(t, res.ProcessedWithProducerPerSec)
@@ -235,4 +246,20 @@ func TestFillCluster(t *testing.T) {
 		require.Empty(t, left, "keys left on %s", c.Options().Addr)
 		return nil
 	}))
+}
+
+// TestBenchCluster: bench takes a cluster URL and measures the master that
+// holds its namespace.
+func TestBenchCluster(t *testing.T) {
+	t.Parallel()
+	cl := testredis.StartCluster(t)
+	var out bytes.Buffer
+	m := testMain(map[string]string{"REDIS_URL": cl.URL()}, &out)
+	err := m.Run(context.Background(), []string{"bench", "--tasks", "200", "--concurrency", "4", "--only", "drain", "--json"})
+	require.NoError(t, err)
+	var res benchResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+	require.NotNil(t, cl.Node(res.RedisNode), "measured %q, not a node of the cluster", res.RedisNode)
+	require.Positive(t, res.ProcessedPerSec)
+	require.Positive(t, res.RedisUsecPerTask["drain"])
 }
