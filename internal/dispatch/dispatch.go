@@ -23,6 +23,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/task"
@@ -71,6 +72,9 @@ func (c Config) withDefaults() Config {
 	if c.Grace == 0 {
 		c.Grace = 30 * time.Second
 	}
+	if c.Retention <= 0 {
+		c.Retention = stream.DefaultRetention
+	}
 	if c.InFlight == 0 {
 		c.InFlight = DefaultInFlight
 	}
@@ -104,6 +108,7 @@ func (c Config) withDefaults() Config {
 type Dispatcher struct {
 	st  *store.Store
 	rdb redis.UniversalClient
+	ns  keyspace.Namespace
 	cfg Config
 	sk  stream.Keys
 	k   keys
@@ -136,7 +141,7 @@ func InFlightFromEnv(getenv func(string) string) (int, error) {
 // New returns the dispatcher of st's namespace.
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
-	return &Dispatcher{st: st, rdb: st.Client(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
+	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
 }
 
@@ -174,27 +179,12 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
-	member := inflightMember(t.ID, t.Lease)
-	if err := d.admit(ctx, t, member, timeout); err != nil {
+	prev, err := d.dispatch(ctx, t, e, timeout)
+	if err != nil {
 		return nil, err
 	}
-	var prev *redis.StatusCmd
-	var add *redis.StringCmd
-	_, err = d.rdb.TxPipelined(bg, func(p redis.Pipeliner) error {
-		// GET: the previous token says whether the task was dispatched before
-		prev = p.SetArgs(bg, d.k.token(t.ID), t.Lease, redis.SetArgs{TTL: 7 * 24 * time.Hour, Get: true})
-		add = p.XAdd(bg, d.pub.Args(d.sk.Create(), e))
-		return nil
-	})
-	if err == nil || errors.Is(err, redis.Nil) { // Nil: no previous token
-		err = add.Err()
-	}
-	if err != nil {
-		d.rdb.ZRem(bg, d.k.inflight(t.Type), member) // not dispatched: give the place back
-		return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
-	}
 	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
-	if errors.Is(prev.Err(), redis.Nil) {
+	if prev == "" { // the task was never dispatched before
 		// first lifecycle line: task.create published for it
 		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
 	} else {
@@ -234,17 +224,24 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 }
 
-// admit waits until t's type has fewer than InFlight attempts in flight
-// and takes a place for t's attempt (member). Waiters of one type in this
-// process ask in turn, in the order the worker fetched them (the core's
-// weighted priority order, so low is not starved). A cancel request or a
-// shutdown ends the wait with the worker's cause (the worker then cancels
-// or hands back the task); a wait longer than AdmitWait, or reaching the
-// handler's deadline, hands the task back to the core without spending a
-// retry.
-func (d *Dispatcher) admit(ctx context.Context, t *task.Task, member string, timeout time.Duration) error {
+// dispatch publishes the attempt's task.create e once t's type has a
+// free in-flight place, and returns the token the task was last
+// dispatched with ("" for its first dispatch). One script takes the place,
+// records the attempt's token and publishes the event (dispatch.lua), so
+// no place is held without its event, nor an event sent without its place.
+//
+// While the type is full the task waits, holding its worker's slot: the
+// waiters of one type in this process ask in turn, in the order the worker
+// fetched them (the core's weighted priority order, so low is not
+// starved), looking every AdmitPoll at the type's count. A cancel request
+// or a shutdown ends the wait with the worker's cause (the worker then
+// cancels or hands back the task); a wait longer than AdmitWait, or
+// reaching the handler's deadline, hands the task back to the core without
+// spending a retry.
+func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e stream.Event, timeout time.Duration) (prev string, err error) {
 	if d.cfg.InFlight < 0 {
-		return nil
+		prev, _, err := d.publish(ctx, t, e, timeout)
+		return prev, err
 	}
 	giveUp := d.cfg.Now().Add(d.cfg.AdmitWait)
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-d.cfg.AdmitPoll).Before(giveUp) {
@@ -260,35 +257,64 @@ func (d *Dispatcher) admit(ctx context.Context, t *task.Task, member string, tim
 	select {
 	case turn <- struct{}{}:
 	case <-timer.C:
-		return full()
+		return "", full()
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return "", context.Cause(ctx)
 	}
 	defer func() { <-turn }()
-	for {
-		now := d.cfg.Now()
-		deadline := now.Add(timeout + d.cfg.Grace)
-		ok, err := admitScript.Run(ctx, d.rdb, []string{d.k.inflight(t.Type)}, now.UnixMilli(), d.cfg.InFlight, member, deadline.UnixMilli()).Int()
-		if err != nil {
+	for room := true; ; {
+		if room {
 			if ctx.Err() != nil {
-				return context.Cause(ctx)
+				return "", context.Cause(ctx)
 			}
-			return task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: admit: %w", err))
+			prev, ok, err := d.publish(ctx, t, e, timeout)
+			if err != nil || ok {
+				return prev, err
+			}
 		}
-		if ok == 1 {
-			return nil
-		}
-		if !now.Before(giveUp) {
+		if !d.cfg.Now().Before(giveUp) {
 			d.cfg.Logger.Debug("external task type full: task handed back", "task_id", t.ID, "task_type", t.Type)
-			return full()
+			return "", full()
 		}
 		timer.Reset(d.cfg.AdmitPoll)
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return "", context.Cause(ctx)
 		}
+		// a cheap look before the script, which carries the event
+		n, err := InFlight(ctx, d.rdb, d.ns, t.Type, d.cfg.Now())
+		room = err != nil || n < int64(d.cfg.InFlight) // on an error the script says
 	}
+}
+
+// publish runs dispatch.lua once: ok is false when the type is full
+// (nothing was written). The call is not cancelled with ctx once made: a
+// dispatch is done whole.
+func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e stream.Event, timeout time.Duration) (prev string, ok bool, err error) {
+	now := d.cfg.Now()
+	member := inflightMember(t.ID, t.Lease)
+	args := []any{now.UnixMilli(), d.cfg.InFlight, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),
+		t.Lease, int64(tokenTTL / time.Second), stream.MinID(now, d.cfg.Retention)}
+	args = append(args, e.Values()...)
+	bg := context.WithoutCancel(ctx)
+	res, err := dispatchScript.Run(bg, d.rdb, []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, args...).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil // full
+	}
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("dispatch.lua answered %q", res)
+	}
+	if err != nil {
+		// a script that failed half way (the XADD refused) may have taken
+		// the place: give it back
+		_ = Release(bg, d.rdb, d.ns, t.Type, t.ID, t.Lease)
+		if ctx.Err() != nil {
+			return "", false, context.Cause(ctx)
+		}
+		return "", false, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
+	}
+	return res[0], true, nil
 }
 
 // turn returns typ's turn channel: one waiter of the type at a time asks

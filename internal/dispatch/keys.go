@@ -1,6 +1,10 @@
 package dispatch
 
-import "github.com/taskflow/taskflow/internal/keyspace"
+import (
+	"time"
+
+	"github.com/taskflow/taskflow/internal/keyspace"
+)
 
 // keys builds the Redis keys the dispatcher owns. They carry the
 // deployment's hash tag {namespace} like the store's keys; the streams
@@ -20,12 +24,19 @@ func newKeys(ns keyspace.Namespace) keys { return keys{p: ns.Prefix()} }
 // any other outcome about it (LastToken).
 func (k keys) token(taskID string) string { return k.p + "agent:dispatch:" + taskID }
 
+// tokenTTL is how long a dispatch token is kept: the streams' retention,
+// beyond which no outcome of the attempt is delivered.
+const tokenTTL = 7 * 24 * time.Hour
+
 // inflight is a task type's in-flight places (ZSET, member "id token",
 // score the attempt's handed-off lease deadline in ms): the attempts that
 // were dispatched and have not ended. A dispatcher admits a new one only
-// while the set holds fewer than the bound; the one who sees an attempt
+// while the set holds fewer than the bound, in the script that publishes
+// the attempt's task.create (dispatch.lua); the one who sees an attempt
 // end removes it (Release), and a member past its deadline (an attempt
-// lost without an outcome) frees its place at the next admission.
+// lost without an outcome) frees its place at the next admission. It is
+// a bound's state, not a duplicate marker: a place is taken and its event
+// published together, and freeing one twice changes nothing.
 func (k keys) inflight(taskType string) string { return k.p + "agent:inflight:" + taskType }
 
 // inflightMember is an attempt's member of inflight.

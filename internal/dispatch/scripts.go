@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed scripts/admit.lua
-var admitLua string
+//go:embed scripts/dispatch.lua
+var dispatchLua string
 
-var admitScript = redis.NewScript(admitLua)
+var dispatchScript = redis.NewScript(dispatchLua)

@@ -17,5 +17,13 @@ func Handle(ctx context.Context, c *Consumer, m stream.Message) error { return c
 
 // AppliedKey is the applied marker of the attempt (taskID, token).
 func AppliedKey(ns keyspace.Namespace, taskID, token string) string {
-	return newKeys(ns).applied(taskID + ":" + token)
+	return newKeys(ns).applied(taskID, token)
 }
+
+// CrashAfterClaim makes c stop, as a killed process would, once the
+// entry for which fn says so has claimed its attempt's outcome, before
+// the transition.
+func CrashAfterClaim(c *Consumer, fn func(stream.Message) bool) { c.crashAfterClaim = fn }
+
+// EntryName is m's name in its attempt's applied marker.
+func EntryName(m stream.Message) string { return entryName(m) }

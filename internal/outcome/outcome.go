@@ -142,8 +142,10 @@ type Consumer struct {
 	note *notify.Notifier // nil: no notifications
 	arc  *archive.Archive // nil: no archive
 
-	// crashAfterApply, in tests, stops the loop after a transition and
-	// before its acknowledgement (a killed process).
+	// crashAfterClaim and crashAfterApply, in tests, stop the loop after
+	// an outcome is claimed (before its transition), or after the
+	// transition and before anything else, as a killed process would.
+	crashAfterClaim func(stream.Message) bool
 	crashAfterApply func(stream.Message) bool
 }
 
@@ -240,99 +242,24 @@ func eventTaskID(m stream.Message) string {
 	return d.TaskID
 }
 
-// earlierPending asks for the entries of m's stream up to m that are
-// delivered to agent-group and not acknowledged (an inclusive end, m left
-// out by othersPending: the embedded Redis of taskflow dev has no
-// exclusive ranges).
-func (o *Consumer) earlierPending(m stream.Message) *redis.XPendingExtArgs {
-	return &redis.XPendingExtArgs{Stream: m.Stream, Group: stream.AgentGroup, Start: "-", End: m.ID, Count: 256}
-}
-
-// othersPending are the ids of pend held by other consumers (ours are
-// applied in stream order already: handleAll), m itself left out.
-func (o *Consumer) othersPending(pend []redis.XPendingExt, m stream.Message) []string {
-	var out []string
-	for _, p := range pend {
-		if p.ID != m.ID && p.Consumer != o.cfg.Consumer {
-			out = append(out, p.ID)
-		}
-	}
-	return out
-}
-
-// awaitEarlierOutcome waits while another consumer of agent-group holds,
-// delivered and not yet acknowledged, an earlier entry of m's stream
-// about the same attempt (task id and token): the stream's order decides
-// which outcome is first, not which consumer is faster. Entries are
-// delivered in stream order, so an earlier one is either pending — seen
-// here — or acknowledged, its outcome applied. A consumer that died
-// holding it is waited for at most ClaimIdle (then its entry is claimed
-// and, being later in effect, ignored as a duplicate).
-func (o *Consumer) awaitEarlierOutcome(ctx context.Context, m stream.Message, taskID, tok string) error {
-	deadline := time.Now().Add(o.cfg.ClaimIdle)
-	for {
-		pend, err := o.rdb.XPendingExt(ctx, o.earlierPending(m)).Result()
-		if err != nil {
-			return err
-		}
-		others := o.othersPending(pend, m)
-		if len(others) == 0 {
-			return nil
-		}
-		cmds := make([]*redis.XMessageSliceCmd, len(others))
-		if _, err := o.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-			for i, id := range others {
-				cmds[i] = pl.XRange(ctx, m.Stream, id, id)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		earlier := false
-		for _, c := range cmds {
-			for _, x := range c.Val() {
-				e, err := stream.Decode(x.ID, x.Values)
-				if err != nil {
-					continue
-				}
-				var d struct {
-					TaskID string `json:"task_id"`
-					Token  string `json:"token"`
-				}
-				if json.Unmarshal(e.Data, &d) == nil && d.TaskID == taskID && (d.Token == tok || d.Token == "") {
-					earlier = true
-				}
-			}
-		}
-		if !earlier || time.Now().After(deadline) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // handle applies one event and acknowledges it. An error leaves it pending.
 func (o *Consumer) handle(ctx context.Context, m stream.Message) error {
 	ctx = context.WithoutCancel(ctx)
 	if m.Err != nil {
 		o.cfg.Logger.Warn("malformed event acknowledged and skipped", "stream", m.Stream, "entry", m.ID, "err", m.Err)
-		return stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID)
+		return o.ack(ctx, m)
 	}
 	o.cfg.Logger.Debug("Event consumed", "stream", m.Stream, "event_id", m.Event.ID, "consumer", o.cfg.Consumer)
 	v, err := m.Event.Unmarshal()
 	if err != nil {
 		o.cfg.Logger.Warn("invalid event acknowledged and skipped", "stream", m.Stream, "event_id", m.Event.ID, "err", err)
-		return stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID)
+		return o.ack(ctx, m)
 	}
 	switch d := v.(type) {
-	case *stream.CompletedData:
-		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.completed(ctx, m, d, o1) })
+	case *stream.CompletedData: // acknowledged by once, with its marker
+		return o.once(ctx, m, d.TaskID, d.Token, func(oc outcome) error { return o.completed(ctx, m, d, oc) })
 	case *stream.FailedData:
-		err = o.once(ctx, m, d.TaskID, d.Token, func(o1 outcome) error { return o.failed(ctx, m, d, o1) })
+		return o.once(ctx, m, d.TaskID, d.Token, func(oc outcome) error { return o.failed(ctx, m, d, oc) })
 	case *stream.TimeoutData:
 		err = o.timeout(ctx, d)
 	case *stream.ProgressData:
@@ -343,108 +270,7 @@ func (o *Consumer) handle(ctx context.Context, m stream.Message) error {
 	if err != nil {
 		return err
 	}
-	switch v.(type) {
-	case *stream.CompletedData, *stream.FailedData:
-		// Acknowledged, the entry is never delivered again, so its seen
-		// marker (set by once) has done its job: dropped in the same round
-		// trip, so that no key per event lives 7 days (one left by a crash
-		// here expires). Safe to drop before the XACK lands: the attempt's
-		// applied marker, set before, answers any redelivery.
-		p := o.rdb.Pipeline()
-		ack := p.XAck(ctx, m.Stream, stream.AgentGroup, m.ID)
-		p.Del(ctx, o.k.seen(m.Stream, m.ID))
-		_, _ = p.Exec(ctx)
-		if err := ack.Err(); err != nil {
-			return fmt.Errorf("stream: XACK %s %s: %w", m.Stream, stream.AgentGroup, err)
-		}
-	default:
-		if err := stream.Ack(ctx, o.rdb, m.Stream, stream.AgentGroup, m.ID); err != nil {
-			return err
-		}
-	}
-	o.cfg.Logger.Debug("Event acknowledged", "stream", m.Stream, "event_id", m.Event.ID)
-	return nil
-}
-
-// outcome is what once tells apply about the event being applied.
-type outcome struct {
-	// tok is the attempt's fencing token (the event's, else the recorded
-	// dispatch token).
-	tok string
-	// redelivered: this very stream entry was handled before (a consumer
-	// died or failed between applying and acknowledging it).
-	redelivered bool
-}
-
-// markerTTL is how long the per-event and per-attempt markers live: the
-// retention of the response streams, beyond which no entry is redelivered.
-const markerTTL = 7 * 24 * time.Hour
-
-// once runs apply for the outcome of one attempt (task id + token) unless
-// an earlier delivery of that outcome finished all its effects, and marks
-// it finished afterwards. Before applying it records that the stream entry
-// m was seen, so that apply can tell a redelivery of this entry (which may
-// have to finish its side effects) from another entry about a task that is
-// already finished (a duplicate run, a stale or forged outcome: ignored).
-func (o *Consumer) once(ctx context.Context, m stream.Message, taskID, eventToken string, apply func(outcome) error) error {
-	tok, err := o.token(ctx, taskID, eventToken)
-	if err != nil {
-		return err
-	}
-	marker := o.k.applied(taskID + ":" + tok)
-	// One round trip: is the attempt applied already, has this entry been
-	// seen (marking it so), and does another consumer hold an earlier
-	// entry of the stream. A seen marker set for an outcome that turns out
-	// applied is dropped with the acknowledgement.
-	p := o.rdb.Pipeline()
-	applied := p.Exists(ctx, marker)
-	seen := p.SetNX(ctx, o.k.seen(m.Stream, m.ID), "1", markerTTL)
-	pend := p.XPendingExt(ctx, o.earlierPending(m))
-	if _, err := p.Exec(ctx); err != nil {
-		return err
-	}
-	if len(o.othersPending(pend.Val(), m)) > 0 {
-		// possibly an earlier outcome of this attempt: it goes first
-		if err := o.awaitEarlierOutcome(ctx, m, taskID, tok); err != nil {
-			return err
-		}
-		if applied = o.rdb.Exists(ctx, marker); applied.Err() != nil {
-			return applied.Err()
-		}
-	}
-	if applied.Val() == 1 {
-		// a second outcome of an applied attempt: ignored and, like every
-		// ignored outcome, counted as stale
-		o.cfg.Logger.Info("duplicate outcome ignored", "task_id", taskID, "stream", m.Stream, "entry", m.ID)
-		t, err := o.st.Get(ctx, taskID)
-		if err != nil {
-			t = &task.Task{ID: taskID, Type: "unknown"} // gone since (purged): still counted
-		}
-		o.observe("stale", t, NoDuration)
-		return nil
-	}
-	first := seen.Val()
-	if err := apply(outcome{tok: tok, redelivered: !first}); err != nil {
-		return err
-	}
-	return o.rdb.Set(ctx, marker, "1", markerTTL).Err()
-}
-
-// finishedBy reports whether the outcome o is the one that finished the
-// task (COMPLETED or DLQ) in an earlier delivery whose side effects may be
-// incomplete: the same stream entry, carrying the token of the task's last
-// dispatch (the only attempt that can finish an external task). Any other
-// outcome about a finished task — another attempt's token, another entry,
-// a task that was never dispatched — is not, and must change nothing.
-func (o *Consumer) finishedBy(ctx context.Context, taskID string, oc outcome) (bool, error) {
-	if !oc.redelivered || oc.tok == "" {
-		return false, nil
-	}
-	last, err := dispatch.LastToken(ctx, o.rdb, o.ns, taskID)
-	if err != nil {
-		return false, err
-	}
-	return last == oc.tok, nil
+	return o.ack(ctx, m)
 }
 
 // ignoreFinished logs and counts an outcome about a finished task that is
@@ -454,14 +280,6 @@ func (o *Consumer) ignoreFinished(m stream.Message, t *task.Task) {
 	o.cfg.Logger.Warn("outcome for a finished task ignored (another attempt, a duplicate run or a forged event)",
 		"task_id", t.ID, "state", t.State, "stream", m.Stream, "entry", m.ID)
 	o.observe("stale", t, NoDuration)
-}
-
-// token is the attempt's fencing token: the event's, else the recorded one.
-func (o *Consumer) token(ctx context.Context, id, fromEvent string) (string, error) {
-	if fromEvent != "" {
-		return fromEvent, nil
-	}
-	return dispatch.LastToken(ctx, o.rdb, o.ns, id)
 }
 
 // stale reports whether a transition error means the event no longer
@@ -581,7 +399,7 @@ func (o *Consumer) failed(ctx context.Context, m stream.Message, d *stream.Faile
 				}
 				// An earlier delivery of this entry dead-lettered it and
 				// stopped short of its effects.
-				return o.deadLettered(ctx, d, tok, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
+				return o.deadLettered(ctx, d, oc, store.FailOutcome{State: task.StateDLQ, Reason: "redelivered"})
 			}
 			o.cfg.Logger.Info("stale failure ignored", "task_id", d.TaskID, "reason", err)
 			o.observe("stale", t, NoDuration)
@@ -594,12 +412,13 @@ func (o *Consumer) failed(ctx context.Context, m stream.Message, d *stream.Faile
 		o.observe("retried", t, time.Duration(d.DurationMS)*time.Millisecond)
 		return nil
 	}
-	return o.deadLettered(ctx, d, tok, out)
+	return o.deadLettered(ctx, d, oc, out)
 }
 
 // deadLettered publishes task.dlq, archives and notifies. It is also the
 // path of a redelivered failure whose DLQ side effects did not finish.
-func (o *Consumer) deadLettered(ctx context.Context, d *stream.FailedData, tok string, out store.FailOutcome) error {
+func (o *Consumer) deadLettered(ctx context.Context, d *stream.FailedData, oc outcome, out store.FailOutcome) error {
+	tok := oc.tok
 	t, err := o.st.Get(ctx, d.TaskID)
 	if err != nil {
 		return err
@@ -613,7 +432,7 @@ func (o *Consumer) deadLettered(ctx context.Context, d *stream.FailedData, tok s
 	if err != nil {
 		return err
 	}
-	if _, err := o.publishOnce(ctx, o.k.published("dlq", t.ID, tok), o.sk.DLQ(), e); err != nil {
+	if _, err := o.publishDLQ(ctx, oc, e); err != nil {
 		return err
 	}
 	if err := o.archive(ctx, t); err != nil {
@@ -699,7 +518,7 @@ func (o *Consumer) archive(ctx context.Context, t *task.Task) error {
 // notify tells t's session about kind for the attempt with token tok. The
 // notification id is derived from (kind, task, token), and the notifier
 // writes an id once: a replayed apply (a crash after notifying and before
-// the applied marker) does not notify twice.
+// the attempt is marked done) does not notify twice.
 func (o *Consumer) notify(ctx context.Context, t *task.Task, tok string, kind notify.Kind, msg, action string) error {
 	if o.note == nil || t.SessionID == "" {
 		return nil

@@ -12,22 +12,32 @@ import (
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
-//go:embed scripts/publish_once.lua
-var publishOnceLua string
+// One script per step of an attempt's marker (see once.go).
+var (
+	//go:embed scripts/claim.lua
+	claimLua    string
+	claimScript = redis.NewScript(claimLua)
 
-var publishOnceScript = redis.NewScript(publishOnceLua)
+	//go:embed scripts/publish_dlq.lua
+	publishDLQLua    string
+	publishDLQScript = redis.NewScript(publishDLQLua)
 
-// publishOnce appends e to streamKey unless an event was published under
-// marker before (within markerTTL); it reports whether it wrote.
-func (o *Consumer) publishOnce(ctx context.Context, marker, streamKey string, e stream.Event) (bool, error) {
-	args := []any{int64(markerTTL / time.Second), stream.MinID(o.cfg.Now(), o.cfg.Retention)}
+	//go:embed scripts/finish.lua
+	finishLua    string
+	finishScript = redis.NewScript(finishLua)
+)
+
+// publishDLQ appends the task.dlq e of the outcome oc unless it was
+// published before; it reports whether it wrote.
+func (o *Consumer) publishDLQ(ctx context.Context, oc outcome, e stream.Event) (bool, error) {
+	args := []any{oc.entry, int64(markerTTL / time.Second), stream.MinID(o.cfg.Now(), o.cfg.Retention)}
 	args = append(args, e.Values()...)
-	err := publishOnceScript.Run(ctx, o.rdb, []string{marker, streamKey}, args...).Err()
+	err := publishDLQScript.Run(ctx, o.rdb, []string{oc.marker, o.sk.DLQ()}, args...).Err()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("outcome: publish %s to %s: %w", e.Type, streamKey, err)
+		return false, fmt.Errorf("outcome: publish %s to %s: %w", e.Type, o.sk.DLQ(), err)
 	}
 	return true, nil
 }
