@@ -101,8 +101,8 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	ctx := context.Background()
 	channel := breaker.CommandChannel(keyspace.MustParse(b.ns))
 	require.Eventually(t, func() bool { // Run subscribes before it fetches
-		n, err := b.st.Client().PubSubNumSub(ctx, channel).Result()
-		return err == nil && n[channel] == 1
+		n, err := testredis.Subscribers(ctx, b.st.Client(), channel)
+		return err == nil && n == 1
 	}, 10*time.Second, 10*time.Millisecond)
 
 	breakers := func() map[string]any {

@@ -124,6 +124,33 @@ func scanKeys(ctx context.Context, c redis.Cmdable, pattern string) ([]string, e
 	return out, iter.Err()
 }
 
+// Subscribers counts the subscriptions to channel, plain and shard ones
+// (taskflow subscribes to shard channels on a cluster), on every master.
+func Subscribers(ctx context.Context, c redis.UniversalClient, channel string) (int64, error) {
+	count := func(ctx context.Context, n redis.Cmdable) (int64, error) {
+		plain, err := n.PubSubNumSub(ctx, channel).Result()
+		if err != nil {
+			return 0, err
+		}
+		shard, err := n.PubSubShardNumSub(ctx, channel).Result()
+		if err != nil {
+			return 0, err
+		}
+		return plain[channel] + shard[channel], nil
+	}
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return count(ctx, c)
+	}
+	var total atomic.Int64
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		n, err := count(ctx, m)
+		total.Add(n)
+		return err
+	})
+	return total.Load(), err
+}
+
 // Another is one more client of the shared server or cluster (a second
 // process's connection), closed at cleanup.
 func Another(t testing.TB) redis.UniversalClient {
