@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/clock"
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -231,7 +231,7 @@ func (g *Graph) Sweep(ctx context.Context) error {
 
 // Run follows the lifecycle events and sweeps until ctx ends.
 func (g *Graph) Run(ctx context.Context) error {
-	r := event.NewReader(g.rdb, g.st.EventStreamKey())
+	r := lifecycle.NewReader(g.rdb, g.st.EventStreamKey())
 	after, err := r.Latest(ctx)
 	if err != nil {
 		return err

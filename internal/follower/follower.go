@@ -19,7 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -52,14 +52,14 @@ type follower struct {
 	name   string // in logs: "archiver", "notifier"
 	st     *store.Store
 	rdb    redis.UniversalClient
-	reader *event.Reader
+	reader *lifecycle.Reader
 	stream string
 	cursor string // key of the cursor
 	log    *slog.Logger
 	// start is the cursor of a first run (no cursor saved yet).
 	start func(context.Context) (string, error)
 	// want says whether an event's task is handed on (nil: every task).
-	want func(event.Event) bool
+	want func(lifecycle.Event) bool
 	// handle gets the finished tasks of a batch of events, or of a page
 	// of a gap's sweep; it must be idempotent (a batch can be handed on
 	// again after a crash).
@@ -72,7 +72,7 @@ func newFollower(st *store.Store, name, cursor string, log *slog.Logger) *follow
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &follower{name: name, st: st, rdb: st.Client(), reader: event.NewReader(st.Client(), st.EventStreamKey()),
+	return &follower{name: name, st: st, rdb: st.Client(), reader: lifecycle.NewReader(st.Client(), st.EventStreamKey()),
 		stream: st.EventStreamKey(), cursor: cursor, log: log,
 		start: func(context.Context) (string, error) { return "0", nil }}
 }
@@ -89,7 +89,7 @@ func (f *follower) run(ctx context.Context) error {
 			after = resume
 			err = f.rdb.Set(ctx, f.cursor, after, 0).Err()
 		}
-		var evs []event.Event
+		var evs []lifecycle.Event
 		var next string
 		if err == nil {
 			evs, next, err = f.reader.Read(ctx, after, 200, time.Second)
@@ -143,7 +143,7 @@ func (f *follower) origin(ctx context.Context) (string, error) {
 	}
 }
 
-func (f *follower) handleEvents(ctx context.Context, evs []event.Event) error {
+func (f *follower) handleEvents(ctx context.Context, evs []lifecycle.Event) error {
 	var ids []string
 	seen := map[string]bool{}
 	for _, e := range evs {
@@ -203,7 +203,7 @@ func (f *follower) sweepGap(ctx context.Context, after string) (string, error) {
 					older = true // newest first: the rest is older still
 					break
 				}
-				if f.want == nil || f.want(event.Event{TaskID: t.ID, To: t.State, TaskType: t.Type, SessionID: t.SessionID}) {
+				if f.want == nil || f.want(lifecycle.Event{TaskID: t.ID, To: t.State, TaskType: t.Type, SessionID: t.SessionID}) {
 					batch = append(batch, t)
 				}
 			}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
@@ -117,7 +117,7 @@ func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConf
 		// entries from since's millisecond on
 		return strconv.FormatInt(max(since.UnixMilli()-1, 0), 10) + "-0", nil
 	}
-	f.want = func(e event.Event) bool {
+	f.want = func(e lifecycle.Event) bool {
 		return e.SessionID != "" && (!n.ext[e.TaskType] || e.To == task.StateCancelled || e.To == task.StateDLQ)
 	}
 	f.handle = n.announce

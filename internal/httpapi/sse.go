@@ -140,7 +140,7 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 }
 
-// validEventID accepts "<ms>-<seq>" or "<ms>-<seq>.<n>" (event.Event.ID).
+// validEventID accepts "<ms>-<seq>" or "<ms>-<seq>.<n>" (lifecycle.Event.ID).
 func validEventID(id string) bool {
 	if len(id) > 64 {
 		return false

@@ -26,7 +26,7 @@ var frontEnds = []string{"internal/httpapi", "internal/webui", "internal/mcpserv
 // the task store, the lifecycle and external-service streams, and any
 // Redis client.
 var forbiddenForFrontEnds = []string{
-	module + "internal/store", module + "internal/stream", module + "internal/event",
+	module + "internal/store", module + "internal/stream", module + "internal/lifecycle",
 	"github.com/redis/", "github.com/alicebob/miniredis", "github.com/gomodule/redigo",
 }
 

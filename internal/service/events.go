@@ -3,11 +3,11 @@ package service
 import (
 	"context"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 )
 
 // Event is one task state change of the lifecycle stream.
-type Event = event.Event
+type Event = lifecycle.Event
 
 // LatestEventID is the id of the newest lifecycle event ("" when there is
 // none): where a follower that wants only what comes next starts.
@@ -28,6 +28,6 @@ func (s *Service) FollowEvents(ctx context.Context, after string, fn func(Event)
 	return s.events().Subscribe(ctx, after, fn)
 }
 
-func (s *Service) events() *event.Reader {
-	return event.NewReader(s.st.Client(), s.st.EventStreamKey())
+func (s *Service) events() *lifecycle.Reader {
+	return lifecycle.NewReader(s.st.Client(), s.st.EventStreamKey())
 }

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -100,7 +100,7 @@ func (w *Window) bucketFor(ms int64) *bucket {
 }
 
 // Observe counts one lifecycle event.
-func (w *Window) Observe(e event.Event) {
+func (w *Window) Observe(e lifecycle.Event) {
 	ms := e.At.UnixMilli()
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
 var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 
-func ev(id string, from, to task.State, at time.Time) event.Event {
-	return event.Event{TaskID: id, From: from, To: to, At: at}
+func ev(id string, from, to task.State, at time.Time) lifecycle.Event {
+	return lifecycle.Event{TaskID: id, From: from, To: to, At: at}
 }
 
 func TestCountsPerStep(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/task"
 )
 
@@ -143,7 +143,7 @@ type wantEvent struct {
 
 // eventsSince returns the events written after the first skip ones, and
 // the new total.
-func (b *testBundle) eventsSince(t *testing.T, skip int) ([]event.Event, int) {
+func (b *testBundle) eventsSince(t *testing.T, skip int) ([]lifecycle.Event, int) {
 	t.Helper()
 	all, _, err := b.s.Events().Read(b.ctx, "0", 100000, 0)
 	require.NoError(t, err)

@@ -20,8 +20,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/internal/event"
 	"github.com/taskflow/taskflow/internal/keyspace"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/task"
 )
@@ -82,11 +82,11 @@ func (s *Store) Probe(ctx context.Context) error {
 // created at, unix ms), written by Enqueue with each task of the session.
 func (s *Store) SessionTasksKey(sessionID string) string { return s.keys.sessionTasks(sessionID) }
 
-// EventStreamKey is the key of the lifecycle event stream (see package event).
+// EventStreamKey is the key of the lifecycle event stream (see package lifecycle).
 func (s *Store) EventStreamKey() string { return s.keys.events() }
 
 // Events returns a reader of the lifecycle events of this namespace.
-func (s *Store) Events() *event.Reader { return event.NewReader(s.rdb, s.keys.events()) }
+func (s *Store) Events() *lifecycle.Reader { return lifecycle.NewReader(s.rdb, s.keys.events()) }
 
 // CancelChannel is the pub/sub channel announcing cancel requests of ACTIVE
 // tasks (the payload is the task id).

@@ -1,11 +1,11 @@
-// Package event reads the lifecycle events the store's transitions write:
+// Package lifecycle reads the lifecycle events the store's transitions write:
 // every transition of a task (from, to, time, task type, session) is one
 // event. The transition scripts append the events of one script call as ONE
 // entry of a capped Redis stream, so a batch of 64 completions costs one
 // XADD, not 64. Readers (the API's SSE stream, session notifications)
 // follow the stream and can resume from an Event.ID after a disconnect, as
 // long as the entry is still within the cap.
-package event
+package lifecycle
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package event_test
+package lifecycle_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/taskflow/taskflow/internal/event"
+	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -19,12 +19,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestDecode(t *testing.T) {
 	t.Parallel()
-	evs := event.Decode("5-0", "a\x1f\x1fPENDING\x1f1000\x1fnoop\x1fs1\x1ebroken\x1eb\x1fPENDING\x1fACTIVE\x1f2000\x1fnoop\x1f")
-	require.Equal(t, []event.Event{
+	evs := lifecycle.Decode("5-0", "a\x1f\x1fPENDING\x1f1000\x1fnoop\x1fs1\x1ebroken\x1eb\x1fPENDING\x1fACTIVE\x1f2000\x1fnoop\x1f")
+	require.Equal(t, []lifecycle.Event{
 		{ID: "5-0.0", TaskID: "a", To: task.StatePending, At: time.UnixMilli(1000).UTC(), TaskType: "noop", SessionID: "s1"},
 		{ID: "5-0.2", TaskID: "b", From: task.StatePending, To: task.StateActive, At: time.UnixMilli(2000).UTC(), TaskType: "noop"},
 	}, evs)
-	require.Empty(t, event.Decode("1-0", ""))
+	require.Empty(t, lifecycle.Decode("1-0", ""))
 }
 
 func TestReadAndResume(t *testing.T) {
@@ -60,10 +60,10 @@ func TestReadAndResume(t *testing.T) {
 	// Subscribe sees a later transition
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	got := make(chan event.Event, 10)
+	got := make(chan lifecycle.Event, 10)
 	done := make(chan error, 1)
 	go func() {
-		done <- r.Subscribe(sctx, next, func(e event.Event) error { got <- e; return nil })
+		done <- r.Subscribe(sctx, next, func(e lifecycle.Event) error { got <- e; return nil })
 	}()
 	_, err = s.Cancel(ctx, "b")
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add("2-3", "")
 	f.Add("2-3", "\x1e\x1e\x1f")
 	f.Fuzz(func(t *testing.T, id, packed string) {
-		for _, e := range event.Decode(id, packed) {
+		for _, e := range lifecycle.Decode(id, packed) {
 			if e.TaskID == "" || !strings.HasPrefix(e.ID, id+".") {
 				t.Fatalf("bad event %+v", e)
 			}
