@@ -30,7 +30,7 @@ import (
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
-// Config configures a Service.
+// Config configures a Server.
 type Config struct {
 	// ArtifactDir is a directory shared with the API processes
 	// (TASKFLOW_ARTIFACT_DIR) where PutFile puts files larger than
@@ -141,7 +141,7 @@ type Task struct {
 	CreatedAt time.Time
 
 	token   string
-	svc     *Service
+	svc     *Server
 	started time.Time
 }
 

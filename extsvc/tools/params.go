@@ -57,7 +57,7 @@ var (
 
 // handle registers h for taskType on s behind its params check, and
 // describes the type (description, schema, notification text).
-func handle(s *extsvc.Service, taskType string, h extsvc.Handler) {
+func handle(s *extsvc.Server, taskType string, h extsvc.Handler) {
 	s.Handle(taskType, checked(taskType, h))
 	s.Describe(taskType, extsvc.TypeInfo{Description: Descriptions[taskType], Params: ParamSchemas[taskType], Notify: Notify[taskType]})
 }

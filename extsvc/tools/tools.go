@@ -42,22 +42,22 @@ type Spec struct {
 	// Types are the task types it takes.
 	Types []string
 	// Register adds its handlers to a service.
-	Register func(svc *extsvc.Service, o Options)
+	Register func(svc *extsvc.Server, o Options)
 }
 
 // Catalog lists the example services by the short name `taskflow service`
 // accepts.
 var Catalog = map[string]Spec{
-	"report": {Service: "report-service", Types: []string{"report.generate"}, Register: func(s *extsvc.Service, o Options) {
+	"report": {Service: "report-service", Types: []string{"report.generate"}, Register: func(s *extsvc.Server, o Options) {
 		handle(s, "report.generate", reportHandler{o})
 	}},
-	"analysis": {Service: "analysis-service", Types: []string{"data.analyze"}, Register: func(s *extsvc.Service, o Options) {
+	"analysis": {Service: "analysis-service", Types: []string{"data.analyze"}, Register: func(s *extsvc.Server, o Options) {
 		handle(s, "data.analyze", analyzeHandler{o})
 	}},
-	"document": {Service: "document-service", Types: []string{"document.process"}, Register: func(s *extsvc.Service, o Options) {
+	"document": {Service: "document-service", Types: []string{"document.process"}, Register: func(s *extsvc.Server, o Options) {
 		handle(s, "document.process", documentHandler{o})
 	}},
-	"export": {Service: "export-service", Types: []string{"data.export"}, Register: func(s *extsvc.Service, o Options) {
+	"export": {Service: "export-service", Types: []string{"data.export"}, Register: func(s *extsvc.Server, o Options) {
 		handle(s, "data.export", exportHandler{o})
 	}},
 }

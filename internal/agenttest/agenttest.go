@@ -97,7 +97,7 @@ type Bundle struct {
 	Streams   stream.Keys
 	Results   result.Keys
 
-	Service    *extsvc.Service      // nil with Options.NoService
+	Service    *extsvc.Server      // nil with Options.NoService
 	Consumer   *outcome.Consumer    // nil with Options.NoOrchestrator
 	Watcher    *handoff.Watcher     // nil with Options.NoOrchestrator
 	Dispatcher *dispatch.Dispatcher // the worker's handler of the external types
@@ -223,7 +223,7 @@ func (b *Bundle) StartOrchestrator(t testing.TB, oc outcome.Config, hc handoff.C
 // StartService starts an external service of the bundle's namespace
 // serving handlers (name test-service, 50 ms reads, 50 tasks at once
 // unless cfg says otherwise); stop ends it at once (a worker gone).
-func (b *Bundle) StartService(t testing.TB, cfg extsvc.Config, handlers map[string]extsvc.HandlerFunc) (svc *extsvc.Service, stop func()) {
+func (b *Bundle) StartService(t testing.TB, cfg extsvc.Config, handlers map[string]extsvc.HandlerFunc) (svc *extsvc.Server, stop func()) {
 	t.Helper()
 	if cfg.Name == "" {
 		cfg.Name = "test-service"

@@ -14,7 +14,7 @@ import (
 )
 
 // publishSpec writes what the example service's registration publishes
-// about taskType (its params as JSON Schema), as extsvc.Service does.
+// about taskType (its params as JSON Schema), as extsvc.Server does.
 func publishSpec(t *testing.T, b *testBundle, taskType string) {
 	t.Helper()
 	sch, err := json.Marshal(tools.ParamSchemas[taskType].JSONSchema())

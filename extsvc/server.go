@@ -18,9 +18,11 @@ import (
 	"github.com/taskflow/taskflow/internal/stream"
 )
 
-// Service consumes the task types registered on it. Register handlers,
-// then call Run once.
-type Service struct {
+// Server is one instance of an external service: it consumes the task
+// types registered on it. Register handlers, then call Run once. (Service
+// is the protocol's word for the program; in Go it is a Server, so that it
+// is not mistaken for internal/service, taskflow's business rules.)
+type Server struct {
 	rdb      redis.UniversalClient
 	cfg      Config
 	keys     stream.Keys
@@ -42,8 +44,8 @@ type running struct {
 	cancel context.CancelCauseFunc
 }
 
-// New returns a Service on rdb (owned by the caller).
-func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
+// New returns a Server on rdb (owned by the caller).
+func New(rdb redis.UniversalClient, cfg Config) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 		return nil, fmt.Errorf("extsvc: Namespace: %w", err)
 	}
 	k := stream.NewKeys(ns)
-	return &Service{
+	return &Server{
 		rdb: rdb, cfg: cfg, keys: k,
 		pub:       stream.NewPublisher(rdb, cfg.Retention, cfg.Now),
 		group:     stream.ServiceGroup(cfg.Name),
@@ -67,7 +69,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Service, error) {
 
 // Handle registers h for taskType. Registering a type twice panics (a
 // programming error, as with http.ServeMux).
-func (s *Service) Handle(taskType string, h Handler) {
+func (s *Server) Handle(taskType string, h Handler) {
 	if !stream.ValidTaskType(taskType) {
 		panic(fmt.Sprintf("extsvc: %q is not a task type name", taskType))
 	}
@@ -95,7 +97,7 @@ type TypeInfo struct {
 
 // Describe publishes info about taskType, a type this service handles,
 // each time the service registers. Call it before Run.
-func (s *Service) Describe(taskType string, info TypeInfo) {
+func (s *Server) Describe(taskType string, info TypeInfo) {
 	sch, err := json.Marshal(info.Params.JSONSchema())
 	if err != nil {
 		panic(fmt.Sprintf("extsvc: %s: params schema: %v", taskType, err)) // only maps of plain values
@@ -104,12 +106,12 @@ func (s *Service) Describe(taskType string, info TypeInfo) {
 }
 
 // HandleFunc registers f for taskType.
-func (s *Service) HandleFunc(taskType string, f func(ctx context.Context, t *Task) (json.RawMessage, error)) {
+func (s *Server) HandleFunc(taskType string, f func(ctx context.Context, t *Task) (json.RawMessage, error)) {
 	s.Handle(taskType, HandlerFunc(f))
 }
 
 // Types lists the registered task types, sorted.
-func (s *Service) Types() []string {
+func (s *Server) Types() []string {
 	out := make([]string, 0, len(s.handlers))
 	for t := range s.handlers {
 		out = append(out, t)
@@ -119,11 +121,11 @@ func (s *Service) Types() []string {
 }
 
 // Consumer is this process's consumer name.
-func (s *Service) Consumer() string { return s.cfg.Consumer }
+func (s *Server) Consumer() string { return s.cfg.Consumer }
 
 // Run serves until ctx ends, then stops gracefully: no new reads, running
 // tasks get Grace to finish. It returns nil after a graceful stop.
-func (s *Service) Run(ctx context.Context) error {
+func (s *Server) Run(ctx context.Context) error {
 	if len(s.handlers) == 0 {
 		return errors.New("extsvc: no task types registered")
 	}
@@ -184,7 +186,7 @@ func (s *Service) Run(ctx context.Context) error {
 // entries, entries of dead workers claimed after ClaimIdle, a backoff
 // while Redis fails) and starts a task per entry, never more at once
 // than Concurrency.
-func (s *Service) loop(ctx context.Context) error {
+func (s *Server) loop(ctx context.Context) error {
 	l := &stream.Loop{Client: s.rdb, Group: s.group, Consumer: s.cfg.Consumer, Streams: []string{s.keys.Create()},
 		Count: int64(s.cfg.Concurrency), Room: s.room, Block: s.cfg.Block, ClaimIdle: s.cfg.ClaimIdle,
 		Logger: s.cfg.Logger.With("service", s.cfg.Name)}
@@ -198,7 +200,7 @@ func (s *Service) loop(ctx context.Context) error {
 
 // room is how many more tasks may start now, waiting for a running one to
 // end while none may; 0 when ctx ends.
-func (s *Service) room(ctx context.Context) int64 {
+func (s *Server) room(ctx context.Context) int64 {
 	for {
 		if free := s.cfg.Concurrency - s.running(); free > 0 {
 			return int64(free)
@@ -211,7 +213,7 @@ func (s *Service) room(ctx context.Context) int64 {
 	}
 }
 
-func (s *Service) running() int {
+func (s *Server) running() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.inflight)
@@ -219,7 +221,7 @@ func (s *Service) running() int {
 
 // dispatch starts the task of m, or acknowledges m at once when it is not
 // this service's (another type, malformed, already cancelled).
-func (s *Service) dispatch(ctx context.Context, m stream.Message) {
+func (s *Server) dispatch(ctx context.Context, m stream.Message) {
 	ack := func() {
 		if err := stream.Ack(context.WithoutCancel(ctx), s.rdb, s.keys.Create(), s.group, m.ID); err != nil {
 			s.cfg.Logger.Warn("ack failed", "service", s.cfg.Name, "entry", m.ID, "err", err)
@@ -279,7 +281,7 @@ func (s *Service) dispatch(ctx context.Context, m stream.Message) {
 	}()
 }
 
-func (s *Service) release(entryID string, cancel context.CancelCauseFunc) {
+func (s *Server) release(entryID string, cancel context.CancelCauseFunc) {
 	cancel(nil)
 	s.mu.Lock()
 	delete(s.inflight, entryID)
@@ -291,7 +293,7 @@ func (s *Service) release(entryID string, cancel context.CancelCauseFunc) {
 }
 
 // call runs the handler, turning a panic into a PANIC failure.
-func (s *Service) call(ctx context.Context, h Handler, t *Task) (res json.RawMessage, err error) {
+func (s *Server) call(ctx context.Context, h Handler, t *Task) (res json.RawMessage, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = &Error{Code: "PANIC", Message: fmt.Sprint(p), Details: map[string]any{"stack": string(debug.Stack())}}
@@ -303,7 +305,7 @@ func (s *Service) call(ctx context.Context, h Handler, t *Task) (res json.RawMes
 // finish publishes the outcome, then acknowledges the create entry: if the
 // process dies in between, the entry is claimed and the task redone, and
 // the orchestrator ignores the second outcome.
-func (s *Service) finish(ctx context.Context, entryID string, t *Task, res json.RawMessage, herr error) {
+func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.RawMessage, herr error) {
 	ctx = context.WithoutCancel(ctx)
 	now := s.cfg.Now()
 	dur := now.Sub(t.started).Milliseconds()
@@ -370,7 +372,7 @@ func toErrorInfo(err error) stream.ErrorInfo {
 
 // heartbeatLoop touches the entries held by running tasks, so that no
 // other worker claims them, and renews the service's registration.
-func (s *Service) heartbeatLoop(ctx context.Context) {
+func (s *Server) heartbeatLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.HeartbeatInterval)
 	defer t.Stop()
 	for {
@@ -401,7 +403,7 @@ func (s *Service) heartbeatLoop(ctx context.Context) {
 
 // cancelLoop follows the cancel stream (no group: every worker sees every
 // request) and cancels the matching running task.
-func (s *Service) cancelLoop(ctx context.Context, from string) {
+func (s *Server) cancelLoop(ctx context.Context, from string) {
 	for ctx.Err() == nil {
 		res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{s.keys.Cancel(), from}, Count: 100, Block: s.cfg.Block}).Result()
 		if err != nil {
@@ -437,7 +439,7 @@ func (s *Service) cancelLoop(ctx context.Context, from string) {
 	}
 }
 
-func (s *Service) lastID(ctx context.Context, key string) (string, error) {
+func (s *Server) lastID(ctx context.Context, key string) (string, error) {
 	xs, err := s.rdb.XRevRangeN(ctx, key, "+", "-", 1).Result()
 	if err != nil {
 		return "", fmt.Errorf("extsvc: read %s: %w", key, err)
@@ -448,7 +450,7 @@ func (s *Service) lastID(ctx context.Context, key string) (string, error) {
 	return xs[0].ID, nil
 }
 
-func (s *Service) register(ctx context.Context) error {
+func (s *Server) register(ctx context.Context) error {
 	ttl := 3 * s.cfg.HeartbeatInterval
 	if ttl < time.Second {
 		ttl = time.Second

@@ -68,7 +68,7 @@ func (b *bundle) waitOutcome(t *testing.T, id string) stream.Event {
 	return stream.Event{}
 }
 
-func (b *bundle) start(t *testing.T, svc *Service) (stop func()) {
+func (b *bundle) start(t *testing.T, svc *Server) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
@@ -226,7 +226,7 @@ func TestHeartbeatKeepsALongTaskFromBeingClaimed(t *testing.T) {
 	var mu sync.Mutex
 	runs := map[string]int{}
 	started := make(chan struct{}, 2)
-	newWorker := func(consumer string) *Service {
+	newWorker := func(consumer string) *Server {
 		svc, err := New(b.rdb, Config{Name: "hb", Namespace: b.ns, Consumer: consumer, Block: 50 * time.Millisecond,
 			HeartbeatInterval: 50 * time.Millisecond, ClaimIdle: 300 * time.Millisecond})
 		require.NoError(t, err)
