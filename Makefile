@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -40,6 +40,13 @@ test-cluster: ## Run the Go tests of every script and stream consumer against a 
 	echo "test-cluster: $$url"; \
 	TASKFLOW_TEST_REDIS_URL="$$url" $(GO) test -count=1 $(CLUSTER_PKGS); rc=$$?; \
 	tools/redis-cluster stop $$dir; rm -rf $$dir; exit $$rc
+
+# The fault tests: crashes, stalls, outages and failovers, with what each
+# measured (make test runs them too; this shows their figures).
+CHAOS_TESTS ?= TestChaos|TestClusterFailover|TestRedisStallLongerThanLease|TestCompletionSurvivesRedisOutage|TestSIGKILLedWorkerTaskRecoveredOnce|TestRedisStallIsAFast503|TestRedisDown|TestEnqueueResentAfterStall|KilledMid
+
+chaos: check-test-servers ## Run the fault tests (worker and process kills, Redis stalls and outages, cluster failovers) and print what each measured
+	@$(GO) test -count=1 -run '$(CHAOS_TESTS)' -v ./internal/... | grep -E -- '^--- (PASS|FAIL)|^(ok|FAIL)\s|_test\.go:[0-9]+: [a-z]' | grep -v 'no tests to run'
 
 check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not answer (naming the variable to set)
 	@tools/check-test-servers
