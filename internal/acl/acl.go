@@ -5,6 +5,8 @@
 package acl
 
 import (
+	"strings"
+
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 )
@@ -54,6 +56,6 @@ func ServiceRules(ns keyspace.Namespace) []string {
 		"(~" + k.Services() + " +sadd)",
 		"(~" + k.Service("*") + " +hset +hget +pexpire)",
 		"(~" + k.TaskTypes() + " +hset)",
-		"(~" + k.Artifact("*", "*") + " +hset +pexpire +del)",
+		"(~" + strings.TrimSuffix(k.Artifact("*", ""), ":") + " +hset +pexpire +del)", // agent:artifact:*
 	}
 }
