@@ -97,7 +97,7 @@ type Bundle struct {
 	Streams   stream.Keys
 	Results   result.Keys
 
-	Service    *extsvc.Server      // nil with Options.NoService
+	Service    *extsvc.Server       // nil with Options.NoService
 	Consumer   *outcome.Consumer    // nil with Options.NoOrchestrator
 	Watcher    *handoff.Watcher     // nil with Options.NoOrchestrator
 	Dispatcher *dispatch.Dispatcher // the worker's handler of the external types
