@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/redisconn"
+	"github.com/taskflow/taskflow/internal/scheduler"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/internal/testredis"
+)
+
+// linkProxy forwards TCP to Redis until cut: then it stops forwarding in
+// both directions without closing anything (a network partition: packets
+// go nowhere, no connection reset reaches either side) until healed.
+type linkProxy struct {
+	ln     net.Listener
+	target string
+	cut    atomic.Bool
+	mu     sync.Mutex
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newLinkProxy(t *testing.T, target string) *linkProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &linkProxy{ln: ln, target: target}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go func() { defer p.wg.Done(); p.pipe(up, c) }()
+			go func() { defer p.wg.Done(); p.pipe(c, up) }()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			_ = c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// pipe copies src to dst, holding what it read while the link is cut.
+func (p *linkProxy) pipe(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for n > 0 && p.cut.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *linkProxy) url() string { return "redis://" + p.ln.Addr().String() + "/0" }
+
+// TestWorkerPartitionedFromRedis: one of two workers loses its link to
+// Redis (no reset, packets just stop) for three leases while both run
+// tasks; the other goes on. The reaper hands the cut worker's attempts to
+// the other; when the link heals, the cut worker's completions of them are
+// refused by their fencing tokens. Every task is COMPLETED once and its
+// history shows the reaps.
+func TestWorkerPartitionedFromRedis(t *testing.T) {
+	t.Parallel()
+	const n, lease = 300, 400 * time.Millisecond
+	srv := testredis.StartServer(t)
+	ctx := context.Background()
+	open := func(url string) *store.Store {
+		rdb, err := redisconn.Open(ctx, url, redisconn.Options{NoPing: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = rdb.Close() })
+		st, err := store.New(rdb, store.Config{Namespace: "partition"})
+		require.NoError(t, err)
+		return st
+	}
+	direct := open(srv.URL())
+	link := newLinkProxy(t, srv.Addr)
+	behind := open(link.url())
+
+	var mu sync.Mutex
+	runs := map[string]int{}
+	mux := NewMux()
+	mux.HandleFunc("p", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		mu.Lock()
+		runs[tk.ID]++
+		mu.Unlock()
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return json.RawMessage(`1`), nil
+	})
+	reqs := make([]store.EnqueueRequest, n)
+	for i := range reqs {
+		reqs[i] = store.EnqueueRequest{ID: fmt.Sprintf("p%04d", i), Type: "p"}
+	}
+	_, err := direct.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+
+	sched, err := scheduler.New(direct, scheduler.Config{Interval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = sched.Run(runCtx) })
+	var workers []*Worker
+	for _, st := range []*store.Store{direct, behind} {
+		w, err := New(st, mux, Config{Concurrency: 8, Lease: lease, HeartbeatInterval: 100 * time.Millisecond})
+		require.NoError(t, err)
+		workers = append(workers, w)
+		wg.Go(func() { _ = w.Run(runCtx) })
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
+
+	// both working, then the second one is cut off for three leases
+	require.Eventually(t, func() bool { return workers[1].Stats().Started >= 16 }, 10*time.Second, 5*time.Millisecond)
+	link.cut.Store(true)
+	cutAt, doneAtCut := time.Now(), workers[0].Stats().Completed
+	time.Sleep(3 * lease)
+	progressed := workers[0].Stats().Completed - doneAtCut
+	link.cut.Store(false)
+	healed := time.Since(cutAt)
+
+	require.Eventually(t, func() bool {
+		qs, err := direct.QueueStatus(ctx)
+		return err == nil && qs.States[task.StateCompleted] == n
+	}, 60*time.Second, 20*time.Millisecond, "every task completes")
+	require.Positive(t, progressed, "the worker that kept its link went on while the other was cut off")
+
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = reqs[i].ID
+	}
+	tasks, err := direct.GetMany(ctx, ids)
+	require.NoError(t, err)
+	reapedTasks, twice := 0, 0
+	for _, tk := range tasks {
+		done, reaps := 0, 0
+		for _, c := range tk.StateHistory {
+			if c.To == task.StateCompleted {
+				done++
+			}
+			if c.Cause == "lease_expired" {
+				reaps++
+			}
+		}
+		require.Equal(t, 1, done, "task %s completed %d times", tk.ID, done)
+		if reaps > 0 {
+			reapedTasks++
+		}
+		mu.Lock()
+		if runs[tk.ID] > 1 {
+			twice++
+		}
+		mu.Unlock()
+	}
+	require.Positive(t, reapedTasks, "the cut worker's attempts were reaped")
+	require.Equal(t, int64(n), workers[0].Stats().Completed+workers[1].Stats().Completed, "each completion acknowledged once")
+	t.Logf("partition of one worker for %s (lease %s): the other completed %d meanwhile; %d tasks, each COMPLETED once; %d reaped, %d run more than once, %d stale completions refused by fencing",
+		healed.Round(10*time.Millisecond), lease, progressed, n, reapedTasks, twice, workers[1].Stats().LeaseLost)
+}
