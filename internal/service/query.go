@@ -277,7 +277,9 @@ func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, nee
 		for i, e := range es {
 			ids[i] = e.ID
 		}
-		ts, err := s.st.GetMany(ctx, ids)
+		// heads only: the scan sorts and filters; the page's whole tasks
+		// are read once it is cut (listMerged)
+		ts, err := s.st.GetHeads(ctx, ids)
 		if err != nil {
 			return nil, 0, false, err
 		}
@@ -387,7 +389,40 @@ func (s *Service) listMerged(ctx context.Context, q listQuery) (listing, error) 
 	if q.offset >= len(all) {
 		return listing{waiting: waiting, total: total, partial: partial}, nil
 	}
-	return listing{tasks: all[q.offset:min(len(all), q.offset+q.size)], waiting: waiting, total: total, partial: partial}, nil
+	page, err := s.wholeTasks(ctx, all[q.offset:min(len(all), q.offset+q.size)], waiting)
+	if err != nil {
+		return listing{}, err
+	}
+	return listing{tasks: page, waiting: waiting, total: total, partial: partial}, nil
+}
+
+// wholeTasks reads the whole tasks of a page cut from heads, in its order.
+// A task waiting on others (parked) is whole already; one deleted since
+// the scan is left out.
+func (s *Service) wholeTasks(ctx context.Context, heads []*task.Task, parked map[string][]string) ([]*task.Task, error) {
+	ids := make([]string, 0, len(heads))
+	for _, h := range heads {
+		if _, ok := parked[h.ID]; !ok {
+			ids = append(ids, h.ID)
+		}
+	}
+	ts, err := s.st.GetMany(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*task.Task, len(ts))
+	for _, t := range ts {
+		byID[t.ID] = t
+	}
+	out := make([]*task.Task, 0, len(heads))
+	for _, h := range heads {
+		if _, ok := parked[h.ID]; ok {
+			out = append(out, h)
+		} else if t := byID[h.ID]; t != nil {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // dedupeByID moves every task met more than once to the end of ts,

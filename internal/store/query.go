@@ -48,6 +48,43 @@ func (s *Store) GetMany(ctx context.Context, ids []string) ([]*task.Task, error)
 	return out, nil
 }
 
+// GetHeads returns the tasks of ids that exist, in order, with only what
+// a listing sorts and filters by: id, type, state, priority, session,
+// created_at and updated_at (HMGET of seven fields, not the whole hash
+// with its content, result and histories). A listing scans heads and
+// reads whole tasks for its page only (GetMany).
+func (s *Store) GetHeads(ctx context.Context, ids []string) ([]*task.Task, error) {
+	if len(ids) == 0 {
+		return []*task.Task{}, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.keys.task(id), fID, fType, fState, fPriority, fSession, fCreated, fUpdated)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: get task heads: %w", err)
+	}
+	out := make([]*task.Task, 0, len(ids))
+	for _, c := range cmds {
+		v := c.Val()
+		str := func(i int) string {
+			if i < len(v) {
+				if x, ok := v[i].(string); ok {
+					return x
+				}
+			}
+			return ""
+		}
+		if str(2) == "" {
+			continue // gone
+		}
+		out = append(out, &task.Task{ID: str(0), Type: str(1), State: task.State(str(2)), Priority: task.Priority(str(3)),
+			SessionID: str(4), CreatedAt: msTime(str(5)), UpdatedAt: msTime(str(6))})
+	}
+	return out, nil
+}
+
 // ListOptions pages a listing. Limit 0 means 50; at most 1000.
 type ListOptions struct {
 	Offset int
