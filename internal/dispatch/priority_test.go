@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,10 +127,18 @@ func TestManyMoreExternalTasksThanWorkerSlots(t *testing.T) {
 	}
 	tks, err := b.Store.EnqueueBatch(ctx, reqs)
 	require.NoError(t, err)
+	// A task the service finishes between the dispatcher's publish and its
+	// hand-off completes still held by the dispatching worker (the hand-off
+	// then finds it no longer ACTIVE): a race the design allows. Those that
+	// waited at the gate were certainly handed off.
+	handedOff := 0
 	for _, tk := range tks {
 		done := b.WaitState(t, tk.ID, task.StateCompleted)
-		require.Contains(t, done.Worker, "external:many.run", "the task was handed off")
+		if strings.Contains(done.Worker, "external:many.run") {
+			handedOff++
+		}
 	}
+	require.GreaterOrEqual(t, handedOff, together, "the attempts that waited at the gate were handed off")
 	require.GreaterOrEqual(t, maxRunning.Load(), int64(together), "more attempts in the service at once than worker slots")
 	qs, err := b.Store.QueueStatus(ctx)
 	require.NoError(t, err)
