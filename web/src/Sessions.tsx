@@ -16,7 +16,7 @@ interface Note {
   timestamp?: string
 }
 
-// Sessions: one session's notifications, arriving live (SSE), the ones
+// Sessions: one session's notifications, arriving live (WebSocket), the ones
 // unread when the page opened marked new, and — signed in as that session —
 // its tasks. The admin names the session (?session=…); a session sees its
 // own. Showing a notification here delivers it (it is marked read).
@@ -36,26 +36,44 @@ export function Sessions({ url }: { url: URL }) {
     setError('')
     const q = new URLSearchParams({ mark_read: 'false' })
     if (asked) q.set('session_id', asked)
-    let es: EventSource | null = null
+    let ws: WebSocket | null = null
+    let retry: ReturnType<typeof setTimeout> | undefined
     let stop = false
+    // follow: the WebSocket feed (browsers cannot set its headers: the
+    // token rides as ?access_token=), resumed after the last notification
+    // seen when it drops, with a growing pause
+    const follow = (after: string, attempt: number) => {
+      const s = new URLSearchParams({ after })
+      if (asked) s.set('session_id', asked)
+      const tok = getToken()
+      if (tok) s.set('access_token', tok)
+      const proto = location.protocol === 'https:' ? 'wss:' : 'ws:'
+      ws = new WebSocket(`${proto}//${location.host}/api/v1/notifications/ws?${s.toString()}`)
+      let last = after
+      let opened = false
+      setLive(attempt === 0 ? 'connecting' : 'reconnecting')
+      ws.onopen = () => {
+        opened = true
+        setLive('live')
+      }
+      ws.onmessage = (ev) => {
+        const n = JSON.parse(String(ev.data)) as Note
+        last = n.id || last
+        setNotes((old) => (old.some((o) => o.id === n.id) ? old : [n, ...old]))
+      }
+      ws.onclose = () => {
+        if (stop) return
+        setLive('reconnecting')
+        const next = opened ? 0 : attempt + 1
+        retry = setTimeout(() => follow(last, next), Math.min(10_000, 500 * 2 ** next))
+      }
+    }
     api<NotificationPage>('/api/v1/notifications?' + q.toString())
       .then((pg) => {
         if (stop) return
         setSession(pg.session_id)
         setUnread(new Set((pg.notifications as unknown as Note[]).map((n) => n.id)))
-        const s = new URLSearchParams({ after: '0' })
-        if (asked) s.set('session_id', asked)
-        const tok = getToken()
-        if (tok) s.set('access_token', tok)
-        es = new EventSource('/api/v1/notifications/stream?' + s.toString())
-        setLive('connecting')
-        es.addEventListener('notification', (ev) => {
-          const n = JSON.parse((ev as MessageEvent).data) as Note
-          setNotes((old) => (old.some((o) => o.id === n.id) ? old : [n, ...old]))
-          setLive('live')
-        })
-        es.onopen = () => setLive('live')
-        es.onerror = () => setLive('reconnecting')
+        follow('0', 0)
         if (!asked) {
           // a session's own tasks (the admin's listing is everyone's)
           api<TaskList>('/api/v1/tasks?page_size=25&sort_by=created_at&sort_order=desc')
@@ -66,7 +84,8 @@ export function Sessions({ url }: { url: URL }) {
       .catch((e: Error) => !stop && setError(e.message))
     return () => {
       stop = true
-      es?.close()
+      clearTimeout(retry)
+      ws?.close()
     }
   }, [asked])
 
