@@ -1,13 +1,9 @@
 package plan_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net"
 	"net/url"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,90 +12,6 @@ import (
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
-
-// stallProxy forwards TCP connections to the test Redis until a client
-// sends a command containing pattern; from then on that connection's
-// commands are held back, so the read never gets an answer — a Redis that
-// stops answering in the middle of a plan, at a point the test chooses.
-type stallProxy struct {
-	ln      net.Listener
-	pattern []byte
-	stalled chan struct{}
-	once    sync.Once
-	mu      sync.Mutex
-	conns   []net.Conn
-	wg      sync.WaitGroup
-}
-
-// newStallProxy forwards to upstream (host:port; "" = the shared test
-// server).
-func newStallProxy(t *testing.T, pattern, upstream string) *stallProxy {
-	t.Helper()
-	if upstream == "" {
-		u, err := url.Parse(testredis.URL())
-		require.NoError(t, err)
-		upstream = u.Host
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &stallProxy{ln: ln, pattern: []byte(pattern), stalled: make(chan struct{})}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, up) }()
-			go func() { defer p.wg.Done(); p.forward(up, c) }()
-		}
-	}()
-	return p
-}
-
-// forward copies client bytes upstream until the pattern shows up, then
-// swallows the rest.
-func (p *stallProxy) forward(up, c net.Conn) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			if bytes.Contains(buf[:n], p.pattern) {
-				p.once.Do(func() { close(p.stalled) })
-				_, _ = io.Copy(io.Discard, c)
-				return
-			}
-			if _, werr := up.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *stallProxy) url() string { return "redis://" + p.ln.Addr().String() + "/0" }
-
-func (p *stallProxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
 
 // ioGroupPlan: fixed_source (no Redis) → follow and media, ready together,
 // so they run as one IO group. Round 1 reads both lists (LRANGE); media
@@ -149,13 +61,19 @@ func TestTimeoutsDuringRedisReads(t *testing.T) {
 				own = testredis.StartServer(t)
 				upstream = own.Addr
 			}
-			p := newStallProxy(t, tc.stall, upstream)
-			b := setup(t, func(c *plan.Config) { c.RedisURL = p.url() })
+			if upstream == "" {
+				u, err := url.Parse(testredis.URL())
+				require.NoError(t, err)
+				upstream = u.Host
+			}
+			p := testredis.NewProxy(t, upstream)
+			stalled := p.StallOn(tc.stall)
+			b := setup(t, func(c *plan.Config) { c.RedisURL = p.URL() })
 			if own != nil {
 				_, err := plan.Seed(context.Background(), own.Client(), b.prefix, plan.Demo())
 				require.NoError(t, err)
 			}
-			t.Cleanup(p.close) // before the engine's Close, which waits for the stalled read
+			t.Cleanup(p.Close) // before the engine's Close, which waits for the stalled read
 			c := b.compile(t, tc.plan)
 			// Connect first, so the stall is on a command, not the handshake.
 			require.NoError(t, b.eng.Ping(context.Background(), c))
@@ -168,7 +86,7 @@ func TestTimeoutsDuringRedisReads(t *testing.T) {
 			require.Equal(t, tc.want.Error(), err.Error())
 			require.Less(t, elapsed, 900*time.Millisecond, "the limit ends the run, not the 1 s Redis call timeout")
 			select {
-			case <-p.stalled:
+			case <-stalled:
 			default:
 				t.Fatal("the run never reached the stalled read")
 			}

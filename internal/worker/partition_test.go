@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,77 +16,6 @@ import (
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
-
-// linkProxy forwards TCP to Redis until cut: then it stops forwarding in
-// both directions without closing anything (a network partition: packets
-// go nowhere, no connection reset reaches either side) until healed.
-type linkProxy struct {
-	ln     net.Listener
-	target string
-	cut    atomic.Bool
-	mu     sync.Mutex
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newLinkProxy(t *testing.T, target string) *linkProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &linkProxy{ln: ln, target: target}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			p.wg.Add(2)
-			go func() { defer p.wg.Done(); p.pipe(up, c) }()
-			go func() { defer p.wg.Done(); p.pipe(c, up) }()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			_ = c.Close()
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return p
-}
-
-// pipe copies src to dst, holding what it read while the link is cut.
-func (p *linkProxy) pipe(dst io.Writer, src io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		for n > 0 && p.cut.Load() {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *linkProxy) url() string { return "redis://" + p.ln.Addr().String() + "/0" }
 
 // TestWorkerPartitionedFromRedis: one of two workers loses its link to
 // Redis (no reset, packets just stop) for three leases while both run
@@ -111,8 +37,8 @@ func TestWorkerPartitionedFromRedis(t *testing.T) {
 		return st
 	}
 	direct := open(srv.URL())
-	link := newLinkProxy(t, srv.Addr)
-	behind := open(link.url())
+	link := testredis.NewProxy(t, srv.Addr)
+	behind := open(link.URL())
 
 	var mu sync.Mutex
 	runs := map[string]int{}
@@ -151,11 +77,11 @@ func TestWorkerPartitionedFromRedis(t *testing.T) {
 
 	// both working, then the second one is cut off for three leases
 	require.Eventually(t, func() bool { return workers[1].Stats().Started >= 16 }, 10*time.Second, 5*time.Millisecond)
-	link.cut.Store(true)
+	link.Cut(true)
 	cutAt, doneAtCut := time.Now(), workers[0].Stats().Completed
 	time.Sleep(3 * lease)
 	progressed := workers[0].Stats().Completed - doneAtCut
-	link.cut.Store(false)
+	link.Cut(false)
 	healed := time.Since(cutAt)
 
 	require.Eventually(t, func() bool {
