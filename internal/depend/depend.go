@@ -234,6 +234,9 @@ func (g *Graph) Run(ctx context.Context) error {
 	r := lifecycle.NewReader(g.rdb, g.st.EventStreamKey())
 	after, err := r.Latest(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: not a failure
+		}
 		return err
 	}
 	if err := g.Sweep(ctx); err != nil && ctx.Err() == nil {
