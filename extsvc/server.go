@@ -136,13 +136,22 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	// "0": a service started after tasks were published still gets them.
 	if err := stream.EnsureGroup(ctx, s.rdb, s.keys.Create(), s.group, "0"); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: not a failure
+		}
 		return err
 	}
 	if err := s.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	cancelFrom, err := s.lastID(ctx, s.keys.Cancel())
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	s.cfg.Logger.Info("service started", "service", s.cfg.Name, "consumer", s.cfg.Consumer, "types", strings.Join(s.Types(), ","))

@@ -168,6 +168,9 @@ func (o *Consumer) Run(ctx context.Context) error {
 	streams := o.sk.Responses()
 	for _, s := range streams {
 		if err := stream.EnsureGroup(ctx, o.rdb, s, stream.AgentGroup, "0"); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped before it started: not a failure
+			}
 			return err
 		}
 	}
