@@ -17,11 +17,32 @@ import (
 // dispatcher admitting the next attempt drops them): the number the
 // TASKFLOW_EXTERNAL_INFLIGHT bound is checked against.
 func InFlight(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskType string, now time.Time) (int64, error) {
-	n, err := rdb.ZCount(ctx, newKeys(ns).inflight(taskType), strconv.FormatInt(now.UnixMilli(), 10), "+inf").Result()
+	n, err := InFlightOf(ctx, rdb, ns, []string{taskType}, now)
 	if err != nil {
-		return 0, fmt.Errorf("dispatch: in-flight count of %s: %w", taskType, err)
+		return 0, err
 	}
-	return n, nil
+	return n[0], nil
+}
+
+// InFlightOf is InFlight for several task types in one round trip, in the
+// order of taskTypes.
+func InFlightOf(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskTypes []string, now time.Time) ([]int64, error) {
+	k, from := newKeys(ns), strconv.FormatInt(now.UnixMilli(), 10)
+	cmds := make([]*redis.IntCmd, len(taskTypes))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, typ := range taskTypes {
+			cmds[i] = p.ZCount(ctx, k.inflight(typ), from, "+inf")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: in-flight counts of %v: %w", taskTypes, err)
+	}
+	out := make([]int64, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
 }
 
 // Release frees the in-flight place of the attempt (taskID, token) of

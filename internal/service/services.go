@@ -81,13 +81,13 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 	case bound < 0:
 		bound = -1
 	}
-	now := s.cfg.Now()
-	for _, typ := range s.externalTypes() {
-		n, err := dispatch.InFlight(ctx, s.rdb, s.st.Namespace(), typ, now)
-		if err != nil {
-			return ServicesView{}, storeErr("", err)
-		}
-		st := ExternalTypeStatus{TaskType: typ, InFlight: n, InFlightBound: bound}
+	types := s.externalTypes()
+	counts, err := dispatch.InFlightOf(ctx, s.rdb, s.st.Namespace(), types, s.cfg.Now())
+	if err != nil {
+		return ServicesView{}, storeErr("", err)
+	}
+	for i, typ := range types {
+		st := ExternalTypeStatus{TaskType: typ, InFlight: counts[i], InFlightBound: bound}
 		for _, sv := range svcs {
 			if sv.Online && slices.Contains(sv.Types, typ) {
 				st.Online = true
