@@ -40,13 +40,10 @@ func TestWorkerPartitionedFromRedis(t *testing.T) {
 	link := testredis.NewProxy(t, srv.Addr)
 	behind := open(link.URL())
 
-	var mu sync.Mutex
-	runs := map[string]int{}
+	var runs runCounter
 	mux := NewMux()
 	mux.HandleFunc("p", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
-		mu.Lock()
-		runs[tk.ID]++
-		mu.Unlock()
+		runs.add(tk.ID)
 		select {
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
@@ -96,29 +93,9 @@ func TestWorkerPartitionedFromRedis(t *testing.T) {
 	}
 	tasks, err := direct.GetMany(ctx, ids)
 	require.NoError(t, err)
-	reapedTasks, twice := 0, 0
-	for _, tk := range tasks {
-		done, reaps := 0, 0
-		for _, c := range tk.StateHistory {
-			if c.To == task.StateCompleted {
-				done++
-			}
-			if c.Cause == "lease_expired" {
-				reaps++
-			}
-		}
-		require.Equal(t, 1, done, "task %s completed %d times", tk.ID, done)
-		if reaps > 0 {
-			reapedTasks++
-		}
-		mu.Lock()
-		if runs[tk.ID] > 1 {
-			twice++
-		}
-		mu.Unlock()
-	}
-	require.Positive(t, reapedTasks, "the cut worker's attempts were reaped")
+	f := completedOnce(t, tasks, &runs)
+	require.Positive(t, f.reapedTasks, "the cut worker's attempts were reaped")
 	require.Equal(t, int64(n), workers[0].Stats().Completed+workers[1].Stats().Completed, "each completion acknowledged once")
 	t.Logf("partition of one worker for %s (lease %s): the other completed %d meanwhile; %d tasks, each COMPLETED once; %d reaped, %d run more than once, %d stale completions refused by fencing",
-		healed.Round(10*time.Millisecond), lease, progressed, n, reapedTasks, twice, workers[1].Stats().LeaseLost)
+		healed.Round(10*time.Millisecond), lease, progressed, n, f.reapedTasks, f.ranAgain, workers[1].Stats().LeaseLost)
 }

@@ -35,13 +35,10 @@ func TestRedisStallLongerThanLease(t *testing.T) {
 	st, err := store.New(rdb, store.Config{Namespace: "stall"})
 	require.NoError(t, err)
 
-	var mu sync.Mutex
-	runs := map[string]int{}
+	var runs runCounter
 	mux := NewMux()
 	mux.HandleFunc("slow", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
-		mu.Lock()
-		runs[tk.ID]++
-		mu.Unlock()
+		runs.add(tk.ID)
 		select { // longer than a lease: some are running when Redis stalls
 		case <-time.After(150 * time.Millisecond):
 		case <-ctx.Done():
@@ -91,28 +88,7 @@ func TestRedisStallLongerThanLease(t *testing.T) {
 	tasks, err := st.GetMany(ctx, ids)
 	require.NoError(t, err)
 	require.Len(t, tasks, n)
-	twice, reaps, reapedTasks := 0, 0, 0
-	for _, tk := range tasks {
-		done, mine := 0, 0
-		for _, c := range tk.StateHistory {
-			if c.To == task.StateCompleted {
-				done++
-			}
-			if c.Cause == "lease_expired" {
-				mine++
-			}
-		}
-		reaps += mine
-		if mine > 0 {
-			reapedTasks++
-		}
-		require.Equal(t, 1, done, "task %s completed %d times", tk.ID, done)
-		mu.Lock()
-		if runs[tk.ID] > 1 {
-			twice++
-		}
-		mu.Unlock()
-	}
+	f := completedOnce(t, tasks, &runs)
 	var lost, completed int64
 	for _, w := range workers {
 		lost += w.Stats().LeaseLost
@@ -120,5 +96,5 @@ func TestRedisStallLongerThanLease(t *testing.T) {
 	}
 	require.Equal(t, int64(n), completed, "each completion acknowledged once")
 	t.Logf("stall of %s (lease %s): %d tasks, each COMPLETED once; %d reaps of %d tasks in the histories, %d tasks run more than once, %d stale completions refused by fencing",
-		3*lease, lease, n, reaps, reapedTasks, twice, lost)
+		3*lease, lease, n, f.reaps, f.reapedTasks, f.ranAgain, lost)
 }
