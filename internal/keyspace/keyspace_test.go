@@ -46,3 +46,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestSlotMatchesRedis(t *testing.T) {
+	// CLUSTER KEYSLOT answers, as Redis documents them
+	for key, slot := range map[string]int{"foo": 12182, "bar": 5061, "123456789": 12739, "": 0} {
+		if got := Slot(key); got != slot {
+			t.Errorf("Slot(%q) = %d, want %d", key, got, slot)
+		}
+	}
+}
+
+func TestPartitionPrefixesSpreadOverSlotRanges(t *testing.T) {
+	ns := MustParse("taskflow")
+	if got := ns.PartitionPrefixes(1); len(got) != 1 || got[0] != "{taskflow}:" {
+		t.Fatalf("one partition keeps the namespace's prefix, got %v", got)
+	}
+	for _, count := range []int{2, 3, 6, 16, 256} {
+		seen := map[string]bool{}
+		for k, p := range ns.PartitionPrefixes(count) {
+			if seen[p] {
+				t.Fatalf("count %d: prefix %s twice", count, p)
+			}
+			seen[p] = true
+			tag := strings.TrimSuffix(strings.TrimPrefix(p, "{"), "}:")
+			if r := Slot(tag) * count / SlotCount; r != k {
+				t.Errorf("count %d: partition %d (%s) is in slot range %d", count, k, p, r)
+			}
+			if _, err := Parse(tag); err == nil {
+				t.Errorf("%s: a partition's tag must not be a valid namespace name", tag)
+			}
+		}
+	}
+}
