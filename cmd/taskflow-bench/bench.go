@@ -61,8 +61,17 @@ type benchResult struct {
 	// their own names as well as the script's EVALSHA), the costliest first.
 	CommandsPerTask map[string][]commandCost `json:"commands_per_task"`
 	// RedisNode is the server whose CPU is measured: on a Redis Cluster the
-	// master of the namespace's slot, where all its keys live.
+	// master of the namespace's slot, where all its keys live; with several
+	// partitions the masters holding them, joined with ",", and
+	// RedisUsecPerTask and CommandsPerTask add them up.
 	RedisNode string `json:"redis_node"`
+	// Partitions is --partitions; PartitionNodes the master of each
+	// partition (a cluster's), in partition order.
+	Partitions     int      `json:"partitions"`
+	PartitionNodes []string `json:"partition_nodes,omitempty"`
+	// RedisUsecPerTaskByNode is RedisUsecPerTask per measured master:
+	// node → phase → µs per task (what each shard spends).
+	RedisUsecPerTaskByNode map[string]map[string]float64 `json:"redis_usec_per_task_by_node,omitempty"`
 }
 
 // commandCost is one command's share of a phase, per task.
@@ -85,6 +94,7 @@ type benchOpts struct {
 	prefetch    int
 	fetchBatch  int
 	ackBatch    int
+	partitions  int
 }
 
 func newBenchCommand(m *Main) *cobra.Command {
@@ -108,6 +118,9 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 				}
 				if o.redisURL == "" {
 					return &ExitError{Code: 2, Err: errors.New("bench: set REDIS_URL or --redis-url")}
+				}
+				if o.partitions < 1 || o.partitions > store.MaxPartitions {
+					return &ExitError{Code: 2, Err: fmt.Errorf("bench: --partitions must be within [1, %d]", store.MaxPartitions)}
 				}
 				if o.tasks < 1 || o.concurrency < 1 || o.batch < 1 || o.batch > 2000 || o.rate < 1 {
 					return &ExitError{Code: 2, Err: errors.New("bench: --tasks, --concurrency, --rate must be >= 1 and --batch within [1, 2000]")}
@@ -152,6 +165,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.IntVar(&o.fetchBatch, "fetch-batch", 64, "worker.Config.FetchBatch: most tasks per fetch script call")
 		f.IntVar(&o.ackBatch, "ack-batch", 64, "worker.Config.AckBatch: most completions per script call")
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
+		f.IntVar(&o.partitions, "partitions", 1, "TASKFLOW_PARTITIONS of the bench's deployment (on a cluster its namespace is chosen so the partitions sit on as many masters as they can)")
 		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
 		return cmd
 	}
@@ -163,30 +177,54 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 		return nil, fmt.Errorf("REDIS_URL: %w", err)
 	}
 	defer rdb.Close()
-	ns := "taskflow-bench-" + uuid.NewString()[:8]
-	// the server whose CPU is measured: the one holding the namespace
-	var node redis.Cmdable = rdb
-	nodeAddr := ""
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, keyspace.MustParse(ns).Key("x"))
-		if err != nil {
-			return nil, err
-		}
-		node, nodeAddr = m, m.Options().Addr
-	} else if c, ok := rdb.(*redis.Client); ok {
-		nodeAddr = c.Options().Addr
+	ns, nodes, err := benchNamespace(ctx, rdb, o.partitions)
+	if err != nil {
+		return nil, err
 	}
-	defer cleanNamespace(context.WithoutCancel(ctx), rdb, ns)
-	st, err := store.New(rdb, store.Config{Namespace: ns})
+	defer cleanNamespace(context.WithoutCancel(ctx), rdb, ns, o.partitions)
+	st, err := store.New(rdb, store.Config{Namespace: ns, Partitions: o.partitions})
 	if err != nil {
 		return nil, err
 	}
 	res := &benchResult{Tasks: o.tasks, Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch,
-		RedisUsecPerTask: map[string]float64{}, CommandsPerTask: map[string][]commandCost{}, RedisNode: nodeAddr}
-	mark, marks := redisUsec(ctx, node), commandStats(ctx, node)
+		RedisUsecPerTask: map[string]float64{}, CommandsPerTask: map[string][]commandCost{},
+		Partitions: o.partitions, RedisUsecPerTaskByNode: map[string]map[string]float64{}}
+	var addrs []string
+	for _, n := range nodes.masters {
+		addrs = append(addrs, n.addr)
+		res.RedisUsecPerTaskByNode[n.addr] = map[string]float64{}
+	}
+	res.RedisNode = strings.Join(addrs, ",")
+	if o.partitions > 1 {
+		res.PartitionNodes = nodes.ofPartition
+	}
+	usecs := func() []int64 {
+		out := make([]int64, len(nodes.masters))
+		for i, n := range nodes.masters {
+			out[i] = redisUsec(ctx, n.cmd)
+		}
+		return out
+	}
+	stats := func() map[string][2]int64 {
+		sum := map[string][2]int64{}
+		for _, n := range nodes.masters {
+			for k, v := range commandStats(ctx, n.cmd) {
+				s := sum[k]
+				sum[k] = [2]int64{s[0] + v[0], s[1] + v[1]}
+			}
+		}
+		return sum
+	}
+	mark, marks := usecs(), stats()
 	account := func(phase string, tasks int) {
-		now, nows := redisUsec(ctx, node), commandStats(ctx, node)
-		res.RedisUsecPerTask[phase] = math.Round(float64(now-mark)/float64(tasks)*100) / 100
+		now, nows := usecs(), stats()
+		var total int64
+		for i, n := range nodes.masters {
+			d := now[i] - mark[i]
+			total += d
+			res.RedisUsecPerTaskByNode[n.addr][phase] = math.Round(float64(d)/float64(tasks)*100) / 100
+		}
+		res.RedisUsecPerTask[phase] = math.Round(float64(total)/float64(tasks)*100) / 100
 		res.CommandsPerTask[phase] = costs(marks, nows, tasks)
 		mark, marks = now, nows
 	}
@@ -397,25 +435,111 @@ func redisUsec(ctx context.Context, rdb redis.Cmdable) int64 {
 	return int64(total * 1e6)
 }
 
-// cleanNamespace deletes the keys of namespace ns (and only those) and
-// returns how many it deleted. The pattern {ns}:* carries the namespace's
-// hash tag, so on a Redis Cluster go-redis sends the SCAN to the master of
-// that slot, where all of them are (TestFillCluster checks it).
-func cleanNamespace(ctx context.Context, rdb redis.UniversalClient, ns string) int64 {
-	iter := rdb.Scan(ctx, 0, keyspace.MustParse(ns).Pattern(), 5000).Iterator()
-	var batch []string
-	var n int64
-	for iter.Next(ctx) {
-		batch = append(batch, iter.Val())
-		if len(batch) == 1000 {
-			n += rdb.Unlink(ctx, batch...).Val()
-			batch = batch[:0]
+// cleanNamespace deletes the keys of namespace ns of the given number of
+// partitions (and only those) and returns how many it deleted. Each
+// pattern ({ns}:*, {ns:p0}:* …) carries one hash tag, so on a Redis
+// Cluster go-redis sends its SCAN to the master of that slot, where all of
+// them are (TestFillCluster checks it).
+func cleanNamespace(ctx context.Context, rdb redis.UniversalClient, ns string, partitions int) int64 {
+	name := keyspace.MustParse(ns)
+	patterns := []string{name.Pattern()}
+	if partitions > 1 {
+		for _, p := range name.PartitionPrefixes(partitions) {
+			patterns = append(patterns, p+"*")
 		}
 	}
-	if len(batch) > 0 {
-		n += rdb.Unlink(ctx, batch...).Val()
+	var n int64
+	for _, pattern := range patterns {
+		iter := rdb.Scan(ctx, 0, pattern, 5000).Iterator()
+		var batch []string
+		for iter.Next(ctx) {
+			batch = append(batch, iter.Val())
+			if len(batch) == 1000 {
+				n += rdb.Unlink(ctx, batch...).Val()
+				batch = batch[:0]
+			}
+		}
+		if len(batch) > 0 {
+			n += rdb.Unlink(ctx, batch...).Val()
+		}
 	}
 	return n
+}
+
+// node is one Redis server the bench measures.
+type node struct {
+	addr string
+	cmd  redis.Cmdable
+}
+
+// benchNodes are the servers holding a bench namespace: the masters, each
+// once, and the master of each partition.
+type benchNodes struct {
+	masters     []node
+	ofPartition []string
+}
+
+// benchNamespace picks the bench's namespace (taskflow-bench-<random>) and
+// finds the servers holding it. On a Redis Cluster with several
+// partitions it checks that they sit on as many masters as they can
+// (keyspace.PartitionPrefixes aims each at its own range of slots, which
+// matches the masters of an evenly split cluster; on another split it
+// draws other namespaces, up to 200, for the best spread).
+func benchNamespace(ctx context.Context, rdb redis.UniversalClient, partitions int) (string, benchNodes, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		ns := "taskflow-bench-" + uuid.NewString()[:8]
+		addr := ""
+		if c, ok := rdb.(*redis.Client); ok {
+			addr = c.Options().Addr
+		}
+		return ns, benchNodes{masters: []node{{addr, rdb}}, ofPartition: []string{addr}}, nil
+	}
+	var count atomic.Int64 // ForEachMaster calls at once
+	if err := cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { count.Add(1); return nil }); err != nil {
+		return "", benchNodes{}, err
+	}
+	var best benchNodes
+	bestNS := ""
+	for try := 0; try < 200; try++ {
+		ns := "taskflow-bench-" + uuid.NewString()[:8]
+		name := keyspace.MustParse(ns)
+		prefixes := name.PartitionPrefixes(partitions)
+		var bn benchNodes
+		seen := map[string]bool{}
+		for _, p := range prefixes {
+			m, err := cc.MasterForKey(ctx, p+"x")
+			if err != nil {
+				return "", benchNodes{}, err
+			}
+			addr := m.Options().Addr
+			bn.ofPartition = append(bn.ofPartition, addr)
+			if !seen[addr] {
+				seen[addr] = true
+				bn.masters = append(bn.masters, node{addr, m})
+			}
+		}
+		if bestNS == "" || len(bn.masters) > len(best.masters) {
+			best, bestNS = bn, ns
+		}
+		if len(best.masters) >= min(int(count.Load()), len(prefixes)) {
+			break
+		}
+	}
+	if partitions > 1 { // the global keys' master too (worker registry)
+		m, err := cc.MasterForKey(ctx, keyspace.MustParse(bestNS).Prefix()+"x")
+		if err != nil {
+			return "", benchNodes{}, err
+		}
+		found := false
+		for _, n := range best.masters {
+			found = found || n.addr == m.Options().Addr
+		}
+		if !found {
+			best.masters = append(best.masters, node{m.Options().Addr, m})
+		}
+	}
+	return bestNS, best, nil
 }
 
 // commandStats reads INFO commandstats: command → (calls, usec).
@@ -479,6 +603,23 @@ func printCosts(w io.Writer, res *benchResult) {
 	}
 	sort.Strings(phases)
 	fmt.Fprintf(w, "redis CPU per task on %s (main thread, µs) and its costliest commands (calls/task, µs/task):\n", res.RedisNode)
+	if len(res.RedisUsecPerTaskByNode) > 1 {
+		defer func() {
+			fmt.Fprintf(w, "per master (partitions on %s):\n", strings.Join(res.PartitionNodes, ","))
+			nodes := make([]string, 0, len(res.RedisUsecPerTaskByNode))
+			for n := range res.RedisUsecPerTaskByNode {
+				nodes = append(nodes, n)
+			}
+			sort.Strings(nodes)
+			for _, n := range nodes {
+				fmt.Fprintf(w, "  %s:", n)
+				for _, p := range phases {
+					fmt.Fprintf(w, " %s %.2f", p, res.RedisUsecPerTaskByNode[n][p])
+				}
+				fmt.Fprintln(w)
+			}
+		}()
+	}
 	for _, p := range phases {
 		fmt.Fprintf(w, "  %-10s %6.2f µs:", p, res.RedisUsecPerTask[p])
 		for i, c := range res.CommandsPerTask[p] {

@@ -201,7 +201,7 @@ keys (SCAN + UNLINK of {namespace}:*) and writes nothing.`,
 			}
 			defer ap.Close()
 			if clean {
-				n := cleanNamespace(context.WithoutCancel(cmd.Context()), ap.Redis, cfg.Namespace)
+				n := cleanNamespace(context.WithoutCancel(cmd.Context()), ap.Redis, cfg.Namespace, ap.Store.Partitions())
 				fmt.Fprintf(m.Stdout, "deleted %d keys of namespace %s\n", n, cfg.Namespace)
 				return nil
 			}
@@ -373,7 +373,10 @@ func runFill(ctx context.Context, m *Main, st *store.Store, clk *clock.Fake, fc 
 	}
 	res.States, res.Pending = after.States, after.Primary
 	res.RedisUsedMemoryAfter = usedMemory(ctx, rdb)
-	res.EventStreamBytes, _ = rdb.MemoryUsage(ctx, st.EventStreamKey(), 0).Result()
+	for _, k := range st.EventStreamKeys() { // one stream per partition
+		n, _ := rdb.MemoryUsage(ctx, k, 0).Result()
+		res.EventStreamBytes += n
+	}
 	fmt.Fprintf(m.Stderr, "fill: done in %s\n", elapsed.Round(100*time.Millisecond))
 	return res, nil
 }

@@ -39,7 +39,7 @@ func TestDevUnderACLUsers(t *testing.T) {
 		}
 		require.NoError(t, root.Do(ctx, args...).Err())
 	}
-	setUser("taskflow", "app-pw", acl.ProcessRules(keyspace.MustParse(ns)))
+	setUser("taskflow", "app-pw", acl.ProcessRules(keyspace.MustParse(ns), 1))
 	setUser("analysis", "svc-pw", acl.ServiceRules(keyspace.MustParse(ns)))
 	require.NoError(t, root.Do(ctx, "ACL", "LOG", "RESET").Err())
 

@@ -15,18 +15,24 @@ import (
 // processes (API, workers, scheduler, orchestrator) run as: every key and
 // pub/sub channel of the namespace — "{NS}:…" (the engine, streams,
 // notifications, results) and "NS:…" (sessions) — and every command except
-// the dangerous ones (FLUSHALL, KEYS, CONFIG, DEBUG, …). Use them as
-// ACL SETUSER <user> on ><password> <rules…>.
-func ProcessRules(ns keyspace.Namespace) []string {
+// the dangerous ones (FLUSHALL, KEYS, CONFIG, DEBUG, …); with several
+// partitions (TASKFLOW_PARTITIONS) each partition's "{NS:pJ}:…" too. Use
+// them as ACL SETUSER <user> on ><password> <rules…>.
+func ProcessRules(ns keyspace.Namespace, partitions int) []string {
 	name := ns.Name()
-	return []string{
-		"resetkeys", "resetchannels",
-		"~" + ns.Pattern(), "~" + name + ":*",
-		"&" + ns.Pattern(), "&" + name + ":*",
-		"-@all", "+@all", "-@dangerous",
-		// Harmless reads go-redis and the health checks use.
-		"+info", "+client|setname",
+	rules := []string{"resetkeys", "resetchannels", "~" + ns.Pattern(), "~" + name + ":*"}
+	var channels []string
+	if partitions > 1 {
+		for _, p := range ns.PartitionPrefixes(partitions) {
+			rules = append(rules, "~"+p+"*")
+			channels = append(channels, "&"+p+"*")
+		}
 	}
+	rules = append(rules, "&"+ns.Pattern(), "&"+name+":*")
+	rules = append(rules, channels...)
+	return append(rules, "-@all", "+@all", "-@dangerous",
+		// Harmless reads go-redis and the health checks use.
+		"+info", "+client|setname")
 }
 
 // ServiceRules are the rules of an external service's user: only the

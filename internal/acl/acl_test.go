@@ -41,7 +41,7 @@ func TestACLUsers(t *testing.T) {
 		}
 		require.NoError(t, admin.Do(ctx, args...).Err())
 	}
-	setUser("taskflow", "pw1", ProcessRules(keyspace.MustParse(ns)))
+	setUser("taskflow", "pw1", ProcessRules(keyspace.MustParse(ns), 1))
 	setUser("report-svc", "pw2", ServiceRules(keyspace.MustParse(ns)))
 	require.NoError(t, admin.Set(ctx, "other:secret", "x", 0).Err())
 

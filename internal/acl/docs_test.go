@@ -27,6 +27,7 @@ func TestRulesAreTheDocumented(t *testing.T) {
 		}
 		return words
 	}
-	require.Equal(t, ProcessRules(keyspace.Default), line("taskflow"))
+	require.Equal(t, ProcessRules(keyspace.Default, 1), line("taskflow"))
+	require.Equal(t, ProcessRules(keyspace.Default, 3), line("taskflow-3"))
 	require.Equal(t, ServiceRules(keyspace.Default), line("report-service"))
 }

@@ -76,6 +76,11 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
+	// the deployment keeps the partition count it was created with
+	if err := a.Store.CheckLayout(ctx); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
 	a.Stores++
 	return a, nil
 }

@@ -83,6 +83,10 @@ func EngineFromEnv(getenv func(string) string, namespace string) (Engine, error)
 			*dst = new(v)
 		}
 	}
+	intVar("TASKFLOW_PARTITIONS", &e.Store.Partitions)
+	if set("TASKFLOW_PARTITIONS") && (e.Store.Partitions < 1 || e.Store.Partitions > store.MaxPartitions) {
+		errs = append(errs, fmt.Errorf("TASKFLOW_PARTITIONS: %d must be within [1, %d]", e.Store.Partitions, store.MaxPartitions))
+	}
 	optInt("MAX_RETRIES", &e.Store.DefaultMaxRetries)
 	optDur("MAX_TASK_AGE", &e.Store.MaxTaskAge)
 	optFloat("DEFAULT_RETRY_RATIO", &e.Store.RetryRatio)

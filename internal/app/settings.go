@@ -29,6 +29,7 @@ var Settings = []Setting{
 	{Vars: []string{"REDIS_URL"}, Default: "(unset: `taskflow dev` embeds an in-memory server)"},
 	{Vars: []string{"TASKFLOW_ADDR"}, Default: "`:8080` (`taskflow dev`: `127.0.0.1:8080`, loopback only)"},
 	{Vars: []string{"TASKFLOW_NAMESPACE"}, Default: "`taskflow`", Effective: func(c Config) string { return c.Namespace }},
+	{Vars: []string{"TASKFLOW_PARTITIONS"}, Default: "`1`", Effective: func(c Config) string { return strconv.Itoa(c.Engine.Store.WithDefaults().Partitions) }},
 	{Vars: []string{"TASKFLOW_ADMIN_KEY"}, Default: "(unset: `taskflow api` refuses to start unless `--insecure`; `taskflow dev` runs open)"},
 	{Vars: []string{"TASKFLOW_INSECURE"}, Default: "`false`", Effective: func(c Config) string { return strconv.FormatBool(c.Insecure) }},
 	{Vars: []string{"TASKFLOW_SESSION_TTL"}, Default: "`24h`", Effective: func(c Config) string { return c.SessionTTL.String()[:3] }},

@@ -231,7 +231,7 @@ func (g *Graph) Sweep(ctx context.Context) error {
 
 // Run follows the lifecycle events and sweeps until ctx ends.
 func (g *Graph) Run(ctx context.Context) error {
-	r := lifecycle.NewReader(g.rdb, g.st.EventStreamKey())
+	r := lifecycle.NewReader(g.rdb, g.st.EventStreamKeys()...)
 	after, err := r.Latest(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

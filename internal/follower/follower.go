@@ -31,31 +31,36 @@ func finished(s task.State) bool {
 	return s == task.StateCompleted || s == task.StateDLQ || s == task.StateCancelled
 }
 
-// follower reads the store's lifecycle event stream from a cursor kept in
-// Redis (a restart resumes) and hands each batch of tasks that finished —
-// COMPLETED, DLQ, CANCELLED, as they are when read — to handle. It is the
-// loop of the Archiver and the InProcessNotifier: each has its own cursor,
-// so each sees every event.
+// follower reads the store's lifecycle event streams (one per partition)
+// from a cursor kept in Redis (a restart resumes) and hands each batch of
+// tasks that finished — COMPLETED, DLQ, CANCELLED, as they are when read —
+// to handle. It is the loop of the Archiver and the InProcessNotifier:
+// each has its own cursor, so each sees every event. The cursor is the
+// lifecycle.Reader's: with one partition the stream position itself, as
+// before partitions existed (a cursor saved then is read as it is); with
+// several, one position per stream.
 //
-// The event stream is capped (store.Config.EventStreamMaxLen): a follower
-// that falls further behind than the cap would miss the events that were
-// trimmed. Before each read it compares its cursor with the stream's first
-// entry (XINFO STREAM): when the stream has lost entries and its cursor's
-// entry is among them, events after the cursor may have been trimmed
-// unread (Redis 7.0 does not record the last trimmed id, so this counts a
-// trim that stopped exactly at the cursor too, harmlessly). On such a gap
-// it logs it, counts it (Gaps, and OnGap), and hands on the missed window
-// from the finished-task indexes instead (newest first back to the
-// cursor's time), then resumes from the entry that was newest when the
-// sweep began. Tasks purged from Redis meanwhile are lost to it.
+// The event streams are capped (store.Config.EventStreamMaxLen): a
+// follower that falls further behind than the cap would miss the events
+// that were trimmed. Before each read it compares its position in each
+// stream with that stream's first entry (XINFO STREAM): when the stream
+// has lost entries and the position's entry is among them, events after it
+// may have been trimmed unread (Redis 7.0 does not record the last trimmed
+// id, so this counts a trim that stopped exactly at the position too,
+// harmlessly). On such a gap it logs it, counts it (Gaps, and OnGap), and
+// hands on the missed window from the finished-task indexes instead
+// (newest first back to the earliest such position's time), then resumes
+// each stream that had a gap from its entry that was newest when the
+// sweep began (the other streams go on from where they were). Tasks purged
+// from Redis meanwhile are lost to it.
 type follower struct {
-	name   string // in logs: "archiver", "notifier"
-	st     *store.Store
-	rdb    redis.UniversalClient
-	reader *lifecycle.Reader
-	stream string
-	cursor string // key of the cursor
-	log    *slog.Logger
+	name    string // in logs: "archiver", "notifier"
+	st      *store.Store
+	rdb     redis.UniversalClient
+	reader  *lifecycle.Reader
+	streams []string // the reader's, in cursor order
+	cursor  string   // key of the cursor
+	log     *slog.Logger
 	// start is the cursor of a first run (no cursor saved yet).
 	start func(context.Context) (string, error)
 	// want says whether an event's task is handed on (nil: every task).
@@ -72,8 +77,9 @@ func newFollower(st *store.Store, name, cursor string, log *slog.Logger) *follow
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &follower{name: name, st: st, rdb: st.Client(), reader: lifecycle.NewReader(st.Client(), st.EventStreamKey()),
-		stream: st.EventStreamKey(), cursor: cursor, log: log,
+	streams := st.EventStreamKeys()
+	return &follower{name: name, st: st, rdb: st.Client(), reader: lifecycle.NewReader(st.Client(), streams...),
+		streams: streams, cursor: cursor, log: log,
 		start: func(context.Context) (string, error) { return "0", nil }}
 }
 
@@ -121,10 +127,19 @@ func (f *follower) run(ctx context.Context) error {
 // origin reads the saved cursor, else the first run's start, retrying a
 // failed read every second (a follower that gave up here would stop
 // archiving or notifying for the process's life); it fails only when ctx
-// ends.
+// ends. A saved cursor that is not one of this deployment's streams (saved
+// with another number of partitions, before the deployment was drained and
+// made again) is dropped for the start, with a warning: it would fail
+// every read.
 func (f *follower) origin(ctx context.Context) (string, error) {
 	for {
 		after, err := f.rdb.Get(ctx, f.cursor).Result()
+		if err == nil {
+			if _, perr := f.reader.Positions(after); perr != nil {
+				f.log.Warn(f.name+": saved cursor does not fit the event streams; starting afresh", "err", perr)
+				err = redis.Nil
+			}
+		}
 		if errors.Is(err, redis.Nil) {
 			after, err = f.start(ctx)
 		}
@@ -163,32 +178,76 @@ func (f *follower) handleEvents(ctx context.Context, evs []lifecycle.Event) erro
 }
 
 // sweepGap checks whether events after the cursor after were trimmed
-// unread; if so it hands on the finished tasks of the missed window from
-// the state indexes and returns the cursor to resume from (else after).
+// unread, in any stream; if so it hands on the finished tasks of the
+// missed window from the state indexes and returns the cursor to resume
+// from (else after).
 func (f *follower) sweepGap(ctx context.Context, after string) (string, error) {
-	info, err := f.rdb.XInfoStream(ctx, f.stream).Result()
+	pos, err := f.reader.Positions(after)
 	if err != nil {
-		if strings.Contains(err.Error(), "no such key") {
-			return after, nil // nothing written yet
-		}
-		return after, fmt.Errorf("%s: stream info: %w", f.name, err)
+		return after, fmt.Errorf("%s: %w", f.name, err)
 	}
-	cursor, _, _ := strings.Cut(after, ".")
-	if info.EntriesAdded <= info.Length || info.Length == 0 || compareIDs(cursor, info.FirstEntry.ID) >= 0 {
-		return after, nil // nothing removed, or the cursor's entry is still there
+	// one XINFO STREAM per stream, pipelined (a cluster has them in
+	// different slots: the pipeline is split by node)
+	pipe := f.rdb.Pipeline()
+	infos := make([]*redis.XInfoStreamCmd, len(f.streams))
+	for i, k := range f.streams {
+		infos[i] = pipe.XInfoStream(ctx, k)
+	}
+	_, _ = pipe.Exec(ctx)
+	var gapped []int // the streams whose position's entry was trimmed
+	var since time.Time
+	var from, firstKept []string
+	for i, c := range infos {
+		info, err := c.Result()
+		if err != nil {
+			if strings.Contains(err.Error(), "no such key") {
+				continue // nothing written yet
+			}
+			return after, fmt.Errorf("%s: stream info: %w", f.name, err)
+		}
+		cursor, _, _ := strings.Cut(pos[i], ".")
+		if info.EntriesAdded <= info.Length || info.Length == 0 || compareIDs(cursor, info.FirstEntry.ID) >= 0 {
+			continue // nothing removed, or the position's entry is still there
+		}
+		gapped = append(gapped, i)
+		fromMS, _ := splitStreamID(cursor)
+		if t := time.UnixMilli(fromMS); len(gapped) == 1 || t.Before(since) {
+			since = t
+		}
+		from = append(from, cursor)
+		firstKept = append(firstKept, info.FirstEntry.ID)
+	}
+	if len(gapped) == 0 {
+		return after, nil
 	}
 	f.gaps.Add(1)
 	if f.onGap != nil {
 		f.onGap()
 	}
-	resume, err := f.reader.Latest(ctx) // events after it are read as usual
+	latest, err := f.reader.Latest(ctx) // events after it are read as usual
 	if err != nil {
 		return after, err
 	}
-	fromMS, _ := splitStreamID(cursor)
-	since := time.UnixMilli(fromMS)
-	f.log.Warn(f.name+": lifecycle events were trimmed before it read them; handling the missed window from the finished-task indexes",
-		"cursor", cursor, "first_kept", info.FirstEntry.ID, "since", since.UTC())
+	newest, err := f.reader.Positions(latest)
+	if err != nil {
+		return after, err
+	}
+	for _, i := range gapped {
+		pos[i] = newest[i]
+	}
+	resume, err := f.reader.Join(pos)
+	if err != nil {
+		return after, err
+	}
+	logArgs := []any{"cursor", strings.Join(from, ","), "first_kept", strings.Join(firstKept, ","), "since", since.UTC()}
+	if len(f.streams) > 1 {
+		var names []string
+		for _, i := range gapped {
+			names = append(names, f.streams[i])
+		}
+		logArgs = append(logArgs, "streams", strings.Join(names, ","))
+	}
+	f.log.Warn(f.name+": lifecycle events were trimmed before it read them; handling the missed window from the finished-task indexes", logArgs...)
 	n := 0
 	for _, st := range finishedStates {
 		for off := 0; ; off += 500 {

@@ -114,8 +114,8 @@ func NewInProcessNotifier(st *store.Store, note *notify.Notifier, cfg NoticeConf
 		if since.IsZero() {
 			since = cfg.Now()
 		}
-		// entries from since's millisecond on
-		return strconv.FormatInt(max(since.UnixMilli()-1, 0), 10) + "-0", nil
+		// entries from since's millisecond on, in every stream
+		return f.reader.At(strconv.FormatInt(max(since.UnixMilli()-1, 0), 10) + "-0"), nil
 	}
 	f.want = func(e lifecycle.Event) bool {
 		return e.SessionID != "" && (!n.ext[e.TaskType] || e.To == task.StateCancelled || e.To == task.StateDLQ)

@@ -347,11 +347,11 @@ func (w *Watcher) publishCancel(ctx context.Context, id string) {
 	}
 }
 
-// forwardCancels follows the store's cancel channel and tells the services
-// of the cancel requests of handed-off attempts (a worker holding an
-// in-process task does the same for its own).
+// forwardCancels follows the store's cancel channels (one per partition)
+// and tells the services of the cancel requests of handed-off attempts (a
+// worker holding an in-process task does the same for its own).
 func (w *Watcher) forwardCancels(ctx context.Context) {
-	err := redisconn.Listen(ctx, w.rdb, w.st.CancelChannel(), 0, nil, func(id string) {
+	err := redisconn.ListenAll(ctx, w.rdb, w.st.CancelChannels(), 0, nil, func(id string) {
 		t, err := w.st.Get(ctx, id)
 		if err != nil || !t.HandedOff || t.State != task.StateActive {
 			return

@@ -48,8 +48,10 @@ type Config struct {
 	// depths while events arrive. Default 250ms.
 	StatusDebounce time.Duration
 	// MaxStreams caps concurrent SSE status streams: each holds one Redis
-	// connection in a blocking read, and the pool is shared with every
-	// other request. Beyond it a stream request gets 503 too_many_streams.
+	// connection in a blocking read (on a Redis Cluster with several
+	// partitions, one per partition, on its partition's node), and the
+	// pool is shared with every other request. Beyond it a stream request
+	// gets 503 too_many_streams.
 	// Default 32.
 	MaxStreams int
 	// ClientIPHeader names the header a reverse proxy in front of the API

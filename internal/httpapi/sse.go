@@ -43,7 +43,7 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 			s.writeError(w, r, err)
 			return
 		}
-	} else if !validEventID(after) {
+	} else if s.svc.CheckEventID(after) != nil {
 		s.writeError(w, r, invalidEventID(after))
 		return
 	}
@@ -138,29 +138,4 @@ func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Pri
 			}
 		}
 	}
-}
-
-// validEventID accepts "<ms>-<seq>" or "<ms>-<seq>.<n>" (lifecycle.Event.ID).
-func validEventID(id string) bool {
-	if len(id) > 64 {
-		return false
-	}
-	entry, idx, hasIdx := strings.Cut(id, ".")
-	ms, seq, ok := strings.Cut(entry, "-")
-	if !ok || !digits(ms) || !digits(seq) {
-		return entry == "0" && !hasIdx
-	}
-	return !hasIdx || digits(idx)
-}
-
-func digits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

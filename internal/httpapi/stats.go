@@ -3,10 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/taskflow/taskflow/internal/auth"
@@ -30,13 +27,13 @@ func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ auth.Princi
 }
 
 // follow feeds the transition/duration metrics and the series window from
-// the lifecycle event stream until ctx ends. The window is first rebuilt
-// from the events of its span; the metrics count only the events after the
-// stream's newest entry when the process started (a position, not a time:
-// the events carry their writers' clocks). After a Redis hiccup it resumes
-// where it stopped.
+// the lifecycle event streams until ctx ends. The window is first rebuilt
+// from the events of its span; the metrics count only the events after
+// each stream's newest entry when the process started (a position, not a
+// time: the events carry their writers' clocks). After a Redis hiccup it
+// resumes where it stopped.
 func (s *Server) follow(ctx context.Context) error {
-	var mark string // the newest entry at start; "" = the stream was empty
+	var mark string // the newest entry of each stream at start
 	for {
 		var err error
 		if mark, err = s.svc.LatestEventID(ctx); err == nil {
@@ -46,12 +43,14 @@ func (s *Server) follow(ctx context.Context) error {
 			return nil
 		}
 	}
-	after := fmt.Sprintf("%d-0", s.cfg.Clock.Now().Add(-s.series.Span()).UnixMilli())
+	beyond := s.svc.EventsBeyond(mark)
+	after := s.svc.EventIDAt(s.cfg.Clock.Now().Add(-s.series.Span()))
 	for {
 		err := s.svc.FollowEvents(ctx, after, func(e service.Event) error {
 			s.series.Observe(e)
-			if mark == "" || entryAfter(e.ID, mark) {
-				mark = ""
+			// per event: with several partitions, one stream's event past
+			// the mark says nothing of the next one's, from another stream
+			if beyond(e) {
 				s.engine.observe(e)
 			}
 			after = e.ID
@@ -64,22 +63,6 @@ func (s *Server) follow(ctx context.Context) error {
 			return nil
 		}
 	}
-}
-
-// entryAfter reports whether the event id ("<ms>-<seq>.<index>") lies in
-// a stream entry after entry ("<ms>-<seq>").
-func entryAfter(eventID, entry string) bool {
-	e, _, _ := strings.Cut(eventID, ".")
-	ems, eseq := splitEntry(e)
-	mms, mseq := splitEntry(entry)
-	return ems > mms || (ems == mms && eseq > mseq)
-}
-
-func splitEntry(id string) (ms, seq uint64) {
-	a, b, _ := strings.Cut(id, "-")
-	ms, _ = strconv.ParseUint(a, 10, 64)
-	seq, _ = strconv.ParseUint(b, 10, 64)
-	return ms, seq
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

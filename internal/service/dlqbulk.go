@@ -149,7 +149,7 @@ func (s *Service) deleteDead(ctx context.Context, id string) error {
 		return err
 	}
 	if t.SessionID != "" {
-		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKey(t.SessionID), id).Err()
+		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKeyOf(t.SessionID, id), id).Err()
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/taskflow/taskflow/internal/lifecycle"
 )
@@ -10,7 +12,9 @@ import (
 type Event = lifecycle.Event
 
 // LatestEventID is the id of the newest lifecycle event ("" when there is
-// none): where a follower that wants only what comes next starts.
+// none): where a follower that wants only what comes next starts. With
+// several partitions it is a cursor over their streams
+// (lifecycle.Reader).
 func (s *Service) LatestEventID(ctx context.Context) (string, error) {
 	id, err := s.events().Latest(ctx)
 	if err != nil {
@@ -28,6 +32,32 @@ func (s *Service) FollowEvents(ctx context.Context, after string, fn func(Event)
 	return s.events().Subscribe(ctx, after, fn)
 }
 
-func (s *Service) events() *lifecycle.Reader {
-	return lifecycle.NewReader(s.st.Client(), s.st.EventStreamKey())
+// CheckEventID says whether id is an event id (a cursor) FollowEvents
+// takes — "0", or a position per partition — without reading anything:
+// for ids from clients (SSE Last-Event-ID). The error is KindInvalid.
+func (s *Service) CheckEventID(id string) error {
+	if _, err := s.events().Positions(id); err != nil {
+		return Invalid("invalid_parameter", "after", "%s", err.Error())
+	}
+	return nil
 }
+
+// EventIDAt is the event id after stream entry "<t in unix ms>-0" in
+// every partition's stream: FollowEvents from it yields the events written
+// after t (by the writers' clocks).
+func (s *Service) EventIDAt(t time.Time) string {
+	return s.events().At(strconv.FormatInt(t.UnixMilli(), 10) + "-0")
+}
+
+// EventsBeyond returns a test of whether an event, as FollowEvents gave
+// it, lies after the event id mark (LatestEventID, say) in its
+// partition's stream. A mark that is no event id lets every event pass.
+func (s *Service) EventsBeyond(mark string) func(Event) bool {
+	beyond, err := s.events().Beyond(mark)
+	if err != nil {
+		return func(Event) bool { return true }
+	}
+	return beyond
+}
+
+func (s *Service) events() *lifecycle.Reader { return s.st.Events() }

@@ -32,6 +32,11 @@ type SubmitInput struct {
 	// DependsOn lists tasks (the caller's own) that must complete first;
 	// until then the task is PENDING with waiting_on.
 	DependsOn []string `json:"depends_on,omitempty"`
+	// PartitionKey keeps the tasks that give the same key in one partition
+	// of a deployment of several (TASKFLOW_PARTITIONS), so they are queued
+	// FIFO together; without it a task's partition follows from its id.
+	// It changes nothing with one partition.
+	PartitionKey string `json:"partition_key,omitempty"`
 }
 
 // Limits of SubmitInput.
@@ -122,6 +127,10 @@ func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRe
 		n := *in.MaxRetries
 		r.MaxRetries = &n
 	}
+	if len(in.PartitionKey) > 200 {
+		return r, Unprocessable("partition_key", "partition_key must be at most 200 characters (got %d)", len(in.PartitionKey))
+	}
+	r.PartitionKey = in.PartitionKey
 	if in.RunAt != nil && *in.RunAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, *in.RunAt)
 		if err != nil {
@@ -182,7 +191,7 @@ func (s *Service) indexParked(ctx context.Context, id, sessionID string, at time
 	if sessionID == "" {
 		return nil
 	}
-	k := s.st.SessionTasksKey(sessionID)
+	k := s.st.SessionTasksKeyOf(sessionID, id) // where the store indexes the task once created
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.ZAdd(ctx, k, redis.Z{Score: float64(at.UnixMilli()), Member: id})
 		p.Expire(ctx, k, s.cfg.SessionTTL)
@@ -362,7 +371,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error
 		return storeErr(id, err)
 	}
 	if t.SessionID != "" {
-		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKey(t.SessionID), id).Err()
+		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKeyOf(t.SessionID, id), id).Err()
 	}
 	return nil
 }

@@ -17,6 +17,13 @@ type Config struct {
 	// every key is "{Namespace}:...", one Redis Cluster hash tag. Required:
 	// the one default is the configuration's (TASKFLOW_NAMESPACE).
 	Namespace string
+	// Partitions (TASKFLOW_PARTITIONS) splits the deployment's tasks into
+	// this many partitions, each under its own hash tag ("{Namespace:p0}:"
+	// …), so a Redis Cluster places them on different shards. Default 1:
+	// one partition whose keys are "{Namespace}:..." as before partitions
+	// existed. At most MaxPartitions. A deployment keeps the count it was
+	// created with (CheckLayout).
+	Partitions int
 	// Clock gives "now" to every transition. Default clock.Real{}.
 	Clock clock.Clock
 	// DefaultMaxRetries (MAX_RETRIES) applies when a task sets none.
@@ -63,6 +70,9 @@ type Config struct {
 
 // WithDefaults returns c with every unset field set to its default.
 func (c Config) WithDefaults() Config {
+	if c.Partitions == 0 {
+		c.Partitions = 1
+	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -107,6 +117,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, err := keyspace.Parse(c.Namespace); err != nil {
 		errs = append(errs, fmt.Errorf("store: Namespace: %w", err))
+	}
+	if c.Partitions < 1 || c.Partitions > MaxPartitions {
+		errs = append(errs, fmt.Errorf("store: Partitions %d must be within [1, %d]", c.Partitions, MaxPartitions))
 	}
 	for name, r := range map[string]*float64{"RetryRatio": c.RetryRatio, "RetryRatioWarning": c.RetryRatioWarning, "RetryRatioCritical": c.RetryRatioCritical} {
 		if r != nil && (*r < 0 || *r > 1) {

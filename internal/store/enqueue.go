@@ -36,6 +36,12 @@ type EnqueueRequest struct {
 	// RunAt delays the first run: a future time puts the task in
 	// tasks:scheduled, moved to its primary queue when due.
 	RunAt time.Time
+	// PartitionKey, when set, places the task in the partition of the key
+	// rather than of a random id, so the tasks given one key are queued
+	// FIFO together (per priority) in a deployment of several partitions.
+	// The new id is drawn until it falls in that partition; a caller-chosen
+	// ID must already fall there. At most 200 characters.
+	PartitionKey string
 }
 
 const maxIDLen = 200
@@ -62,14 +68,29 @@ func (s *Store) prepare(r EnqueueRequest) (EnqueueRequest, error) {
 	if strings.ContainsAny(r.SessionID, "\x1e\x1f") || len(r.SessionID) > 200 {
 		return r, &ValidationError{Field: "session_id", Reason: "must be at most 200 characters without control separators"}
 	}
+	if len(r.PartitionKey) > maxIDLen {
+		return r, &ValidationError{Field: "partition_key", Reason: fmt.Sprintf("must be at most %d characters", maxIDLen)}
+	}
+	n := len(s.parts)
+	want := -1
+	if r.PartitionKey != "" {
+		want = PartitionOf(r.PartitionKey, n)
+	}
 	if r.ID == "" {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return r, fmt.Errorf("store: new task id: %w", err)
+		for {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return r, fmt.Errorf("store: new task id: %w", err)
+			}
+			r.ID = id.String()
+			if want < 0 || PartitionOf(r.ID, n) == want {
+				break // a random id falls in the wanted partition once in n draws
+			}
 		}
-		r.ID = id.String()
 	} else if err := validID(r.ID); err != nil {
 		return r, err
+	} else if want >= 0 && PartitionOf(r.ID, n) != want {
+		return r, &ValidationError{Field: "partition_key", Reason: fmt.Sprintf("task_id %q falls in partition %d and the partition key in %d: leave out the task_id or the partition key", r.ID, PartitionOf(r.ID, n), want)}
 	}
 	p, err := task.ParsePriority(string(r.Priority))
 	if err != nil {
@@ -99,8 +120,9 @@ func (s *Store) Enqueue(ctx context.Context, r EnqueueRequest) (*task.Task, erro
 }
 
 // EnqueueBatch creates many tasks with one script call per EnqueueChunk
-// tasks. Each chunk is all-or-nothing: a duplicate id fails its chunk with
-// task.ErrDuplicateTaskID (earlier chunks stay created); a request that
+// tasks of each partition (the partitions' calls at once). Each chunk is
+// all-or-nothing: a duplicate id fails its chunk with
+// task.ErrDuplicateTaskID (other chunks may stay created); a request that
 // does not validate fails the whole batch before anything is written, with
 // a *ValidationError whose Field is prefixed by the request's index
 // ("[3].task_type") when there are several.
@@ -125,18 +147,44 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 		prepared[i] = p
 	}
 	now := s.cfg.Clock.Now()
-	nowMS := ms(now)
 	call := s.enqueueCallID()
-	out := make([]*task.Task, 0, len(prepared))
+	if len(s.parts) == 1 {
+		if err := s.enqueueIn(ctx, s.parts[0], prepared, now, call); err != nil {
+			return nil, err
+		}
+	} else {
+		// one script call per partition (per chunk), at once
+		err := s.eachPartition(len(prepared), func(i int) string { return prepared[i].ID }, func(k keys, at []int) error {
+			rs := make([]EnqueueRequest, len(at))
+			for n, i := range at {
+				rs[n] = prepared[i]
+			}
+			return s.enqueueIn(ctx, k, rs, now, call)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*task.Task, len(prepared))
+	for i, r := range prepared {
+		out[i] = s.created(r, now)
+	}
+	return out, nil
+}
+
+// enqueueIn writes reqs, all of partition k, one script call per
+// EnqueueChunk.
+func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest, now time.Time, call string) error {
+	nowMS := ms(now)
 	for start := 0; start < len(prepared); start += s.cfg.EnqueueChunk {
 		chunk := prepared[start:min(start+s.cfg.EnqueueChunk, len(prepared))]
 		keys := make([]string, 0, 7+len(chunk))
-		keys = append(keys, s.keys.stateIndex(task.StatePending), s.keys.scheduled(), s.keys.events(), s.keys.wake(),
-			s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow))
+		keys = append(keys, k.stateIndex(task.StatePending), k.scheduled(), k.events(), k.wake(),
+			k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow))
 		args := make([]any, 0, 3+len(chunk)*14)
 		args = append(args, nowMS, s.cfg.EventStreamMaxLen, len(chunk))
 		for _, r := range chunk {
-			keys = append(keys, s.keys.task(r.ID))
+			keys = append(keys, k.task(r.ID))
 			runAt := int64(0)
 			if r.RunAt.After(now) {
 				runAt = ms(r.RunAt)
@@ -160,18 +208,15 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 		}
 		for _, r := range chunk { // the sessions' task indexes, written with the tasks
 			if r.SessionID != "" {
-				keys = append(keys, s.keys.sessionTasks(r.SessionID))
+				keys = append(keys, k.sessionTasks(r.SessionID))
 			}
 		}
 		args = append(args, call, s.cfg.SessionIndexTTL.Milliseconds())
 		if err := scriptEnqueue.Run(ctx, s.rdb, keys, args...).Err(); err != nil {
-			return out, scriptErr("", err)
-		}
-		for _, r := range chunk {
-			out = append(out, s.created(r, now))
+			return scriptErr("", err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // enqueueCallID names one enqueue call (all its chunks): the process's

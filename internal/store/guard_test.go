@@ -105,22 +105,22 @@ func (b *testBundle) put(t *testing.T, id string, s task.State) string {
 func (b *testBundle) snapshot(t *testing.T, id string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	h, err := b.rdb.HGetAll(b.ctx, b.s.keys.task(id)).Result()
+	h, err := b.rdb.HGetAll(b.ctx, b.s.parts[0].task(id)).Result()
 	require.NoError(t, err)
 	for k, v := range h {
 		out["task."+k] = v
 	}
-	d, err := b.rdb.HGetAll(b.ctx, b.s.keys.dlqTask(id)).Result()
+	d, err := b.rdb.HGetAll(b.ctx, b.s.parts[0].dlqTask(id)).Result()
 	require.NoError(t, err)
 	for k, v := range d {
 		out["dlq."+k] = v
 	}
-	for _, z := range []string{b.s.keys.active(), b.s.keys.scheduled(), b.s.keys.handoff()} {
+	for _, z := range []string{b.s.parts[0].active(), b.s.parts[0].scheduled(), b.s.parts[0].handoff()} {
 		if sc, err := b.rdb.ZScore(b.ctx, z, id).Result(); err == nil {
 			out[z] = fmt.Sprint(sc)
 		}
 	}
-	for _, l := range []string{b.s.keys.primary(task.PriorityNormal), b.s.keys.retry(), b.s.keys.dlq()} {
+	for _, l := range []string{b.s.parts[0].primary(task.PriorityNormal), b.s.parts[0].retry(), b.s.parts[0].dlq()} {
 		items, err := b.rdb.LRange(b.ctx, l, 0, -1).Result()
 		require.NoError(t, err)
 		out[l] = fmt.Sprint(items)
@@ -128,7 +128,7 @@ func (b *testBundle) snapshot(t *testing.T, id string) map[string]string {
 	qs, err := json.Marshal(b.status(t))
 	require.NoError(t, err)
 	out["status"] = string(qs)
-	n, err := b.rdb.XLen(b.ctx, b.s.keys.events()).Result()
+	n, err := b.rdb.XLen(b.ctx, b.s.parts[0].events()).Result()
 	require.NoError(t, err)
 	out["events"] = fmt.Sprint(n)
 	return out

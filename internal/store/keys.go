@@ -5,9 +5,13 @@ import (
 	"github.com/taskflow/taskflow/internal/task"
 )
 
-// keys builds every Redis key name the engine uses. All keys of one
-// namespace share the hash tag {namespace}, so every script touches a single
-// Redis Cluster slot. Names follow the documented layout under that prefix (docs/architecture.md).
+// keys builds the Redis key names of one partition of a deployment (its
+// tasks, queues, indexes, lease set, event stream, wake-up lists); globalKeys
+// those of the deployment as a whole. A deployment of one partition keeps
+// every key under the hash tag {namespace}; one of N > 1 puts partition k
+// under {namespace:pk} and the global keys under {namespace}. Every script
+// touches one partition's keys only, so a single Redis Cluster slot. Names
+// follow the documented layout under those prefixes (docs/architecture.md).
 //
 // Every script gets its keys in KEYS, whole. The one exception is the
 // per-task keys (task:<id>, dlq:task:<id>) of the scripts that learn their
@@ -15,12 +19,41 @@ import (
 // a state index (fetch, promote, reap, sweep, purge): the caller cannot
 // name them, so KEYS carries the key *prefix* and the script appends the
 // id. The prefix carries the hash tag, so the derived keys live in the same
-// slot (Redis Cluster routes the call by KEYS; all are in {namespace}).
+// slot (Redis Cluster routes the call by KEYS; all are in the partition's tag).
 type keys struct {
-	p string // the namespace's prefix, "{namespace}:"
+	p string // the partition's prefix, "{namespace}:" or "{namespace:pJ}:" (keyspace.PartitionPrefixes)
 }
 
-func newKeys(ns keyspace.Namespace) keys { return keys{p: ns.Prefix()} }
+// partitionKeys returns the keys of each of n partitions of ns.
+func partitionKeys(ns keyspace.Namespace, n int) []keys {
+	prefixes := ns.PartitionPrefixes(n)
+	out := make([]keys, len(prefixes))
+	for k, p := range prefixes {
+		out[k] = keys{p: p}
+	}
+	return out
+}
+
+// globalKeys are the deployment's keys outside its partitions, under
+// {namespace}: what describes the deployment or its processes rather than
+// tasks.
+type globalKeys struct {
+	p string // "{namespace}:"
+}
+
+// meta is the deployment's layout (HASH: partitions), written by the first
+// process that starts and checked by every later one (CheckLayout).
+func (k globalKeys) meta() string { return k.p + "meta" }
+
+// probe is the key readiness checks write in the global slot.
+func (k globalKeys) probe() string { return k.p + "probe" }
+
+// workers is the worker registry (ZSET worker id → last heartbeat unix ms).
+func (k globalKeys) workers() string { return k.p + "workers" }
+
+// worker is one worker's info (HASH: started_at, host, concurrency, types,
+// breaker states as JSON), expiring when the worker stops heartbeating.
+func (k globalKeys) worker(id string) string { return k.p + "worker:" + id }
 
 // task is the task hash (HASH): the single source of truth about one task.
 func (k keys) task(id string) string { return k.p + "task:" + id }
@@ -96,16 +129,9 @@ func (k keys) wake() string { return k.p + "tasks:wake" }
 func (k keys) wakeWorker(id string) string { return k.p + "tasks:wake:" + id }
 
 // probe is the key readiness checks write (STRING, 10 s): a write in the
-// namespace's slot succeeds only where serving can.
+// partition's slot succeeds only where serving can.
 func (k keys) probe() string { return k.p + "probe" }
 
 // cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
 // tasks are announced (a channel, not a key).
 func (k keys) cancelChannel() string { return k.p + "cancel" }
-
-// workers is the worker registry (ZSET worker id → last heartbeat unix ms).
-func (k keys) workers() string { return k.p + "workers" }
-
-// worker is one worker's info (HASH: started_at, host, concurrency, types,
-// breaker states as JSON), expiring when the worker stops heartbeating.
-func (k keys) worker(id string) string { return k.p + "worker:" + id }

@@ -78,7 +78,7 @@ func TestStateHistoryCompact(t *testing.T) {
 		{At: t0.Add(1750 * time.Millisecond), From: task.StateActive, To: task.StateCompleted},
 	}, got.StateHistory)
 
-	enc, err := b.rdb.ObjectEncoding(b.ctx, b.s.keys.task(created.ID)).Result()
+	enc, err := b.rdb.ObjectEncoding(b.ctx, b.s.parts[0].task(created.ID)).Result()
 	require.NoError(t, err)
 	require.Equal(t, "listpack", enc, "a small task's hash left the compact encoding")
 }

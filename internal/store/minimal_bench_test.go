@@ -33,7 +33,7 @@ return 1`)
 func BenchmarkMinimalLifecycle64(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	q, pfx, act := s.keys.primary("normal"), s.keys.taskPrefix(), s.keys.active()
+	q, pfx, act := s.parts[0].primary("normal"), s.parts[0].taskPrefix(), s.parts[0].active()
 	for n := 0; n < b.N*64; n += 500 {
 		ids := make([]any, 500)
 		pipe := s.rdb.Pipeline()

@@ -24,7 +24,7 @@ func FuzzPrepare(f *testing.F) {
 	if err == nil || s != nil {
 		f.Fatal("New(nil) must fail")
 	}
-	st := &Store{cfg: Config{Namespace: "fuzz"}.WithDefaults(), keys: newKeys(keyspace.MustParse("fuzz"))}
+	st := &Store{cfg: Config{Namespace: "fuzz"}.WithDefaults(), parts: partitionKeys(keyspace.MustParse("fuzz"), 1)}
 	f.Fuzz(func(t *testing.T, id, typ, prio, params, session string, timeoutMS int64) {
 		r := EnqueueRequest{ID: id, Type: typ, Priority: task.Priority(prio), SessionID: session,
 			Timeout: time.Duration(timeoutMS) * time.Millisecond}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 
 // Get returns the task with id, or task.ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*task.Task, error) {
-	h, err := s.rdb.HGetAll(ctx, s.keys.task(id)).Result()
+	h, err := s.rdb.HGetAll(ctx, s.part(id).task(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("store: get %s: %w", id, err)
 	}
@@ -34,7 +35,7 @@ func (s *Store) GetMany(ctx context.Context, ids []string) ([]*task.Task, error)
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, s.keys.task(id))
+		cmds[i] = pipe.HGetAll(ctx, s.part(id).task(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("store: get tasks: %w", err)
@@ -60,7 +61,7 @@ func (s *Store) GetHeads(ctx context.Context, ids []string) ([]*task.Task, error
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, s.keys.task(id), fID, fType, fState, fPriority, fSession, fCreated, fUpdated)
+		cmds[i] = pipe.HMGet(ctx, s.part(id).task(id), fID, fType, fState, fPriority, fSession, fCreated, fUpdated)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("store: get task heads: %w", err)
@@ -145,18 +146,36 @@ func (s *Store) ListDLQ(ctx context.Context, opts ListOptions) ([]DLQEntry, int6
 	if err != nil {
 		return nil, 0, err
 	}
-	pipe := s.rdb.Pipeline()
-	ids := pipe.LRange(ctx, s.keys.dlq(), int64(opts.Offset), int64(opts.Offset+opts.Limit-1))
-	total := pipe.LLen(ctx, s.keys.dlq())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, 0, fmt.Errorf("store: list dlq: %w", err)
+	var ids []string
+	var total int64
+	if len(s.parts) == 1 {
+		k := s.parts[0]
+		pipe := s.rdb.Pipeline()
+		l := pipe.LRange(ctx, k.dlq(), int64(opts.Offset), int64(opts.Offset+opts.Limit-1))
+		n := pipe.LLen(ctx, k.dlq())
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, 0, fmt.Errorf("store: list dlq: %w", err)
+		}
+		ids, total = l.Val(), n.Val()
+	} else {
+		// each partition's DLQ list is newest first; across partitions
+		// the DLQ index (by the time each entered it) orders them
+		es, n, err := s.StateIndex(ctx, task.StateDLQ, opts)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: list dlq: %w", err)
+		}
+		for _, e := range es {
+			ids = append(ids, e.ID)
+		}
+		total = n
 	}
-	pipe = s.rdb.Pipeline()
-	hs := make([]*redis.MapStringStringCmd, len(ids.Val()))
-	ss := make([]*redis.MapStringStringCmd, len(ids.Val()))
-	for i, id := range ids.Val() {
-		hs[i] = pipe.HGetAll(ctx, s.keys.task(id))
-		ss[i] = pipe.HGetAll(ctx, s.keys.dlqTask(id))
+	pipe := s.rdb.Pipeline()
+	hs := make([]*redis.MapStringStringCmd, len(ids))
+	ss := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		k := s.part(id)
+		hs[i] = pipe.HGetAll(ctx, k.task(id))
+		ss[i] = pipe.HGetAll(ctx, k.dlqTask(id))
 	}
 	if len(hs) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -171,7 +190,7 @@ func (s *Store) ListDLQ(ctx context.Context, opts ListOptions) ([]DLQEntry, int6
 		}
 		out = append(out, DLQEntry{Task: t, Snapshot: ss[i].Val()})
 	}
-	return out, total.Val(), nil
+	return out, total, nil
 }
 
 // Queue names a pending queue for QueueContents.
@@ -197,48 +216,105 @@ func ParseQueue(s string) (Queue, error) {
 
 // QueueContents pages the ids in a queue in the order they will be taken
 // (scheduled: by due time; dlq: newest first), with the queue's length.
+// With several partitions each has its own queue: the listing interleaves
+// them one id from each in turn (scheduled and dlq: merged by time), as
+// the workers' fetches go round the partitions.
 func (s *Store) QueueContents(ctx context.Context, q Queue, opts ListOptions) ([]string, int64, error) {
 	opts, err := opts.norm()
 	if err != nil {
 		return nil, 0, err
 	}
-	start, stop := int64(opts.Offset), int64(opts.Offset+opts.Limit-1)
-	pipe := s.rdb.Pipeline()
-	var ids *redis.StringSliceCmd
-	var n *redis.IntCmd
-	switch q {
-	case QueueScheduled:
-		ids = pipe.ZRange(ctx, s.keys.scheduled(), start, stop)
-		n = pipe.ZCard(ctx, s.keys.scheduled())
-	default:
-		key, err := s.queueKey(q)
-		if err != nil {
-			return nil, 0, err
+	if _, err := ParseQueue(string(q)); err != nil {
+		return nil, 0, err
+	}
+	if q == QueueDLQ && len(s.parts) > 1 {
+		es, n, err := s.StateIndex(ctx, task.StateDLQ, opts)
+		ids := make([]string, len(es))
+		for i, e := range es {
+			ids[i] = e.ID
 		}
-		ids = pipe.LRange(ctx, key, start, stop)
-		n = pipe.LLen(ctx, key)
+		return ids, n, err
+	}
+	// each partition's first Offset+Limit entries: enough for the page
+	start, stop := int64(0), int64(opts.Offset+opts.Limit-1)
+	if len(s.parts) == 1 {
+		start, stop = int64(opts.Offset), int64(opts.Offset+opts.Limit-1)
+	}
+	pipe := s.rdb.Pipeline()
+	ids := make([]*redis.StringSliceCmd, len(s.parts))
+	zs := make([]*redis.ZSliceCmd, len(s.parts))
+	ns := make([]*redis.IntCmd, len(s.parts))
+	for p, k := range s.parts {
+		switch q {
+		case QueueScheduled:
+			zs[p] = pipe.ZRangeWithScores(ctx, k.scheduled(), start, stop)
+			ns[p] = pipe.ZCard(ctx, k.scheduled())
+		default:
+			key := k.queue(q)
+			ids[p] = pipe.LRange(ctx, key, start, stop)
+			ns[p] = pipe.LLen(ctx, key)
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: queue %s: %w", q, err)
 	}
-	return ids.Val(), n.Val(), nil
+	var total int64
+	for _, n := range ns {
+		total += n.Val()
+	}
+	if len(s.parts) == 1 {
+		if q == QueueScheduled {
+			out := make([]string, 0, len(zs[0].Val()))
+			for _, z := range zs[0].Val() {
+				out = append(out, z.Member.(string))
+			}
+			return out, total, nil
+		}
+		return ids[0].Val(), total, nil
+	}
+	var all []string
+	if q == QueueScheduled {
+		var merged []redis.Z
+		for _, c := range zs {
+			merged = append(merged, c.Val()...)
+		}
+		sort.SliceStable(merged, func(i, j int) bool { return merged[i].Score < merged[j].Score })
+		for _, z := range merged {
+			all = append(all, z.Member.(string))
+		}
+	} else {
+		for i := 0; ; i++ { // one from each partition in turn
+			more := false
+			for _, c := range ids {
+				if v := c.Val(); i < len(v) {
+					all = append(all, v[i])
+					more = true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+	}
+	if opts.Offset >= len(all) {
+		return []string{}, total, nil
+	}
+	return all[opts.Offset:min(len(all), opts.Offset+opts.Limit)], total, nil
 }
 
-func (s *Store) queueKey(q Queue) (string, error) {
+// queue is the list of a pending queue or the DLQ in partition k.
+func (k keys) queue(q Queue) string {
 	switch q {
-	case QueuePrimary:
-		return s.keys.primary(task.PriorityNormal), nil
 	case QueuePrimaryHigh:
-		return s.keys.primary(task.PriorityHigh), nil
+		return k.primary(task.PriorityHigh)
 	case QueuePrimaryLow:
-		return s.keys.primary(task.PriorityLow), nil
+		return k.primary(task.PriorityLow)
 	case QueueRetry:
-		return s.keys.retry(), nil
+		return k.retry()
 	case QueueDLQ:
-		return s.keys.dlq(), nil
+		return k.dlq()
 	}
-	_, err := ParseQueue(string(q))
-	return "", err
+	return k.primary(task.PriorityNormal)
 }
 
 // QueueStatus is queue status, answered in O(1).
@@ -260,30 +336,46 @@ type QueueStatus struct {
 
 // QueueStatus reads every depth and per-state count in one round trip.
 func (s *Store) QueueStatus(ctx context.Context) (*QueueStatus, error) {
+	type counts struct {
+		hi, no, lo, re, sc, dl *redis.IntCmd
+		states                 map[task.State]*redis.IntCmd
+	}
 	pipe := s.rdb.Pipeline()
-	hi := pipe.LLen(ctx, s.keys.primary(task.PriorityHigh))
-	no := pipe.LLen(ctx, s.keys.primary(task.PriorityNormal))
-	lo := pipe.LLen(ctx, s.keys.primary(task.PriorityLow))
-	re := pipe.LLen(ctx, s.keys.retry())
-	sc := pipe.ZCard(ctx, s.keys.scheduled())
-	dl := pipe.LLen(ctx, s.keys.dlq())
-	states := make(map[task.State]*redis.IntCmd, len(task.States))
-	for _, st := range task.States {
-		states[st] = pipe.ZCard(ctx, s.keys.stateIndex(st))
+	cs := make([]counts, len(s.parts))
+	for p, k := range s.parts {
+		c := counts{
+			hi: pipe.LLen(ctx, k.primary(task.PriorityHigh)), no: pipe.LLen(ctx, k.primary(task.PriorityNormal)),
+			lo: pipe.LLen(ctx, k.primary(task.PriorityLow)), re: pipe.LLen(ctx, k.retry()),
+			sc: pipe.ZCard(ctx, k.scheduled()), dl: pipe.LLen(ctx, k.dlq()),
+			states: make(map[task.State]*redis.IntCmd, len(task.States)),
+		}
+		for _, st := range task.States {
+			c.states[st] = pipe.ZCard(ctx, k.stateIndex(st))
+		}
+		cs[p] = c
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("store: queue status: %w", err)
 	}
 	qs := &QueueStatus{
-		Primary:           hi.Val() + no.Val() + lo.Val(),
-		PrimaryByPriority: map[task.Priority]int64{task.PriorityHigh: hi.Val(), task.PriorityNormal: no.Val(), task.PriorityLow: lo.Val()},
-		Retry:             re.Val(), Scheduled: sc.Val(), DLQ: dl.Val(),
-		States: make(map[task.State]int64, len(states)),
+		PrimaryByPriority: map[task.Priority]int64{task.PriorityHigh: 0, task.PriorityNormal: 0, task.PriorityLow: 0},
+		States:            make(map[task.State]int64, len(task.States)),
 	}
-	for st, c := range states {
-		qs.States[st] = c.Val()
+	for _, c := range cs {
+		qs.PrimaryByPriority[task.PriorityHigh] += c.hi.Val()
+		qs.PrimaryByPriority[task.PriorityNormal] += c.no.Val()
+		qs.PrimaryByPriority[task.PriorityLow] += c.lo.Val()
+		qs.Primary += c.hi.Val() + c.no.Val() + c.lo.Val()
+		qs.Retry += c.re.Val()
+		qs.Scheduled += c.sc.Val()
+		qs.DLQ += c.dl.Val()
+		for st, n := range c.states {
+			qs.States[st] += n.Val()
+		}
 	}
-	qs.RetryRatio, qs.Pressure = s.RetryRatioFor(qs.Retry)
+	// the ratio each partition's fetch applies follows its own retry
+	// queue; with several, this is the ratio at their mean depth
+	qs.RetryRatio, qs.Pressure = s.RetryRatioFor(qs.Retry / int64(len(s.parts)))
 	return qs, nil
 }
 
@@ -313,11 +405,11 @@ type WorkerInfo struct {
 // states as JSON) and its heartbeat time; the entry expires after ttl.
 func (s *Store) PublishWorker(ctx context.Context, id string, fields map[string]string, ttl time.Duration) error {
 	pipe := s.rdb.TxPipeline()
-	pipe.ZAdd(ctx, s.keys.workers(), redis.Z{Score: float64(s.nowMS()), Member: id})
+	pipe.ZAdd(ctx, s.global.workers(), redis.Z{Score: float64(s.nowMS()), Member: id})
 	if len(fields) > 0 {
-		pipe.HSet(ctx, s.keys.worker(id), fields)
+		pipe.HSet(ctx, s.global.worker(id), fields)
 	}
-	pipe.PExpire(ctx, s.keys.worker(id), ttl)
+	pipe.PExpire(ctx, s.global.worker(id), ttl)
 	_, err := pipe.Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: publish worker %s: %w", id, err)
@@ -327,9 +419,12 @@ func (s *Store) PublishWorker(ctx context.Context, id string, fields map[string]
 
 // RemoveWorker deletes a stopping worker's entry.
 func (s *Store) RemoveWorker(ctx context.Context, id string) error {
-	pipe := s.rdb.TxPipeline()
-	pipe.ZRem(ctx, s.keys.workers(), id)
-	pipe.Del(ctx, s.keys.worker(id), s.keys.wakeWorker(id))
+	pipe := s.rdb.Pipeline() // the wake-up lists are in the partitions' slots
+	pipe.ZRem(ctx, s.global.workers(), id)
+	pipe.Del(ctx, s.global.worker(id))
+	for _, k := range s.parts {
+		pipe.Del(ctx, k.wakeWorker(id))
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("store: remove worker %s: %w", id, err)
 	}
@@ -339,14 +434,14 @@ func (s *Store) RemoveWorker(ctx context.Context, id string) error {
 // Workers lists the workers seen within the last maxAgeMS milliseconds.
 func (s *Store) Workers(ctx context.Context, maxAgeMS int64) ([]WorkerInfo, error) {
 	min := strconv.FormatInt(s.nowMS()-maxAgeMS, 10)
-	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.keys.workers(), &redis.ZRangeBy{Min: min, Max: "+inf"}).Result()
+	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.global.workers(), &redis.ZRangeBy{Min: min, Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("store: workers: %w", err)
 	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(zs))
 	for i, z := range zs {
-		cmds[i] = pipe.HGetAll(ctx, s.keys.worker(z.Member.(string)))
+		cmds[i] = pipe.HGetAll(ctx, s.global.worker(z.Member.(string)))
 	}
 	if len(zs) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {

@@ -47,7 +47,7 @@ func TestFetchDropsStaleIDs(t *testing.T) {
 	b := setup(t)
 	before := b.staleTasks(t, task.StateActive, task.StateCompleted, task.StateFailed, task.StateDLQ,
 		task.StateTimeout, task.StateCancelled)
-	high, normal, retry := b.s.keys.primary(task.PriorityHigh), b.s.keys.primary(task.PriorityNormal), b.s.keys.retry()
+	high, normal, retry := b.s.parts[0].primary(task.PriorityHigh), b.s.parts[0].primary(task.PriorityNormal), b.s.parts[0].retry()
 	require.NoError(t, b.rdb.RPush(b.ctx, normal, "ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED", "gone").Err())
 	require.NoError(t, b.rdb.RPush(b.ctx, retry, "COMPLETED", "FAILED").Err())
 	require.NoError(t, b.rdb.RPush(b.ctx, high, "CANCELLED").Err())
@@ -61,12 +61,12 @@ func TestFetchDropsStaleIDs(t *testing.T) {
 	b.requireUnchanged(t, before)
 
 	// a stale id in front of a live one: the live one is started
-	h, err := b.rdb.HGetAll(b.ctx, b.s.keys.task("COMPLETED")).Result()
+	h, err := b.rdb.HGetAll(b.ctx, b.s.parts[0].task("COMPLETED")).Result()
 	require.NoError(t, err)
 	require.NoError(t, b.rdb.RPush(b.ctx, normal, "COMPLETED").Err())
 	b.enqueue(t, EnqueueRequest{ID: "live"})
 	require.Equal(t, []string{"live"}, ids(b.fetch(t, 10)))
-	h2, err := b.rdb.HGetAll(b.ctx, b.s.keys.task("COMPLETED")).Result()
+	h2, err := b.rdb.HGetAll(b.ctx, b.s.parts[0].task("COMPLETED")).Result()
 	require.NoError(t, err)
 	require.Equal(t, h, h2)
 	qs := b.status(t)
@@ -78,7 +78,7 @@ func TestPromoteDropsStaleEntries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	before := b.staleTasks(t, task.StateActive, task.StateCompleted, task.StateDLQ, task.StateTimeout, task.StateCancelled)
-	sched := b.s.keys.scheduled()
+	sched := b.s.parts[0].scheduled()
 	for _, id := range []string{"ACTIVE", "COMPLETED", "DLQ", "TIMEOUT", "CANCELLED", "gone"} {
 		require.NoError(t, b.rdb.ZAdd(b.ctx, sched, redis.Z{Score: 1, Member: id}).Err())
 	}
@@ -98,7 +98,7 @@ func TestReapSkipsStaleLeases(t *testing.T) {
 	// FAILED first: it is fetched before the others exist
 	before := b.staleTasks(t, task.StateFailed, task.StateCompleted, task.StateDLQ, task.StateTimeout,
 		task.StateCancelled, task.StatePending)
-	active := b.s.keys.active()
+	active := b.s.parts[0].active()
 	for _, id := range []string{"PENDING", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED", "gone"} {
 		require.NoError(t, b.rdb.ZAdd(b.ctx, active, redis.Z{Score: 1, Member: id}).Err())
 	}
@@ -120,7 +120,7 @@ func TestSweepSkipsStaleIndexEntries(t *testing.T) {
 	b := setup(t)
 	before := b.staleTasks(t, task.StateActive, task.StateCompleted, task.StateFailed, task.StateDLQ,
 		task.StateTimeout, task.StateCancelled)
-	idx := b.s.keys.stateIndex(task.StatePending)
+	idx := b.s.parts[0].stateIndex(task.StatePending)
 	for _, id := range []string{"ACTIVE", "COMPLETED", "FAILED", "DLQ", "TIMEOUT", "CANCELLED", "gone"} {
 		require.NoError(t, b.rdb.ZAdd(b.ctx, idx, redis.Z{Score: 1, Member: id}).Err())
 	}

@@ -24,7 +24,7 @@ func fill(t *testing.T, b *testBundle, r, p int) {
 		_, err := b.s.EnqueueBatch(b.ctx, mk("r", r))
 		require.NoError(t, err)
 		// test setup: turn them into retries waiting in the retry queue
-		require.NoError(t, b.rdb.Rename(b.ctx, b.s.keys.primary(task.PriorityNormal), b.s.keys.retry()).Err())
+		require.NoError(t, b.rdb.Rename(b.ctx, b.s.parts[0].primary(task.PriorityNormal), b.s.parts[0].retry()).Err())
 	}
 	if p > 0 {
 		_, err := b.s.EnqueueBatch(b.ctx, mk("p", p))

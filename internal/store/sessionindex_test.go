@@ -26,7 +26,7 @@ func TestEnqueueWritesSessionIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, created, 4)
 	index := func(sess string) []redis.Z {
-		z, err := b.rdb.ZRangeWithScores(b.ctx, b.s.SessionTasksKey(sess), 0, -1).Result()
+		z, err := b.rdb.ZRangeWithScores(b.ctx, b.s.SessionTasksKeys(sess)[0], 0, -1).Result()
 		require.NoError(t, err)
 		return z
 	}
@@ -34,7 +34,7 @@ func TestEnqueueWritesSessionIndex(t *testing.T) {
 	require.Equal(t, []redis.Z{{Score: at, Member: "a1"}, {Score: at, Member: "a2"}}, index("sa"))
 	require.Equal(t, []redis.Z{{Score: at, Member: "b1"}}, index("sb"), "a delayed task is indexed by its creation")
 	for _, sess := range []string{"sa", "sb"} {
-		ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKey(sess)).Result()
+		ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKeys(sess)[0]).Result()
 		require.NoError(t, err)
 		require.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5)
 	}
@@ -46,10 +46,10 @@ func TestEnqueueWritesSessionIndex(t *testing.T) {
 	require.Len(t, index("sa"), 2)
 
 	// One more task refreshes the TTL.
-	require.NoError(t, b.rdb.PExpire(b.ctx, b.s.SessionTasksKey("sa"), time.Minute).Err())
+	require.NoError(t, b.rdb.PExpire(b.ctx, b.s.SessionTasksKeys("sa")[0], time.Minute).Err())
 	_, err = b.s.Enqueue(b.ctx, EnqueueRequest{ID: "a3", Type: "noop", SessionID: "sa"})
 	require.NoError(t, err)
-	ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKey("sa")).Result()
+	ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKeys("sa")[0]).Result()
 	require.NoError(t, err)
 	require.Greater(t, ttl, 50*time.Minute)
 	require.Len(t, index("sa"), 3)

@@ -56,7 +56,7 @@ func TestEnqueueResentAfterStall(t *testing.T) {
 			require.Equal(t, task.StatePending, got.State)
 		}
 	}
-	n, err := rdb.LLen(ctx, st.keys.primary(task.PriorityNormal)).Result()
+	n, err := rdb.LLen(ctx, st.parts[0].primary(task.PriorityNormal)).Result()
 	require.NoError(t, err)
 	require.EqualValues(t, 10, n, "every task queued once: a resend queues nothing")
 	calls := rdb.Info(ctx, "commandstats").Val()

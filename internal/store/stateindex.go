@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/redis/go-redis/v9"
 
@@ -30,23 +31,47 @@ func (s *Store) StateIndex(ctx context.Context, state task.State, opts ListOptio
 	if _, err := task.ParseState(string(state)); err != nil {
 		return nil, 0, &ValidationError{Field: "state", Reason: err.Error()}
 	}
-	key := s.keys.stateIndex(state)
 	start, stop := int64(opts.Offset), int64(opts.Offset+opts.Limit-1)
-	pipe := s.rdb.Pipeline()
-	var zs *redis.ZSliceCmd
-	if opts.Oldest {
-		zs = pipe.ZRangeWithScores(ctx, key, start, stop)
-	} else {
-		zs = pipe.ZRevRangeWithScores(ctx, key, start, stop)
+	if len(s.parts) > 1 {
+		start = 0 // each partition's first Offset+Limit: enough for the merged page
 	}
-	total := pipe.ZCard(ctx, key)
+	pipe := s.rdb.Pipeline()
+	zs := make([]*redis.ZSliceCmd, len(s.parts))
+	ns := make([]*redis.IntCmd, len(s.parts))
+	for p, k := range s.parts {
+		key := k.stateIndex(state)
+		if opts.Oldest {
+			zs[p] = pipe.ZRangeWithScores(ctx, key, start, stop)
+		} else {
+			zs[p] = pipe.ZRevRangeWithScores(ctx, key, start, stop)
+		}
+		ns[p] = pipe.ZCard(ctx, key)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, 0, fmt.Errorf("store: index %s: %w", state, err)
 	}
-	out := make([]IndexEntry, 0, len(zs.Val()))
-	for _, z := range zs.Val() {
-		id, _ := z.Member.(string)
-		out = append(out, IndexEntry{ID: id, Score: int64(z.Score)})
+	var total int64
+	var out []IndexEntry
+	for p := range s.parts {
+		total += ns[p].Val()
+		for _, z := range zs[p].Val() {
+			id, _ := z.Member.(string)
+			out = append(out, IndexEntry{ID: id, Score: int64(z.Score)})
+		}
 	}
-	return out, total.Val(), nil
+	if len(s.parts) == 1 {
+		return out, total, nil
+	}
+	// several partitions: merge by score (ties by id, so pages are stable)
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Score != b.Score {
+			return (a.Score < b.Score) == opts.Oldest
+		}
+		return (a.ID < b.ID) == opts.Oldest
+	})
+	if opts.Offset >= len(out) {
+		return []IndexEntry{}, total, nil
+	}
+	return out[opts.Offset:min(len(out), opts.Offset+opts.Limit)], total, nil
 }

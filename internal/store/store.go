@@ -29,10 +29,15 @@ import (
 // Store is the task store on one Redis (or Redis Cluster) and namespace.
 // It is safe for concurrent use.
 type Store struct {
-	rdb  redis.UniversalClient
-	cfg  Config
-	ns   keyspace.Namespace
-	keys keys
+	rdb redis.UniversalClient
+	cfg Config
+	ns  keyspace.Namespace
+	// parts are the partitions' keys (one for a deployment of one
+	// partition), global the keys outside them.
+	parts  []keys
+	global globalKeys
+	// turn rotates the partition each Fetch starts at (partition.go).
+	turn atomic.Uint32
 	// callPrefix and calls name enqueue calls (enqueueCallID).
 	callPrefix string
 	calls      atomic.Uint64
@@ -53,7 +58,10 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("store: random enqueue-call prefix: %w", err)
 	}
 	ns, _ := keyspace.Parse(cfg.Namespace) // checked by Validate
-	return &Store{rdb: client, cfg: cfg, ns: ns, keys: newKeys(ns), callPrefix: hex.EncodeToString(rnd[:]) + "-"}, nil
+	st := &Store{rdb: client, cfg: cfg, ns: ns, parts: partitionKeys(ns, cfg.Partitions), global: globalKeys{p: ns.Prefix()},
+		callPrefix: hex.EncodeToString(rnd[:]) + "-"}
+	st.turn.Store(uint32(rnd[0])) // processes start their fetches at different partitions
+	return st, nil
 }
 
 // Namespace is the deployment's namespace: the packages that keep keys
@@ -67,30 +75,68 @@ func (s *Store) Config() Config { return s.cfg }
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
-// Probe checks that this store can serve: one write in the namespace's
-// slot (a PING would answer on a replica, or on a cluster node that holds
-// another slot, where every transition then fails). The error says what
-// is wrong in words (redisconn.Explain).
+// Probe checks that this store can serve: one write in each of the
+// deployment's slots (the global one and each partition's), pipelined (a
+// PING would answer on a replica, or on a cluster node that holds another
+// slot, where every transition then fails). The error says what is wrong
+// in words (redisconn.Explain).
 func (s *Store) Probe(ctx context.Context) error {
-	if err := s.rdb.Set(ctx, s.keys.probe(), "1", 10*time.Second).Err(); err != nil {
+	pipe := s.rdb.Pipeline()
+	pipe.Set(ctx, s.global.probe(), "1", 10*time.Second)
+	if len(s.parts) > 1 {
+		for _, k := range s.parts {
+			pipe.Set(ctx, k.probe(), "1", 10*time.Second)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return redisconn.Explain(err)
 	}
 	return nil
 }
 
-// SessionTasksKey is the key of a session's task index (ZSET: task id →
-// created at, unix ms), written by Enqueue with each task of the session.
-func (s *Store) SessionTasksKey(sessionID string) string { return s.keys.sessionTasks(sessionID) }
+// SessionTasksKeys are the keys of a session's task index (ZSET: task id →
+// created at, unix ms), one per partition, written by Enqueue with each
+// task of the session in the task's partition. A listing of the session
+// merges them.
+func (s *Store) SessionTasksKeys(sessionID string) []string {
+	out := make([]string, len(s.parts))
+	for i, k := range s.parts {
+		out[i] = k.sessionTasks(sessionID)
+	}
+	return out
+}
 
-// EventStreamKey is the key of the lifecycle event stream (see package lifecycle).
-func (s *Store) EventStreamKey() string { return s.keys.events() }
+// SessionTasksKeyOf is the session index key that holds task id (its
+// partition's).
+func (s *Store) SessionTasksKeyOf(sessionID, id string) string {
+	return s.part(id).sessionTasks(sessionID)
+}
 
-// Events returns a reader of the lifecycle events of this namespace.
-func (s *Store) Events() *lifecycle.Reader { return lifecycle.NewReader(s.rdb, s.keys.events()) }
+// EventStreamKeys are the keys of the lifecycle event streams (see package
+// lifecycle), one per partition: a task's events are in its partition's.
+func (s *Store) EventStreamKeys() []string {
+	out := make([]string, len(s.parts))
+	for i, k := range s.parts {
+		out[i] = k.events()
+	}
+	return out
+}
 
-// CancelChannel is the pub/sub channel announcing cancel requests of ACTIVE
-// tasks (the payload is the task id).
-func (s *Store) CancelChannel() string { return s.keys.cancelChannel() }
+// Events returns a reader of the lifecycle events of every partition
+// (lifecycle.NewReader over EventStreamKeys).
+func (s *Store) Events() *lifecycle.Reader { return lifecycle.NewReader(s.rdb, s.EventStreamKeys()...) }
+
+// CancelChannels are the pub/sub channels announcing cancel requests of
+// ACTIVE tasks (the payload is the task id), one per partition: a task's
+// request is published on its partition's (its slot's, for sharded
+// pub/sub). A holder listens on all of them.
+func (s *Store) CancelChannels() []string {
+	out := make([]string, len(s.parts))
+	for i, k := range s.parts {
+		out[i] = k.cancelChannel()
+	}
+	return out
+}
 
 // ErrInvalid is wrapped by every ValidationError.
 var ErrInvalid = errors.New("invalid task request")

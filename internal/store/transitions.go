@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,27 +33,18 @@ type FetchRequest struct {
 	Lease time.Duration
 }
 
-// Fetch moves up to N PENDING tasks to ACTIVE in one script call (FIFO per
-// queue, the adaptive retry ratio, priority weights) and returns them with
-// Lease set to their fencing token. A task older than MaxTaskAge at pickup
-// goes to the DLQ instead. An empty result means no queue holds a task;
-// WaitForWork blocks until one might.
-func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error) {
-	if r.N < 1 || r.N > 1000 {
-		return nil, fmt.Errorf("store: fetch N %d must be within [1, 1000]", r.N)
-	}
-	if r.Lease <= 0 {
-		return nil, errors.New("store: fetch lease must be positive")
-	}
+// fetchFrom is Fetch on one partition; tokenPrefix keeps the tokens of the
+// partitions of one Fetch apart.
+func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPrefix string) ([]*task.Task, error) {
 	now := s.nowMS()
 	w := s.cfg.PriorityWeights
 	keys := []string{
-		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow),
-		s.keys.retry(), s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.events(), s.keys.wake(),
-		s.keys.taskPrefix(), s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqPrefix(),
+		k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow),
+		k.retry(), k.active(), k.stateIndex(task.StatePending), k.events(), k.wake(),
+		k.taskPrefix(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(),
 	}
 	res, err := scriptFetch.Run(ctx, s.rdb, keys,
-		now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), r.TokenPrefix, r.WorkerID,
+		now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), tokenPrefix, r.WorkerID,
 		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, ratio(s.cfg.RetryRatio), ratio(s.cfg.RetryRatioWarning), ratio(s.cfg.RetryRatioCritical),
 		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen).Slice()
 	if err != nil {
@@ -79,6 +73,45 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 	return out, nil
 }
 
+// Fetch moves up to N PENDING tasks to ACTIVE in one script call per
+// partition it takes from (FIFO per queue, the adaptive retry ratio,
+// priority weights, all within a partition; with several partitions it
+// starts at the next in this process's turn and goes on to the others
+// until it has N) and returns them with
+// Lease set to their fencing token. A task older than MaxTaskAge at pickup
+// goes to the DLQ instead. An empty result means no queue holds a task;
+// WaitForWork blocks until one might.
+func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error) {
+	if r.N < 1 || r.N > 1000 {
+		return nil, fmt.Errorf("store: fetch N %d must be within [1, 1000]", r.N)
+	}
+	if r.Lease <= 0 {
+		return nil, errors.New("store: fetch lease must be positive")
+	}
+	n := len(s.parts)
+	if n == 1 {
+		return s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix)
+	}
+	// several partitions: start at the next one in this process's turn,
+	// then go round until N tasks are taken, so no partition starves
+	start := int(s.turn.Add(1) % uint32(n))
+	var out []*task.Task
+	want := r.N
+	for i := 0; i < n && len(out) < want; i++ {
+		p := (start + i) % n
+		r.N = want - len(out)
+		ts, err := s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p))
+		if err != nil {
+			if len(out) > 0 {
+				return out, nil // those are leased now: hand them out; the next fetch meets the error again
+			}
+			return nil, err
+		}
+		out = append(out, ts...)
+	}
+	return out, nil
+}
+
 // WaitForWork blocks until an enqueue, a promotion or a requeue signals
 // work, or Interrupt(workerID) is called, or timeout passes. It consumes
 // the wake-up token, so one idle worker process wakes per signal; the
@@ -89,7 +122,50 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 	if timeout < time.Second {
 		timeout = time.Second
 	}
-	err := s.rdb.BLPop(ctx, timeout, s.keys.wakeWorker(workerID), s.keys.wake()).Err()
+	if len(s.parts) == 1 {
+		return s.waitOn(ctx, s.parts[0], workerID, timeout)
+	}
+	// several partitions: block on each one's wake-up list at once (a
+	// cluster cannot BLPOP lists of two slots in one call); the first to
+	// answer ends the others through their private lists, so the wait
+	// still ends within one round trip of a signal.
+	type answer struct {
+		p   int
+		got bool
+		err error
+	}
+	answers := make(chan answer, len(s.parts))
+	for p, k := range s.parts {
+		go func() {
+			got, err := s.waitOn(ctx, k, workerID, timeout)
+			answers <- answer{p, got, err}
+		}()
+	}
+	first := <-answers
+	if first.got || first.err != nil {
+		pipe := s.rdb.Pipeline()
+		for p, k := range s.parts {
+			if p != first.p {
+				pipe.RPush(ctx, k.wakeWorker(workerID), "stop")
+				pipe.PExpire(ctx, k.wakeWorker(workerID), 10*time.Second)
+			}
+		}
+		_, _ = pipe.Exec(context.WithoutCancel(ctx)) // best effort: the others end at their timeout anyway
+	}
+	got, err := first.got, first.err
+	for range len(s.parts) - 1 {
+		a := <-answers
+		got = got || a.got
+		if err == nil {
+			err = a.err
+		}
+	}
+	return got, err
+}
+
+// waitOn is WaitForWork on one partition's lists.
+func (s *Store) waitOn(ctx context.Context, k keys, workerID string, timeout time.Duration) (bool, error) {
+	err := s.rdb.BLPop(ctx, timeout, k.wakeWorker(workerID), k.wake()).Err()
 	switch {
 	case err == nil:
 		return true, nil
@@ -103,10 +179,11 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 
 // Interrupt ends the WaitForWork of workerID at once (used at shutdown).
 func (s *Store) Interrupt(ctx context.Context, workerID string) error {
-	k := s.keys.wakeWorker(workerID)
-	pipe := s.rdb.TxPipeline()
-	pipe.RPush(ctx, k, "stop")
-	pipe.PExpire(ctx, k, 10*time.Second)
+	pipe := s.rdb.Pipeline()
+	for _, k := range s.parts {
+		pipe.RPush(ctx, k.wakeWorker(workerID), "stop")
+		pipe.PExpire(ctx, k.wakeWorker(workerID), 10*time.Second)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("store: interrupt %s: %w", workerID, err)
 	}
@@ -141,24 +218,36 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, 0, 4+len(cs))
-	keys = append(keys, s.keys.active(), s.keys.stateIndex(task.StateCompleted), s.keys.stateIndex(task.StateTimeout),
-		s.keys.events())
-	args := make([]any, 0, 2+3*len(cs))
+	out := make([]error, len(cs))
+	err := s.eachPartition(len(cs), func(i int) string { return cs[i].ID }, func(k keys, at []int) error {
+		return s.completeIn(ctx, k, cs, at, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// completeIn runs CompleteBatch for the completions at positions at, all
+// in partition k, and sets their errors in out.
+func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error) error {
+	keys := make([]string, 0, 4+len(at))
+	keys = append(keys, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events())
+	args := make([]any, 0, 2+3*len(at))
 	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen)
-	for _, c := range cs {
-		keys = append(keys, s.keys.task(c.ID))
-		args = append(args, c.ID, c.Token, string(c.Result))
+	for _, i := range at {
+		keys = append(keys, k.task(cs[i].ID))
+		args = append(args, cs[i].ID, cs[i].Token, string(cs[i].Result))
 	}
 	res, err := scriptComplete.Run(ctx, s.rdb, keys, args...).StringSlice()
 	if err != nil {
-		return nil, scriptErr("", err)
+		return scriptErr("", err)
 	}
-	if len(res) != len(cs) {
-		return nil, fmt.Errorf("store: complete answered %d codes for %d tasks", len(res), len(cs))
+	if len(res) != len(at) {
+		return fmt.Errorf("store: complete answered %d codes for %d tasks", len(res), len(at))
 	}
-	out := make([]error, len(cs))
-	for i, code := range res {
+	for n, code := range res {
+		i := at[n]
 		switch {
 		case code == "OK":
 		case code == "NOTFOUND":
@@ -172,7 +261,7 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 			out[i] = fmt.Errorf("store: complete %s: unexpected answer %q", cs[i].ID, code)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Failure describes one failed attempt.
@@ -210,6 +299,7 @@ type FailOutcome struct {
 // DLQ when f.Permanent, retry_count >= max_retries, or the task is older
 // than MaxTaskAge (the script decides, atomically).
 func (s *Store) Fail(ctx context.Context, id, token string, f Failure) (FailOutcome, error) {
+	k := s.part(id)
 	now := s.cfg.Clock.Now()
 	due := f.RetryAt
 	if due.IsZero() || due.Before(now) {
@@ -221,8 +311,8 @@ func (s *Store) Fail(ctx context.Context, id, token string, f Failure) (FailOutc
 	if f.Permanent {
 		perm = 1
 	}
-	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout), s.keys.stateIndex(task.StateFailed),
-		s.keys.scheduled(), s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqTask(id), s.keys.events()}
+	keys := []string{k.task(id), k.active(), k.stateIndex(task.StateTimeout), k.stateIndex(task.StateFailed),
+		k.scheduled(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqTask(id), k.events()}
 	res, err := scriptFail.Run(ctx, s.rdb, keys, ms(now), token, perm, ms(due), f.ErrorType, f.Message, rec,
 		s.maxAgeMS(), s.cfg.EventStreamMaxLen).StringSlice()
 	if err != nil {
@@ -236,13 +326,14 @@ func (s *Store) Fail(ctx context.Context, id, token string, f Failure) (FailOutc
 // (graceful shutdown), else through the scheduled set (an open circuit
 // breaker). cause is recorded in the state history.
 func (s *Store) Release(ctx context.Context, id, token string, due time.Time, cause string) error {
+	k := s.part(id)
 	dueMS := int64(0)
 	if !due.IsZero() {
 		dueMS = ms(due)
 	}
-	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.scheduled(),
-		s.keys.events(), s.keys.wake(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal),
-		s.keys.primary(task.PriorityLow), s.keys.retry()}
+	keys := []string{k.task(id), k.active(), k.stateIndex(task.StatePending), k.scheduled(),
+		k.events(), k.wake(), k.primary(task.PriorityHigh), k.primary(task.PriorityNormal),
+		k.primary(task.PriorityLow), k.retry()}
 	err := scriptRelease.Run(ctx, s.rdb, keys, s.nowMS(), token, dueMS, sanitizeCause(cause), s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateActive)
 }
@@ -251,8 +342,9 @@ func (s *Store) Release(ctx context.Context, id, token string, due time.Time, ca
 // CANCELLED: the holder's handler saw the cancel request or returned
 // task.Cancel.
 func (s *Store) CancelActive(ctx context.Context, id, token, cause string) error {
-	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout),
-		s.keys.stateIndex(task.StateCancelled), s.keys.events()}
+	k := s.part(id)
+	keys := []string{k.task(id), k.active(), k.stateIndex(task.StateTimeout),
+		k.stateIndex(task.StateCancelled), k.events()}
 	err := scriptCancelActive.Run(ctx, s.rdb, keys, s.nowMS(), token, sanitizeCause(cause), s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateActive, task.StateTimeout)
 }
@@ -262,7 +354,8 @@ func (s *Store) CancelActive(ctx context.Context, id, token, cause string) error
 // COMPLETED; Fail and Cancel apply too. The detector of external-service
 // timeouts calls it with the token recorded at dispatch.
 func (s *Store) MarkTimeout(ctx context.Context, id, token string) error {
-	keys := []string{s.keys.task(id), s.keys.active(), s.keys.stateIndex(task.StateTimeout), s.keys.events()}
+	k := s.part(id)
+	keys := []string{k.task(id), k.active(), k.stateIndex(task.StateTimeout), k.events()}
 	err := scriptTimeout.Run(ctx, s.rdb, keys, s.nowMS(), token, s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateActive)
 }
@@ -285,29 +378,38 @@ func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Durati
 	if len(leases) == 0 {
 		return HeartbeatResult{}, nil
 	}
-	keys := make([]string, 0, 1+len(leases))
-	keys = append(keys, s.keys.active())
-	args := make([]any, 0, 1+2*len(leases))
-	args = append(args, s.nowMS()+lease.Milliseconds())
-	for _, l := range leases {
-		keys = append(keys, s.keys.task(l.ID))
-		args = append(args, l.ID, l.Token)
-	}
-	res, err := scriptHeartbeat.Run(ctx, s.rdb, keys, args...).StringSlice()
-	if err != nil {
-		return HeartbeatResult{}, scriptErr("", err)
-	}
+	var mu sync.Mutex
 	var hr HeartbeatResult
-	cancel := false
-	for _, id := range res {
-		switch {
-		case id == "":
-			cancel = true
-		case cancel:
-			hr.CancelRequested = append(hr.CancelRequested, id)
-		default:
-			hr.Lost = append(hr.Lost, id)
+	err := s.eachPartition(len(leases), func(i int) string { return leases[i].ID }, func(k keys, at []int) error {
+		keys := make([]string, 0, 1+len(at))
+		keys = append(keys, k.active())
+		args := make([]any, 0, 1+2*len(at))
+		args = append(args, s.nowMS()+lease.Milliseconds())
+		for _, i := range at {
+			keys = append(keys, k.task(leases[i].ID))
+			args = append(args, leases[i].ID, leases[i].Token)
 		}
+		res, err := scriptHeartbeat.Run(ctx, s.rdb, keys, args...).StringSlice()
+		if err != nil {
+			return scriptErr("", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		cancel := false
+		for _, id := range res {
+			switch {
+			case id == "":
+				cancel = true
+			case cancel:
+				hr.CancelRequested = append(hr.CancelRequested, id)
+			default:
+				hr.Lost = append(hr.Lost, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return HeartbeatResult{}, err
 	}
 	return hr, nil
 }
@@ -327,10 +429,11 @@ const (
 // a cancel request announced to the worker holding it. Any other state is a
 // *task.StateError; an unknown id task.ErrNotFound.
 func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
-	keys := []string{s.keys.task(id), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateTimeout),
-		s.keys.stateIndex(task.StateCancelled), s.keys.scheduled(), s.keys.events(), s.keys.primary(task.PriorityHigh),
-		s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow), s.keys.retry()}
-	res, err := scriptCancel.Run(ctx, s.rdb, keys, s.nowMS(), s.keys.cancelChannel(), s.cfg.EventStreamMaxLen, redisconn.PublishCommand(s.rdb)).Text()
+	k := s.part(id)
+	keys := []string{k.task(id), k.stateIndex(task.StatePending), k.stateIndex(task.StateTimeout),
+		k.stateIndex(task.StateCancelled), k.scheduled(), k.events(), k.primary(task.PriorityHigh),
+		k.primary(task.PriorityNormal), k.primary(task.PriorityLow), k.retry()}
+	res, err := scriptCancel.Run(ctx, s.rdb, keys, s.nowMS(), k.cancelChannel(), s.cfg.EventStreamMaxLen, redisconn.PublishCommand(s.rdb)).Text()
 	if err != nil {
 		return "", scriptErr(id, err, task.StatePending, task.StateActive, task.StateTimeout)
 	}
@@ -344,8 +447,9 @@ func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 // PENDING in the retry queue with retry_count 0, leaving the DLQ list (and
 // its snapshot) or the scheduled set. Other states: *task.StateError.
 func (s *Store) Retry(ctx context.Context, id string) error {
-	keys := []string{s.keys.task(id), s.keys.stateIndex(task.StateFailed), s.keys.stateIndex(task.StateDLQ), s.keys.dlq(),
-		s.keys.dlqTask(id), s.keys.scheduled(), s.keys.stateIndex(task.StatePending), s.keys.retry(), s.keys.events(), s.keys.wake()}
+	k := s.part(id)
+	keys := []string{k.task(id), k.stateIndex(task.StateFailed), k.stateIndex(task.StateDLQ), k.dlq(),
+		k.dlqTask(id), k.scheduled(), k.stateIndex(task.StatePending), k.retry(), k.events(), k.wake()}
 	err := scriptRetry.Run(ctx, s.rdb, keys, s.nowMS(), s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateFailed, task.StateDLQ)
 }
@@ -364,10 +468,11 @@ func (s *Store) DeleteIf(ctx context.Context, id string, state task.State) error
 }
 
 func (s *Store) deleteIf(ctx context.Context, id string, state task.State) error {
-	keys := []string{s.keys.task(id), s.keys.dlqTask(id), s.keys.dlq(), s.keys.scheduled(),
-		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow), s.keys.retry()}
+	k := s.part(id)
+	keys := []string{k.task(id), k.dlqTask(id), k.dlq(), k.scheduled(),
+		k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow), k.retry()}
 	for _, st := range task.States {
-		keys = append(keys, s.keys.stateIndex(st))
+		keys = append(keys, k.stateIndex(st))
 	}
 	err := scriptDelete.Run(ctx, s.rdb, keys, string(state)).Err()
 	want := []task.State{task.StatePending, task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled}
@@ -382,15 +487,20 @@ func (s *Store) deleteIf(ctx context.Context, id string, state task.State) error
 // their primary queue; too-old FAILED tasks to the DLQ). It returns how
 // many entries it handled; the scheduler calls it until that is < limit.
 func (s *Store) PromoteDue(ctx context.Context, limit int) (int, error) {
-	keys := []string{s.keys.scheduled(), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateFailed),
-		s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqPrefix(), s.keys.events(), s.keys.wake(),
-		s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow),
-		s.keys.retry(), s.keys.taskPrefix()}
-	n, err := scriptPromote.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.maxAgeMS(), s.cfg.EventStreamMaxLen).Int()
-	if err != nil {
-		return 0, scriptErr("", err)
-	}
-	return n, nil
+	var total atomic.Int64
+	err := s.allPartitions(func(_ int, k keys) error {
+		keys := []string{k.scheduled(), k.stateIndex(task.StatePending), k.stateIndex(task.StateFailed),
+			k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(), k.events(), k.wake(),
+			k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow),
+			k.retry(), k.taskPrefix()}
+		n, err := scriptPromote.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.maxAgeMS(), s.cfg.EventStreamMaxLen).Int()
+		if err != nil {
+			return scriptErr("", err)
+		}
+		total.Add(int64(n))
+		return nil
+	})
+	return int(total.Load()), err
 }
 
 // ReapExpired returns up to limit ACTIVE tasks whose lease has expired to
@@ -399,24 +509,31 @@ func (s *Store) PromoteDue(ctx context.Context, limit int) (int, error) {
 // task is no longer ACTIVE (stale) are dropped and not in ids, so callers
 // loop while handled == limit.
 func (s *Store) ReapExpired(ctx context.Context, limit int) (ids []string, handled int, err error) {
-	keys := []string{s.keys.active(), s.keys.stateIndex(task.StatePending), s.keys.stateIndex(task.StateCancelled),
-		s.keys.events(), s.keys.wake(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal),
-		s.keys.primary(task.PriorityLow), s.keys.retry(), s.keys.taskPrefix()}
-	res, err := scriptReap.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.cfg.EventStreamMaxLen).Slice()
-	if err != nil {
-		return nil, 0, scriptErr("", err)
-	}
-	if len(res) == 0 {
-		return nil, 0, fmt.Errorf("store: reap: empty reply")
-	}
-	n, ok := res[0].(int64)
-	if !ok {
-		return nil, 0, fmt.Errorf("store: reap: unexpected reply %v", res)
-	}
-	for _, v := range res[1:] {
-		ids = append(ids, str(v))
-	}
-	return ids, int(n), nil
+	var mu sync.Mutex
+	err = s.allPartitions(func(_ int, k keys) error {
+		keys := []string{k.active(), k.stateIndex(task.StatePending), k.stateIndex(task.StateCancelled),
+			k.events(), k.wake(), k.primary(task.PriorityHigh), k.primary(task.PriorityNormal),
+			k.primary(task.PriorityLow), k.retry(), k.taskPrefix()}
+		res, err := scriptReap.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.cfg.EventStreamMaxLen).Slice()
+		if err != nil {
+			return scriptErr("", err)
+		}
+		if len(res) == 0 {
+			return fmt.Errorf("store: reap: empty reply")
+		}
+		n, ok := res[0].(int64)
+		if !ok {
+			return fmt.Errorf("store: reap: unexpected reply %v", res)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		handled += int(n)
+		for _, v := range res[1:] {
+			ids = append(ids, str(v))
+		}
+		return nil
+	})
+	return ids, handled, err
 }
 
 // RequeueOrphaned is operator action: every ACTIVE task whose
@@ -443,14 +560,19 @@ func (s *Store) SweepAged(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	now := s.nowMS()
-	keys := []string{s.keys.stateIndex(task.StatePending), s.keys.dlq(), s.keys.stateIndex(task.StateDLQ), s.keys.dlqPrefix(),
-		s.keys.events(), s.keys.primary(task.PriorityHigh), s.keys.primary(task.PriorityNormal), s.keys.primary(task.PriorityLow),
-		s.keys.retry(), s.keys.taskPrefix(), s.keys.scheduled()}
-	n, err := scriptSweep.Run(ctx, s.rdb, keys, now, now-age, limit, age, s.cfg.EventStreamMaxLen).Int()
-	if err != nil {
-		return 0, scriptErr("", err)
-	}
-	return n, nil
+	var total atomic.Int64
+	err := s.allPartitions(func(_ int, k keys) error {
+		keys := []string{k.stateIndex(task.StatePending), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(),
+			k.events(), k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow),
+			k.retry(), k.taskPrefix(), k.scheduled()}
+		n, err := scriptSweep.Run(ctx, s.rdb, keys, now, now-age, limit, age, s.cfg.EventStreamMaxLen).Int()
+		if err != nil {
+			return scriptErr("", err)
+		}
+		total.Add(int64(n))
+		return nil
+	})
+	return int(total.Load()), err
 }
 
 // sanitizeCause keeps a history cause free of the history's separators.
@@ -468,7 +590,8 @@ func sanitizeCause(c string) string {
 // attempt. cancelRequested reports a cancel requested before the handoff:
 // the caller must tell the new holder (nobody else will).
 func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil, checkAt time.Time) (cancelRequested bool, err error) {
-	keys := []string{s.keys.task(id), s.keys.active(), s.keys.handoff()}
+	k := s.part(id)
+	keys := []string{k.task(id), k.active(), k.handoff()}
 	n, err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil), ms(checkAt)).Int()
 	if err != nil {
 		return false, scriptErr(id, err, task.StateActive)
@@ -494,24 +617,37 @@ func (e HandoffEntry) member() string {
 // RescheduleHandoff or DropHandoff: several watchers may see the same
 // entry; the transitions they apply are guarded by state and token.
 func (s *Store) DueHandoffs(ctx context.Context, limit int) ([]HandoffEntry, error) {
-	zs, err := s.rdb.ZRangeByScoreWithScores(ctx, s.keys.handoff(), &redis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(s.nowMS(), 10), Count: int64(limit)}).Result()
+	var mu sync.Mutex
+	var out []HandoffEntry
+	err := s.allPartitions(func(_ int, k keys) error {
+		zs, err := s.rdb.ZRangeByScoreWithScores(ctx, k.handoff(), &redis.ZRangeBy{
+			Min: "-inf", Max: strconv.FormatInt(s.nowMS(), 10), Count: int64(limit)}).Result()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, z := range zs {
+			m, _ := z.Member.(string)
+			p := strings.Split(m, " ")
+			if len(p) != 3 {
+				continue
+			}
+			tms, err := strconv.ParseInt(p[2], 10, 64)
+			if err != nil {
+				continue
+			}
+			out = append(out, HandoffEntry{ID: p[0], Token: p[1], TimeoutAt: time.UnixMilli(tms).UTC(),
+				Due: time.UnixMilli(int64(z.Score)).UTC()})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]HandoffEntry, 0, len(zs))
-	for _, z := range zs {
-		m, _ := z.Member.(string)
-		p := strings.Split(m, " ")
-		if len(p) != 3 {
-			continue
-		}
-		tms, err := strconv.ParseInt(p[2], 10, 64)
-		if err != nil {
-			continue
-		}
-		out = append(out, HandoffEntry{ID: p[0], Token: p[1], TimeoutAt: time.UnixMilli(tms).UTC(),
-			Due: time.UnixMilli(int64(z.Score)).UTC()})
+	if len(s.parts) > 1 { // oldest first across the partitions, limit in all
+		sort.SliceStable(out, func(i, j int) bool { return out[i].Due.Before(out[j].Due) })
+		out = out[:min(len(out), limit)]
 	}
 	return out, nil
 }
@@ -519,13 +655,15 @@ func (s *Store) DueHandoffs(ctx context.Context, limit int) ([]HandoffEntry, err
 // RescheduleHandoff sets the next check of a handed-off attempt (only if
 // it is still indexed).
 func (s *Store) RescheduleHandoff(ctx context.Context, e HandoffEntry, at time.Time) error {
-	return s.rdb.ZAddXX(ctx, s.keys.handoff(), redis.Z{Score: float64(ms(at)), Member: e.member()}).Err()
+	k := s.part(e.ID)
+	return s.rdb.ZAddXX(ctx, k.handoff(), redis.Z{Score: float64(ms(at)), Member: e.member()}).Err()
 }
 
 // DropHandoff removes a handed-off attempt from the index (it finished, or
 // another attempt owns the task).
 func (s *Store) DropHandoff(ctx context.Context, e HandoffEntry) error {
-	return s.rdb.ZRem(ctx, s.keys.handoff(), e.member()).Err()
+	k := s.part(e.ID)
+	return s.rdb.ZRem(ctx, k.handoff(), e.member()).Err()
 }
 
 // Purge deletes up to limit tasks that have been in state (COMPLETED,
@@ -544,13 +682,19 @@ func (s *Store) Purge(ctx context.Context, state task.State, olderThan time.Dura
 	if olderThan <= 0 || limit < 1 {
 		return 0, 0, fmt.Errorf("store: purge: olderThan %s and limit %d must be positive", olderThan, limit)
 	}
-	keys := []string{s.keys.stateIndex(state), s.keys.taskPrefix(), s.keys.dlq(), s.keys.dlqPrefix()}
-	res, err := scriptPurge.Run(ctx, s.rdb, keys, s.nowMS()-olderThan.Milliseconds(), limit, string(state)).Int64Slice()
-	if err != nil {
-		return 0, 0, scriptErr("", err)
-	}
-	if len(res) != 2 {
-		return 0, 0, fmt.Errorf("store: purge: unexpected reply %v", res)
-	}
-	return int(res[0]), int(res[1]), nil
+	var deletedN, handledN atomic.Int64
+	err = s.allPartitions(func(_ int, k keys) error {
+		keys := []string{k.stateIndex(state), k.taskPrefix(), k.dlq(), k.dlqPrefix()}
+		res, err := scriptPurge.Run(ctx, s.rdb, keys, s.nowMS()-olderThan.Milliseconds(), limit, string(state)).Int64Slice()
+		if err != nil {
+			return scriptErr("", err)
+		}
+		if len(res) != 2 {
+			return fmt.Errorf("store: purge: unexpected reply %v", res)
+		}
+		deletedN.Add(res[0])
+		handledN.Add(res[1])
+		return nil
+	})
+	return int(deletedN.Load()), int(handledN.Load()), err
 }

@@ -226,7 +226,7 @@ func TestManualRetry(t *testing.T) {
 	require.Zero(t, qs.DLQ, "out of the DLQ list")
 	require.Zero(t, qs.States[task.StateDLQ])
 	require.Equal(t, int64(1), qs.Retry)
-	n, err := b.rdb.Exists(b.ctx, b.s.keys.dlqTask("d")).Result()
+	n, err := b.rdb.Exists(b.ctx, b.s.parts[0].dlqTask("d")).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "snapshot removed")
 
@@ -323,7 +323,7 @@ func TestCancel(t *testing.T) {
 	t.Run("Active", func(t *testing.T) {
 		b.enqueue(t, EnqueueRequest{ID: "a1"})
 		tk := b.fetchOne(t)
-		sub := redisconn.Subscribe(b.ctx, b.rdb, b.s.CancelChannel())
+		sub := redisconn.Subscribe(b.ctx, b.rdb, b.s.CancelChannels()[0])
 		defer sub.Close()
 		_, err := sub.Receive(b.ctx)
 		require.NoError(t, err)
@@ -520,7 +520,7 @@ func TestHandoff(t *testing.T) {
 	hb, err := b.s.Heartbeat(b.ctx, []Lease{{ID: "h", Token: tk.Lease}}, 10*time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"h"}, hb.Lost, "the worker no longer holds it")
-	score, err := b.rdb.ZScore(b.ctx, b.s.keys.active(), "h").Result()
+	score, err := b.rdb.ZScore(b.ctx, b.s.parts[0].active(), "h").Result()
 	require.NoError(t, err)
 	require.Equal(t, float64(t0.Add(90*time.Second).UnixMilli()), score, "the heartbeat did not extend it")
 
@@ -560,7 +560,7 @@ func TestHandoff(t *testing.T) {
 	require.Equal(t, task.StateCompleted, se.Have)
 	require.NoError(t, b.s.DropHandoff(b.ctx, HandoffEntry{ID: "h", Token: tk.Lease, TimeoutAt: t0.Add(time.Minute)}))
 	require.NoError(t, b.s.DropHandoff(b.ctx, HandoffEntry{ID: "h", Token: tk2.Lease, TimeoutAt: b.clk.Now()}))
-	n, err := b.rdb.ZCard(b.ctx, b.s.keys.handoff()).Result()
+	n, err := b.rdb.ZCard(b.ctx, b.s.parts[0].handoff()).Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
@@ -585,17 +585,17 @@ func TestPurge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, del)
 	require.Equal(t, 1, handled)
-	for _, k := range []string{b.s.keys.task("d"), b.s.keys.dlqTask("d")} {
+	for _, k := range []string{b.s.parts[0].task("d"), b.s.parts[0].dlqTask("d")} {
 		n, err := b.rdb.Exists(b.ctx, k).Result()
 		require.NoError(t, err)
 		require.Zero(t, n, k)
 	}
-	n, err := b.rdb.LLen(b.ctx, b.s.keys.dlq()).Result()
+	n, err := b.rdb.LLen(b.ctx, b.s.parts[0].dlq()).Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
 	// a stale index entry (its task moved on) is dropped, nothing deleted
 	b.enqueue(t, EnqueueRequest{ID: "p"})
-	require.NoError(t, b.rdb.ZAdd(b.ctx, b.s.keys.stateIndex(task.StateCompleted), redis.Z{Score: 1, Member: "p"}).Err())
+	require.NoError(t, b.rdb.ZAdd(b.ctx, b.s.parts[0].stateIndex(task.StateCompleted), redis.Z{Score: 1, Member: "p"}).Err())
 	del, handled, err = b.s.Purge(b.ctx, task.StateCompleted, time.Hour, 10)
 	require.NoError(t, err)
 	require.Equal(t, 0, del)

@@ -596,11 +596,12 @@ func typesOf(h Handler) string {
 	return "[]"
 }
 
-// cancelListener follows the store's cancel channel and interrupts the
-// handlers of tasks cancelled while they run here.
+// cancelListener follows the store's cancel channels (one per partition)
+// and interrupts the handlers of tasks cancelled while they run here.
 func (w *Worker) cancelListener(ctx context.Context, ready chan<- struct{}) {
-	// ready once subscribed, so no request after Run started is missed
-	err := redisconn.Listen(ctx, w.st.Client(), w.st.CancelChannel(), 0, func(bool) { close(ready) },
+	// ready once subscribed to every channel, so no request after Run
+	// started is missed
+	err := redisconn.ListenAll(ctx, w.st.Client(), w.st.CancelChannels(), 0, func(bool) { close(ready) },
 		func(id string) { w.interrupt(id, ErrCancelRequested) })
 	if err != nil {
 		w.log.Warn("cancel listener stopped", "err", err)

@@ -1382,6 +1382,8 @@ export interface components {
             max_retries?: number;
             /** @description handler parameters */
             params?: Record<string, never>;
+            /** @description tasks giving the same key share a partition of a deployment split into several (TASKFLOW_PARTITIONS), so they are queued first in, first out together; without it a task's partition follows from its id. No effect with one partition */
+            partition_key?: string;
             /** @enum {string} */
             priority?: "high" | "normal" | "low";
             /**
