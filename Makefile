@@ -34,11 +34,15 @@ test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go test
 # The packages of every Lua script and every stream consumer; cmd/ and the
 # examples start processes and Node clients that read a single server.
 CLUSTER_PKGS ?= ./internal/... ./extsvc/...
+# ... except the deployment of several partitions, whose processes are
+# pointed at the cluster: its partitions sit on the three masters.
+CLUSTER_CMD_TESTS ?= TestPartitionedDeploymentEndToEnd
 
 test-cluster: ## Run the Go tests of every script and stream consumer against a local 3-master Redis Cluster (tools/redis-cluster; REDIS_CLUSTER_PORTS, default 7101-7103)
 	@dir=$$(mktemp -d); url=$$(tools/redis-cluster start $$dir) || { rm -rf $$dir; exit 1; }; \
 	echo "test-cluster: $$url"; \
-	TASKFLOW_TEST_REDIS_URL="$$url" $(GO) test -count=1 $(CLUSTER_PKGS); rc=$$?; \
+	TASKFLOW_TEST_REDIS_URL="$$url" $(GO) test -count=1 $(CLUSTER_PKGS) && \
+	TASKFLOW_TEST_REDIS_URL="$$url" $(GO) test -count=1 -run '$(CLUSTER_CMD_TESTS)' ./cmd/taskflow/; rc=$$?; \
 	tools/redis-cluster stop $$dir; rm -rf $$dir; exit $$rc
 
 # The fault tests: crashes, stalls, outages and failovers, with what each
