@@ -46,6 +46,14 @@ type benchResult struct {
 	// ProcessedWithProducerPerSec: tasks enqueued (batches of 100) while the
 	// worker processes them, counted until the last is completed.
 	ProcessedWithProducerPerSec float64 `json:"processed_with_producer_per_sec"`
+	// ProbePerSec: the probe (probe/*.lua: pop, lease with a fencing token,
+	// complete guarded by it — no history, events, indexes, priorities or
+	// task data) draining the same backlog (2×tasks) with 4 loops of
+	// --fetch-batch; DrainVsProbe and ProducerVsProbe are the engine's
+	// rates over it, taken in the same run.
+	ProbePerSec     float64 `json:"probe_per_sec,omitempty"`
+	DrainVsProbe    float64 `json:"drain_vs_probe,omitempty"`
+	ProducerVsProbe float64 `json:"producer_vs_probe,omitempty"`
 	// StartP50Ms / StartP99Ms: enqueue call → handler start at a steady
 	// --rate tasks/s for --latency-duration.
 	StartP50Ms float64 `json:"start_p50_ms"`
@@ -110,7 +118,11 @@ func newBenchCommand(m *Main) *cobra.Command {
   3. drain that backlog (2×tasks no-op tasks) with one worker of --concurrency
   4. a producer enqueues --tasks tasks while the worker processes them
   5. enqueue→start latency at a steady --rate tasks/s for --latency-duration
-Leases, FIFO, counters and lifecycle events are all on.`,
+Leases, FIFO, counters and lifecycle events are all on. Before the drain
+(and with --only drain, producer or probe) a probe drains the same backlog
+with the least a durable lifecycle does (pop, a lease with a fencing token,
+a completion guarded by it): drain and producer are reported as shares of
+it, taken in the same run.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				if o.redisURL == "" {
@@ -148,6 +160,10 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 				fmt.Fprintf(m.Stdout, "enqueue (batched):       %10.0f tasks/s\n", res.EnqueuePerSec)
 				fmt.Fprintf(m.Stdout, "processed (backlog):     %10.0f tasks/s\n", res.ProcessedPerSec)
 				fmt.Fprintf(m.Stdout, "processed (w/ producer): %10.0f tasks/s\n", res.ProcessedWithProducerPerSec)
+				if res.ProbePerSec > 0 {
+					fmt.Fprintf(m.Stdout, "probe (bare lifecycle):  %10.0f tasks/s; drain %.0f %% of it, with producer %.0f %%\n",
+						res.ProbePerSec, 100*res.DrainVsProbe, 100*res.ProducerVsProbe)
+				}
 				fmt.Fprintf(m.Stdout, "start latency p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d samples)\n", res.StartP50Ms, res.StartP99Ms, res.StartMaxMs, res.LatencyN)
 				printCosts(m.Stdout, res)
 				return nil
@@ -166,7 +182,7 @@ Leases, FIFO, counters and lifecycle events are all on.`,
 		f.IntVar(&o.ackBatch, "ack-batch", 64, "worker.Config.AckBatch: most completions per script call")
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.IntVar(&o.partitions, "partitions", 1, "TASKFLOW_PARTITIONS of the bench's deployment (on a cluster its namespace is chosen so the partitions sit on as many masters as they can)")
-		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer or latency (default all)")
+		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer, probe or latency (default all; drain and producer run the probe too)")
 		return cmd
 	}
 }
@@ -284,6 +300,16 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 		account("enqueue_batched", o.tasks)
 	}
 
+	if run("drain") || run("producer") || run("probe") {
+		// the probe, on the namespace's shard, with the drain's backlog
+		pps, err := runProbe(ctx, rdb, keyspace.MustParse(ns).Prefix(), 2*o.tasks, o.fetchBatch)
+		if err != nil {
+			return nil, err
+		}
+		res.ProbePerSec = pps
+		account("probe", 2*o.tasks)
+	}
+
 	if run("drain") {
 		// 3. drain the backlog
 		backlog := int64(2 * o.tasks)
@@ -328,6 +354,11 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 		res.ProcessedWithProducerPerSec = float64(o.tasks) / time.Since(start).Seconds()
 		stop()
 		account("producer", o.tasks)
+	}
+
+	if res.ProbePerSec > 0 {
+		res.DrainVsProbe = math.Round(res.ProcessedPerSec/res.ProbePerSec*1000) / 1000
+		res.ProducerVsProbe = math.Round(res.ProcessedWithProducerPerSec/res.ProbePerSec*1000) / 1000
 	}
 
 	if run("latency") {

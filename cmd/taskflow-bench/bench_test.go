@@ -72,6 +72,12 @@ func TestBenchCommand(t *testing.T) {
 	require.Positive(t, res.EnqueuePerSec)
 	require.Positive(t, res.ProcessedPerSec)
 	require.Positive(t, res.ProcessedWithProducerPerSec)
+	// the probe drained the same backlog in the same run; the ratios are
+	// the engine's rates over it
+	require.Positive(t, res.ProbePerSec)
+	require.InDelta(t, res.ProcessedPerSec/res.ProbePerSec, res.DrainVsProbe, 0.001)
+	require.InDelta(t, res.ProcessedWithProducerPerSec/res.ProbePerSec, res.ProducerVsProbe, 0.001)
+	require.Positive(t, res.RedisUsecPerTask["probe"])
 	require.Equal(t, 100, res.LatencyN)
 	require.Positive(t, res.StartP99Ms)
 	require.GreaterOrEqual(t, res.StartP99Ms, res.StartP50Ms)
@@ -262,4 +268,21 @@ func TestBenchCluster(t *testing.T) {
 	require.NotNil(t, cl.Node(res.RedisNode), "measured %q, not a node of the cluster", res.RedisNode)
 	require.Positive(t, res.ProcessedPerSec)
 	require.Positive(t, res.RedisUsecPerTask["drain"])
+
+	// three partitions: on three masters, each measured
+	out.Reset()
+	err = m.Run(context.Background(), []string{"bench", "--tasks", "300", "--concurrency", "4", "--only", "drain", "--partitions", "3", "--json"})
+	require.NoError(t, err)
+	res = benchResult{}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res))
+	require.Equal(t, 3, res.Partitions)
+	require.Len(t, res.PartitionNodes, 3)
+	require.Len(t, res.RedisUsecPerTaskByNode, 3, "the partitions sit on the three masters: %v", res.PartitionNodes)
+	var sum float64
+	for node, phases := range res.RedisUsecPerTaskByNode {
+		require.NotNil(t, cl.Node(node), node)
+		require.Positive(t, phases["drain"], node)
+		sum += phases["drain"]
+	}
+	require.InDelta(t, res.RedisUsecPerTask["drain"], sum, 0.05, "the total is the masters' sum")
 }
