@@ -312,3 +312,30 @@ func TestPartitionsValidated(t *testing.T) {
 	_, err := keyspace.Parse("deploy:p3")
 	require.ErrorIs(t, err, keyspace.ErrInvalid, "a name that ends like a partition's tag")
 }
+
+// TestPartitionedFetchShares: a fetch asks the partitions for shares that
+// add up to what it wants, so it never takes more, and a single waiting
+// task is found by one fetch of one, whichever partition holds it.
+func TestPartitionedFetchShares(t *testing.T) {
+	b := setup(t, partitioned(4))
+	for p := range 4 {
+		for range 3 { // wherever the turn starts
+			var id string
+			for i := 0; ; i++ {
+				if id = fmt.Sprintf("one-%d-%d-%d", p, i, time.Now().UnixNano()); PartitionOf(id, 4) == p {
+					break
+				}
+			}
+			b.enqueue(t, EnqueueRequest{ID: id})
+			got := b.fetch(t, 1)
+			require.Len(t, got, 1, "the task in partition %d", p)
+			require.Equal(t, id, got[0].ID)
+		}
+	}
+	for range 10 {
+		b.enqueue(t, EnqueueRequest{})
+	}
+	require.Len(t, b.fetch(t, 4), 4, "never more than asked")
+	require.Len(t, b.fetch(t, 3), 3)
+	require.Len(t, b.fetch(t, 5), 3, "what is left")
+}

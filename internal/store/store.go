@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,8 +37,16 @@ type Store struct {
 	// partition), global the keys outside them.
 	parts  []keys
 	global globalKeys
-	// turn rotates the partition each Fetch starts at (partition.go).
+	// turn rotates the partition each Fetch starts at; woke is 1 + the
+	// partition whose wake-up token ended the last WaitForWork (0: none
+	// since the last Fetch), where the next Fetch starts instead.
 	turn atomic.Uint32
+	woke atomic.Int32
+	// deep: the last Fetch took all it asked for (Fetch's two modes).
+	deep atomic.Bool
+	// stragglers are the blocking reads of a WaitForWork's other
+	// partitions still ending after it returned.
+	stragglers sync.WaitGroup
 	// callPrefix and calls name enqueue calls (enqueueCallID).
 	callPrefix string
 	calls      atomic.Uint64

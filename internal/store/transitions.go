@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,9 +76,9 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 
 // Fetch moves up to N PENDING tasks to ACTIVE in one script call per
 // partition it takes from (FIFO per queue, the adaptive retry ratio,
-// priority weights, all within a partition; with several partitions it
-// starts at the next in this process's turn and goes on to the others
-// until it has N) and returns them with
+// priority weights, all within a partition; with several partitions, while
+// the queues are deep it takes a whole batch from one partition in turn,
+// else it asks each for its share of N at once) and returns them with
 // Lease set to their fencing token. A task older than MaxTaskAge at pickup
 // goes to the DLQ instead. An empty result means no queue holds a task;
 // WaitForWork blocks until one might.
@@ -92,9 +93,34 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 	if n == 1 {
 		return s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix)
 	}
-	// several partitions: start at the next one in this process's turn,
-	// then go round until N tasks are taken, so no partition starves
 	start := int(s.turn.Add(1) % uint32(n))
+	if h := s.woke.Swap(0); h > 0 {
+		start = int(h - 1)
+	}
+	if s.deep.Load() {
+		// the last fetch was full: the queues are deep, so one partition
+		// likely has the whole batch — take it from the one in turn (one
+		// script call, a full batch), going on to the next while short
+		out, err := s.fetchInTurn(ctx, r, start)
+		s.deep.Store(len(out) == r.N)
+		return out, err
+	}
+	// shallow queues: ask each partition for its share at once (one round
+	// trip on a cluster, where they sit on different masters, so a task
+	// waiting in any is found at once); the shares add up to N exactly,
+	// the odd ones going first to the partition whose wake-up ended this
+	// process's wait, else to the next in its turn. A partition that gave
+	// its whole share may hold more: the rest of N is asked of those, round
+	// after round.
+	out, err := s.fetchShares(ctx, r, start)
+	s.deep.Store(len(out) == r.N)
+	return out, err
+}
+
+// fetchInTurn is Fetch from the partitions one after the other, from
+// start, until N are taken.
+func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*task.Task, error) {
+	n := len(s.parts)
 	var out []*task.Task
 	want := r.N
 	for i := 0; i < n && len(out) < want; i++ {
@@ -110,6 +136,72 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 		out = append(out, ts...)
 	}
 	return out, nil
+}
+
+// fetchShares is Fetch asking the partitions for shares of N at once.
+func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*task.Task, error) {
+	n := len(s.parts)
+	live := make([]int, n)
+	for i := range live {
+		live[i] = (start + i) % n
+	}
+	want := r.N
+	var out []*task.Task
+	var firstErr error
+	for round := 0; len(live) > 0 && len(out) < want; round++ {
+		rem := want - len(out)
+		type part struct {
+			p, share int
+			got      []*task.Task
+			err      error
+		}
+		asked := make([]part, 0, len(live))
+		var idle []int // not asked this round (a share of 0)
+		for i, p := range live {
+			share := rem / len(live)
+			if i < rem%len(live) {
+				share++
+			}
+			if share > 0 {
+				asked = append(asked, part{p: p, share: share})
+			} else {
+				idle = append(idle, p)
+			}
+		}
+		var wg sync.WaitGroup
+		for i := range asked {
+			a := &asked[i]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rr := r
+				rr.N = a.share
+				a.got, a.err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round))
+			}()
+		}
+		wg.Wait()
+		next := idle
+		progress := false
+		for _, a := range asked {
+			if a.err != nil {
+				firstErr = cmp.Or(firstErr, a.err)
+				continue
+			}
+			out = append(out, a.got...)
+			progress = progress || len(a.got) > 0
+			if len(a.got) == a.share {
+				next = append(next, a.p) // it may hold more
+			}
+		}
+		if !progress {
+			next = idle // those asked had nothing: only the ones not asked may
+		}
+		live = next
+	}
+	if len(out) == 0 && firstErr != nil {
+		return nil, firstErr
+	}
+	return out, nil // those fetched are leased now: hand them out; the next fetch meets the error again
 }
 
 // WaitForWork blocks until an enqueue, a promotion or a requeue signals
@@ -134,6 +226,9 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 		got bool
 		err error
 	}
+	// the previous wait's other partitions, ended by the tokens it pushed
+	// (or their timeout): never two blocking reads of one list per process
+	s.stragglers.Wait()
 	answers := make(chan answer, len(s.parts))
 	for p, k := range s.parts {
 		go func() {
@@ -142,6 +237,9 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 		}()
 	}
 	first := <-answers
+	if first.got {
+		s.woke.Store(int32(first.p) + 1) // the next Fetch starts there
+	}
 	if first.got || first.err != nil {
 		pipe := s.rdb.Pipeline()
 		for p, k := range s.parts {
@@ -152,15 +250,15 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 		}
 		_, _ = pipe.Exec(context.WithoutCancel(ctx)) // best effort: the others end at their timeout anyway
 	}
-	got, err := first.got, first.err
-	for range len(s.parts) - 1 {
-		a := <-answers
-		got = got || a.got
-		if err == nil {
-			err = a.err
+	// the others end within a round trip; the caller fetches meanwhile
+	s.stragglers.Add(1)
+	go func() {
+		defer s.stragglers.Done()
+		for range len(s.parts) - 1 {
+			<-answers
 		}
-	}
-	return got, err
+	}()
+	return first.got, first.err
 }
 
 // waitOn is WaitForWork on one partition's lists.
