@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,9 +43,6 @@ type Store struct {
 	woke atomic.Int32
 	// deep: the last Fetch took all it asked for (Fetch's two modes).
 	deep atomic.Bool
-	// stragglers are the blocking reads of a WaitForWork's other
-	// partitions still ending after it returned.
-	stragglers sync.WaitGroup
 	// callPrefix and calls name enqueue calls (enqueueCallID).
 	callPrefix string
 	calls      atomic.Uint64

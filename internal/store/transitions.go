@@ -122,18 +122,22 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*task.Task, error) {
 	n := len(s.parts)
 	var out []*task.Task
+	var firstErr error
+	answered := false
 	want := r.N
 	for i := 0; i < n && len(out) < want; i++ {
 		p := (start + i) % n
 		r.N = want - len(out)
 		ts, err := s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p))
 		if err != nil {
-			if len(out) > 0 {
-				return out, nil // those are leased now: hand them out; the next fetch meets the error again
-			}
-			return nil, err
+			firstErr = cmp.Or(firstErr, err)
+			continue // the others may answer: one partition's shard down does not stop the rest
 		}
+		answered = true
 		out = append(out, ts...)
+	}
+	if !answered {
+		return nil, firstErr
 	}
 	return out, nil
 }
@@ -148,6 +152,7 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 	want := r.N
 	var out []*task.Task
 	var firstErr error
+	answered := false
 	for round := 0; len(live) > 0 && len(out) < want; round++ {
 		rem := want - len(out)
 		type part struct {
@@ -187,6 +192,7 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 				firstErr = cmp.Or(firstErr, a.err)
 				continue
 			}
+			answered = true
 			out = append(out, a.got...)
 			progress = progress || len(a.got) > 0
 			if len(a.got) == a.share {
@@ -198,10 +204,13 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 		}
 		live = next
 	}
-	if len(out) == 0 && firstErr != nil {
+	if !answered {
 		return nil, firstErr
 	}
-	return out, nil // those fetched are leased now: hand them out; the next fetch meets the error again
+	// one partition's shard down does not stop the others: its error
+	// shows in the next fetch only when none answers (and in the
+	// scheduler's steps, which cover every partition)
+	return out, nil
 }
 
 // WaitForWork blocks until an enqueue, a promotion or a requeue signals
@@ -226,9 +235,6 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 		got bool
 		err error
 	}
-	// the previous wait's other partitions, ended by the tokens it pushed
-	// (or their timeout): never two blocking reads of one list per process
-	s.stragglers.Wait()
 	answers := make(chan answer, len(s.parts))
 	for p, k := range s.parts {
 		go func() {
@@ -236,29 +242,34 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 			answers <- answer{p, got, err}
 		}()
 	}
-	first := <-answers
-	if first.got {
-		s.woke.Store(int32(first.p) + 1) // the next Fetch starts there
-	}
-	if first.got || first.err != nil {
-		pipe := s.rdb.Pipeline()
-		for p, k := range s.parts {
-			if p != first.p {
-				pipe.RPush(ctx, k.wakeWorker(workerID), "stop")
-				pipe.PExpire(ctx, k.wakeWorker(workerID), 10*time.Second)
+	// the first token wins; a partition whose shard does not answer (an
+	// error) does not end the wait while the others may still signal
+	var firstErr error
+	for pending := len(s.parts); pending > 0; {
+		a := <-answers
+		pending--
+		if !a.got {
+			if a.err != nil && firstErr == nil {
+				firstErr = a.err
 			}
+			continue
 		}
-		_, _ = pipe.Exec(context.WithoutCancel(ctx)) // best effort: the others end at their timeout anyway
+		s.woke.Store(int32(a.p) + 1) // the next Fetch starts there
+		if pending > 0 {
+			pipe := s.rdb.Pipeline()
+			for p, k := range s.parts {
+				if p != a.p {
+					pipe.RPush(ctx, k.wakeWorker(workerID), "stop")
+					pipe.PExpire(ctx, k.wakeWorker(workerID), 10*time.Second)
+				}
+			}
+			_, _ = pipe.Exec(context.WithoutCancel(ctx)) // best effort: the others end at their timeout anyway
+			// the others end within a round trip (answers has room for
+			// them); the caller fetches meanwhile
+		}
+		return true, nil
 	}
-	// the others end within a round trip; the caller fetches meanwhile
-	s.stragglers.Add(1)
-	go func() {
-		defer s.stragglers.Done()
-		for range len(s.parts) - 1 {
-			<-answers
-		}
-	}()
-	return first.got, first.err
+	return false, firstErr
 }
 
 // waitOn is WaitForWork on one partition's lists.
@@ -308,23 +319,46 @@ func (s *Store) Complete(ctx context.Context, id, token string, result json.RawM
 	return errs[0]
 }
 
-// CompleteBatch completes many tasks in one script call (workers flush
-// their acknowledgements this way). The returned slice holds one error (or
-// nil) per completion, in order; the second result is a Redis failure, in
-// which case nothing is known to have been applied.
+// CompleteBatch completes many tasks in one script call per partition
+// (workers flush their acknowledgements this way). The returned slice
+// holds one error (or nil) per completion, in order; the second result is
+// a Redis failure, in which case nothing is known to have been applied.
+// With several partitions, a partition whose call failed while another's
+// succeeded gives its items errors wrapping ErrUnapplied instead.
 func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, error) {
 	if len(cs) == 0 {
 		return nil, nil
 	}
 	out := make([]error, len(cs))
+	var mu sync.Mutex
+	var failed []error
+	parts := 0
 	err := s.eachPartition(len(cs), func(i int) string { return cs[i].ID }, func(k keys, at []int) error {
-		return s.completeIn(ctx, k, cs, at, out)
+		err := s.completeIn(ctx, k, cs, at, out)
+		mu.Lock()
+		defer mu.Unlock()
+		parts++
+		if err != nil {
+			failed = append(failed, err)
+			for _, i := range at { // that partition's call failed: nothing of it is known applied
+				out[i] = fmt.Errorf("%w: %w", ErrUnapplied, err)
+			}
+		}
+		return nil
 	})
+	if err == nil && len(failed) == parts {
+		err = errors.Join(failed...) // every call failed: as with one partition, the batch's error
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
+
+// ErrUnapplied is wrapped by the per-item errors of a batch (CompleteBatch)
+// whose partition's script call failed in Redis while another partition's
+// succeeded: those items are not known to be applied; write them again.
+var ErrUnapplied = errors.New("not applied: its partition's Redis call failed")
 
 // completeIn runs CompleteBatch for the completions at positions at, all
 // in partition k, and sets their errors in out.

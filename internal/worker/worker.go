@@ -53,6 +53,10 @@ type Worker struct {
 	slots chan struct{} // a token per busy handler slot
 	tasks chan job      // fetched tasks to handlers
 	acks  chan store.Completion
+	// retries are the flushes writing again the completions of a partition
+	// whose call failed while another's succeeded (flush); ackLoop waits
+	// for them before it ends.
+	retries sync.WaitGroup
 
 	mu       sync.Mutex
 	inflight map[string]*running
@@ -506,6 +510,7 @@ func (w *Worker) ackLoop() {
 		}
 		w.flush(batch)
 	}
+	w.retries.Wait()
 }
 
 func (w *Worker) flush(batch []store.Completion) {
@@ -518,15 +523,31 @@ func (w *Worker) flush(batch []store.Completion) {
 		errs, err := w.st.CompleteBatch(ctx, batch)
 		cancel()
 		if err == nil {
+			var again []store.Completion // their partition's Redis failed: write them again
 			for i, e := range errs {
-				if e == nil {
+				switch {
+				case e == nil:
 					w.stats.completed.Add(1)
-					continue
+				case errors.Is(e, store.ErrUnapplied):
+					again = append(again, batch[i])
+					err = e
+				default:
+					w.stats.lost.Add(1)
+					w.log.Debug("completion refused", "task", batch[i].ID, "err", e)
 				}
-				w.stats.lost.Add(1)
-				w.log.Debug("completion refused", "task", batch[i].ID, "err", e)
 			}
-			return
+			if len(again) == 0 {
+				return
+			}
+			if len(again) < len(batch) {
+				// another partition's shard answered: write these again
+				// aside, so the next completions (of the partitions that
+				// answer) do not wait behind one shard's failover
+				w.retries.Add(1)
+				go func() { defer w.retries.Done(); w.flush(again) }()
+				return
+			}
+			batch = again
 		}
 		if attempt == 8 || w.crashed.Load() {
 			w.log.Error("completions not written; their leases will expire and the tasks run again", "n", len(batch), "err", err)
