@@ -65,3 +65,8 @@ func nodeFailed(err error) bool {
 	}
 	return false
 }
+
+// NodeFailed reports whether err says the server that was to answer is
+// gone or the cluster is moving slots — not a command's own refusal, nor
+// the caller's cancelled context.
+func NodeFailed(err error) bool { return nodeFailed(err) }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // MaxPartitions is the most partitions a deployment may have.
@@ -137,4 +140,50 @@ func (s *Store) allPartitions(fn func(p int, k keys) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// A partition whose shard stops answering (a master's crash, until its
+// replica takes over) would make every fetch across partitions wait out
+// the client's retries there. So the first call that finds it gone marks
+// it down: fetches leave it out while one goroutine probes it, and the
+// mark clears when it answers again (or after downProbeFor, when fetches
+// try it themselves once more).
+const downProbeFor = 30 * time.Second
+
+// isDown reports whether partition p is marked down.
+func (s *Store) isDown(p int) bool { return s.probing[p].Load() }
+
+// noteFailure marks partition p down when err says its shard is gone.
+func (s *Store) noteFailure(p int, err error) {
+	if len(s.parts) == 1 || !redisconn.NodeFailed(err) || !s.probing[p].CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.probing[p].Store(false)
+		deadline := time.Now().Add(downProbeFor)
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := s.rdb.Set(ctx, s.parts[p].probe(), "1", 10*time.Second).Err()
+			cancel()
+			if err == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+}
+
+// upFirst orders partitions ps with those marked down left out, unless
+// all are (then they are all asked, and the error shows).
+func (s *Store) upFirst(ps []int) []int {
+	out := make([]int, 0, len(ps))
+	for _, p := range ps {
+		if !s.isDown(p) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return ps
+	}
+	return out
 }

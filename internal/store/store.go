@@ -43,6 +43,9 @@ type Store struct {
 	woke atomic.Int32
 	// deep: the last Fetch took all it asked for (Fetch's two modes).
 	deep atomic.Bool
+	// probing marks the partitions whose shard stopped answering while a
+	// goroutine probes them (partition.go): fetches leave them out.
+	probing []atomic.Bool
 	// callPrefix and calls name enqueue calls (enqueueCallID).
 	callPrefix string
 	calls      atomic.Uint64
@@ -64,7 +67,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	ns, _ := keyspace.Parse(cfg.Namespace) // checked by Validate
 	st := &Store{rdb: client, cfg: cfg, ns: ns, parts: partitionKeys(ns, cfg.Partitions), global: globalKeys{p: ns.Prefix()},
-		callPrefix: hex.EncodeToString(rnd[:]) + "-"}
+		callPrefix: hex.EncodeToString(rnd[:]) + "-", probing: make([]atomic.Bool, cfg.Partitions)}
 	st.turn.Store(uint32(rnd[0])) // processes start their fetches at different partitions
 	return st, nil
 }

@@ -125,11 +125,18 @@ func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*
 	var firstErr error
 	answered := false
 	want := r.N
-	for i := 0; i < n && len(out) < want; i++ {
-		p := (start + i) % n
+	order := make([]int, n)
+	for i := range order {
+		order[i] = (start + i) % n
+	}
+	for _, p := range s.upFirst(order) {
+		if len(out) >= want {
+			break
+		}
 		r.N = want - len(out)
 		ts, err := s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p))
 		if err != nil {
+			s.noteFailure(p, err)
 			firstErr = cmp.Or(firstErr, err)
 			continue // the others may answer: one partition's shard down does not stop the rest
 		}
@@ -149,6 +156,7 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 	for i := range live {
 		live[i] = (start + i) % n
 	}
+	live = s.upFirst(live)
 	want := r.N
 	var out []*task.Task
 	var firstErr error
@@ -189,6 +197,7 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 		progress := false
 		for _, a := range asked {
 			if a.err != nil {
+				s.noteFailure(a.p, a.err)
 				firstErr = cmp.Or(firstErr, a.err)
 				continue
 			}
@@ -235,32 +244,41 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 		got bool
 		err error
 	}
-	answers := make(chan answer, len(s.parts))
-	for p, k := range s.parts {
+	all := make([]int, len(s.parts))
+	for p := range all {
+		all[p] = p
+	}
+	waited := s.upFirst(all) // not those whose shard is down (partition.go)
+	answers := make(chan answer, len(waited))
+	for _, p := range waited {
 		go func() {
-			got, err := s.waitOn(ctx, k, workerID, timeout)
+			got, err := s.waitOn(ctx, s.parts[p], workerID, timeout)
 			answers <- answer{p, got, err}
 		}()
 	}
-	// the first token wins; a partition whose shard does not answer (an
-	// error) does not end the wait while the others may still signal
+	// the first token wins, and the first plain timeout ends the wait (the
+	// others time out with it); a partition whose shard does not answer
+	// (an error) does not end it while the others may still signal, nor
+	// hold it up: its read may take the client's retries to fail
 	var firstErr error
-	for pending := len(s.parts); pending > 0; {
+	for pending := len(waited); pending > 0; {
 		a := <-answers
 		pending--
-		if !a.got {
-			if a.err != nil && firstErr == nil {
-				firstErr = a.err
-			}
+		if a.err != nil {
+			s.noteFailure(a.p, a.err)
+			firstErr = cmp.Or(firstErr, a.err)
 			continue
+		}
+		if !a.got {
+			return false, nil
 		}
 		s.woke.Store(int32(a.p) + 1) // the next Fetch starts there
 		if pending > 0 {
 			pipe := s.rdb.Pipeline()
-			for p, k := range s.parts {
+			for _, p := range waited {
 				if p != a.p {
-					pipe.RPush(ctx, k.wakeWorker(workerID), "stop")
-					pipe.PExpire(ctx, k.wakeWorker(workerID), 10*time.Second)
+					pipe.RPush(ctx, s.parts[p].wakeWorker(workerID), "stop")
+					pipe.PExpire(ctx, s.parts[p].wakeWorker(workerID), 10*time.Second)
 				}
 			}
 			_, _ = pipe.Exec(context.WithoutCancel(ctx)) // best effort: the others end at their timeout anyway
