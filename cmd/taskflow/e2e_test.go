@@ -136,6 +136,36 @@ func (p *process) expect(t *testing.T, re string) string {
 	return m[len(m)-1]
 }
 
+// apiCaller returns a function that calls the API at base as token, with
+// body as JSON (nil: none), decodes a 2xx answer into into (nil: not
+// read) and returns the status.
+func apiCaller(t *testing.T, base string) func(method, path, token string, body, into any) int {
+	return func(method, path, token string, body, into any) int {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, err := json.Marshal(body)
+			require.NoError(t, err)
+			rd = strings.NewReader(string(b))
+		}
+		req, err := http.NewRequest(method, base+path, rd)
+		require.NoError(t, err)
+		if rd != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		raw, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		if into != nil && res.StatusCode < 300 {
+			require.NoError(t, json.Unmarshal(raw, into), "%s %s: %s", method, path, raw)
+		}
+		return res.StatusCode
+	}
+}
+
 // TestExampleServicesEndToEnd is end-to-end flow on real
 // processes: `taskflow dev` (API, workers, orchestrator, archiver) and the
 // four example services (`taskflow service report|analysis|document|
@@ -177,30 +207,7 @@ func TestExampleServicesEndToEnd(t *testing.T) {
 	}
 	base := dev.expect(t, `taskflow dev: open (http://127\.0\.0\.1:\d+)/docs`)
 
-	do := func(method, path, token string, body any, into any) int {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, err := json.Marshal(body)
-			require.NoError(t, err)
-			rd = strings.NewReader(string(b))
-		}
-		req, err := http.NewRequest(method, base+path, rd)
-		require.NoError(t, err)
-		if rd != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		raw, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		if into != nil && res.StatusCode < 300 {
-			require.NoError(t, json.Unmarshal(raw, into), "%s %s: %s", method, path, raw)
-		}
-		return res.StatusCode
-	}
+	do := apiCaller(t, base)
 	type session struct {
 		ID    string `json:"session_id"`
 		Token string `json:"token"`

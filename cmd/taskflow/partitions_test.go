@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,30 +39,7 @@ func TestPartitionedDeploymentEndToEnd(t *testing.T) {
 	svc.expect(t, "consuming")
 	base := dev.expect(t, `taskflow dev: open (http://127\.0\.0\.1:\d+)/docs`)
 
-	do := func(method, path, token string, body any, into any) int {
-		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, err := json.Marshal(body)
-			require.NoError(t, err)
-			rd = strings.NewReader(string(b))
-		}
-		req, err := http.NewRequest(method, base+path, rd)
-		require.NoError(t, err)
-		if rd != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		raw, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		if into != nil && res.StatusCode < 300 {
-			require.NoError(t, json.Unmarshal(raw, into), "%s %s: %s", method, path, raw)
-		}
-		return res.StatusCode
-	}
+	do := apiCaller(t, base)
 	var sess struct {
 		Token string `json:"token"`
 	}
