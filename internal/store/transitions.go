@@ -523,7 +523,9 @@ type HeartbeatResult struct {
 	CancelRequested []string
 }
 
-// Heartbeat extends the leases still held to now+lease in one call.
+// Heartbeat extends the leases still held to now+lease in one call per
+// partition. When some partitions' calls fail, the result holds what the
+// others answered, beside the error.
 func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Duration) (HeartbeatResult, error) {
 	if len(leases) == 0 {
 		return HeartbeatResult{}, nil
@@ -558,10 +560,9 @@ func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Durati
 		}
 		return nil
 	})
-	if err != nil {
-		return HeartbeatResult{}, err
-	}
-	return hr, nil
+	// with several partitions, what the answering ones said comes back
+	// with the failed ones' error
+	return hr, err
 }
 
 // CancelOutcome says what Cancel did.

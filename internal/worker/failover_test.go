@@ -59,19 +59,7 @@ func TestClusterFailover(t *testing.T) {
 		mu.Unlock()
 		return json.RawMessage(`1`), nil
 	})
-	sched, err := scheduler.New(st, scheduler.Config{Interval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = sched.Run(runCtx) }()
-	for range 2 {
-		w, err := New(st, mux, Config{Concurrency: 8, Lease: 3 * time.Second, HeartbeatInterval: 300 * time.Millisecond})
-		require.NoError(t, err)
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = w.Run(runCtx) }()
-	}
-	t.Cleanup(func() { stop(); wg.Wait() })
+	runFailoverEngine(t, st, mux, Config{Concurrency: 8, Lease: 3 * time.Second, HeartbeatInterval: 300 * time.Millisecond})
 
 	// The producer: batches of 20, each retried until Redis answers; a
 	// task counts as acknowledged when its batch's call returned success
@@ -153,6 +141,25 @@ func TestClusterFailover(t *testing.T) {
 	}
 	t.Logf("failover: %d acknowledged; planned failover lost 0; crash: submits answered again after %s, lost %d (acknowledged within 1 s before it); %d tasks run more than once (at least once); all others completed once",
 		len(ackedAt), recovered.Round(10*time.Millisecond), len(lost), again)
+}
+
+// runFailoverEngine runs a scheduler (100 ms) and two workers of cfg on st
+// until the test's cleanup: the engine the failover tests load.
+func runFailoverEngine(t *testing.T, st *store.Store, mux *Mux, cfg Config) {
+	t.Helper()
+	sched, err := scheduler.New(st, scheduler.Config{Interval: 100 * time.Millisecond})
+	require.NoError(t, err)
+	runCtx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = sched.Run(runCtx) }()
+	for range 2 {
+		w, err := New(st, mux, cfg)
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.Run(runCtx) }()
+	}
+	t.Cleanup(func() { stop(); wg.Wait() })
 }
 
 // replicaOf is the address of master's replica.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/redisconn"
-	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/task"
 	"github.com/taskflow/taskflow/internal/testredis"
@@ -60,20 +59,8 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 		n.(*atomic.Int32).Add(1)
 		return json.RawMessage(`1`), nil
 	})
-	sched, err := scheduler.New(st, scheduler.Config{Interval: 100 * time.Millisecond})
-	require.NoError(t, err)
-	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = sched.Run(runCtx) }()
-	for range 2 {
-		w, err := New(st, mux, Config{Concurrency: 8, Lease: 3 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
-			IdleWait: time.Second})
-		require.NoError(t, err)
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = w.Run(runCtx) }()
-	}
-	t.Cleanup(func() { stop(); wg.Wait() })
+	runFailoverEngine(t, st, mux, Config{Concurrency: 8, Lease: 3 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
+		IdleWait: time.Second})
 
 	// ids of a partition, drawn in order
 	next := 0

@@ -583,7 +583,10 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		cancel()
 		if err != nil {
 			w.log.Warn("heartbeat", "err", err)
-			continue
+			if len(res.Lost)+len(res.CancelRequested) == 0 {
+				continue
+			}
+			// the partitions that answered still said what they said
 		}
 		for _, id := range res.Lost {
 			w.interrupt(id, task.ErrLeaseLost)
