@@ -36,9 +36,17 @@ const (
 	fLease      = "lease"
 	fErrHist    = "error_history"
 	fStateHist  = "state_history"
-	fNotBefore  = "not_before"
-	fCancelReq  = "cancel_requested"
-	fHandoff    = "handoff"
+	// fHistFetch and fHistDone hold the history entries of the fetch
+	// (PENDING → ACTIVE) and of the completion, which write them there
+	// instead of reading and rewriting state_history (the two transitions
+	// of every task; see taken in lib.lua). The history is
+	// state_history;ha;hc. started_at and completed_at of a COMPLETED task
+	// are those entries' times.
+	fHistFetch = "ha"
+	fHistDone  = "hc"
+	fNotBefore = "not_before"
+	fCancelReq = "cancel_requested"
+	fHandoff   = "handoff"
 	// fEnqueueCall is the id of the enqueue call that created the task: a
 	// resend of that call (the client library retrying after a read
 	// timeout, while Redis stalled) finds its own tasks and succeeds
@@ -112,7 +120,29 @@ func decodeTask(h map[string]string) (*task.Task, bool) {
 		t.Result = json.RawMessage(r)
 	}
 	t.ErrorHistory = decodeErrorHistory(h[fErrHist])
-	t.StateHistory = decodeStateHistory(h[fStateHist])
+	sh := h[fStateHist]
+	for _, tail := range [...]string{h[fHistFetch], h[fHistDone]} {
+		if tail != "" {
+			if sh != "" {
+				sh += ";"
+			}
+			sh += tail
+		}
+	}
+	t.StateHistory = decodeStateHistory(sh)
+	// started_at: the last time the task went ACTIVE (fetch writes no
+	// started_at); completed_at of a COMPLETED task: its completion entry
+	for i := len(t.StateHistory) - 1; i >= 0; i-- {
+		if c := t.StateHistory[i]; c.To == task.StateActive {
+			at := c.At
+			t.StartedAt = &at
+			break
+		}
+	}
+	if hc := h[fHistDone]; hc != "" && len(t.StateHistory) > 0 {
+		at := t.StateHistory[len(t.StateHistory)-1].At
+		t.CompletedAt = &at
+	}
 	return t, true
 }
 

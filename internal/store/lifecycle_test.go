@@ -95,3 +95,94 @@ func TestDecodeStateHistoryReadsBothEncodings(t *testing.T) {
 	require.Equal(t, want, decodeStateHistory("1700000000000,,PENDING,created;1700000000002,PENDING,ACTIVE,w,1;1700000090000,ACTIVE,DLQ,PermanentError"))
 	require.Equal(t, []task.StateChange{}, decodeStateHistory(""))
 }
+
+// TestHistoryTailTakenByEveryTransition: fetch and complete write their
+// history entries to ha and hc without touching state_history; every other
+// transition out of ACTIVE takes ha into state_history first. A task led
+// through release, reap, a failed attempt and its retry, a timeout and a
+// late completion has every entry in order, with its time and cause, and
+// started_at/completed_at read from them.
+func TestHistoryTailTakenByEveryTransition(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created := b.enqueue(t, EnqueueRequest{Type: "noop"})
+	key := b.s.parts[0].task(created.ID)
+	tick := func() time.Time { b.clk.Advance(time.Second); return b.clk.Now() }
+	hasTail := func() bool {
+		n, err := b.rdb.HExists(b.ctx, key, fHistFetch).Result()
+		require.NoError(t, err)
+		return n
+	}
+	var want []task.StateChange
+	add := func(at time.Time, from, to task.State, cause string) {
+		want = append(want, task.StateChange{At: at, From: from, To: to, Cause: cause})
+	}
+	want = append(want, task.StateChange{At: t0, To: task.StatePending, Cause: "created"})
+
+	at := tick()
+	tk := b.fetchOne(t)
+	add(at, task.StatePending, task.StateActive, "w1")
+	require.True(t, hasTail())
+	at = tick()
+	require.NoError(t, b.s.Release(b.ctx, tk.ID, tk.Lease, at, "shutdown"))
+	add(at, task.StateActive, task.StatePending, "shutdown")
+	require.False(t, hasTail(), "release left the fetch's entry in ha")
+
+	at = tick()
+	tk = b.fetchOne(t)
+	add(at, task.StatePending, task.StateActive, "w1")
+	b.clk.Advance(31 * time.Second) // past the 30 s lease
+	at = b.clk.Now()
+	_, handled, err := b.s.ReapExpired(b.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, handled)
+	add(at, task.StateActive, task.StatePending, "lease_expired")
+	require.False(t, hasTail(), "reap left the fetch's entry in ha")
+
+	at = tick()
+	tk = b.fetchOne(t)
+	add(at, task.StatePending, task.StateActive, "w1")
+	at = tick()
+	out, err := b.s.Fail(b.ctx, tk.ID, tk.Lease, Failure{ErrorType: "Boom", Message: "boom", RetryAt: at, Attempt: 1, Worker: "w1"})
+	require.NoError(t, err)
+	require.Equal(t, task.StateFailed, out.State)
+	add(at, task.StateActive, task.StateFailed, "Boom")
+	require.False(t, hasTail(), "fail left the fetch's entry in ha")
+	at = tick()
+	n, err := b.s.PromoteDue(b.ctx, 10)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	add(at, task.StateFailed, task.StatePending, "retry_due")
+
+	started := tick()
+	tk = b.fetchOne(t)
+	add(started, task.StatePending, task.StateActive, "w1")
+	at = tick()
+	require.NoError(t, b.s.MarkTimeout(b.ctx, tk.ID, tk.Lease))
+	add(at, task.StateActive, task.StateTimeout, "overdue")
+	require.False(t, hasTail(), "timeout left the fetch's entry in ha")
+	done := tick()
+	require.NoError(t, b.s.Complete(b.ctx, tk.ID, tk.Lease, json.RawMessage(`{"ok":true}`)))
+	add(done, task.StateTimeout, task.StateCompleted, "")
+
+	got, err := b.s.Get(b.ctx, created.ID)
+	require.NoError(t, err)
+	require.Equal(t, want, got.StateHistory)
+	require.Equal(t, started, *got.StartedAt)
+	require.Equal(t, done, *got.CompletedAt)
+	require.Equal(t, task.StateCompleted, got.State)
+
+	// cancelled by its holder: the fetch's entry is taken in as well
+	other := b.enqueue(t, EnqueueRequest{Type: "noop"})
+	fetched := tick()
+	tk = b.fetchOne(t)
+	at = tick()
+	require.NoError(t, b.s.CancelActive(b.ctx, tk.ID, tk.Lease, "handler_cancelled"))
+	got, err = b.s.Get(b.ctx, other.ID)
+	require.NoError(t, err)
+	require.Equal(t, []task.StateChange{
+		{At: other.CreatedAt, To: task.StatePending, Cause: "created"},
+		{At: fetched, From: task.StatePending, To: task.StateActive, Cause: "w1"},
+		{At: at, From: task.StateActive, To: task.StateCancelled, Cause: "handler_cancelled"},
+	}, got.StateHistory)
+}

@@ -29,7 +29,7 @@ else
   return redis.error_reply('STATE ' .. f[1])
 end
 redis.call('HSET', KEYS[1], 'state', 'CANCELLED', 'lease', '', 'updated_at', now, 'completed_at', now,
-  'state_history', hist(f[4], now, f[1], 'CANCELLED', 'cancel'))
+  'state_history', hist(taken(KEYS[1], f[4]), now, f[1], 'CANCELLED', 'cancel'))
 redis.call('ZADD', KEYS[4], now, id)
 ev(id, f[1], 'CANCELLED', now, f[2], f[3])
 flush_events(KEYS[6], ARGV[3])

@@ -11,7 +11,7 @@ if f[2] ~= ARGV[2] then return redis.error_reply('LEASE') end
 local id = f[6]
 if f[1] == 'ACTIVE' then redis.call('ZREM', KEYS[2], id) else redis.call('ZREM', KEYS[3], id) end
 redis.call('HSET', KEYS[1], 'state', 'CANCELLED', 'lease', '', 'updated_at', now, 'completed_at', now,
-  'state_history', hist(f[5], now, f[1], 'CANCELLED', ARGV[3]))
+  'state_history', hist(taken(KEYS[1], f[5]), now, f[1], 'CANCELLED', ARGV[3]))
 redis.call('ZADD', KEYS[4], now, id)
 ev(id, f[1], 'CANCELLED', now, f[3], f[4])
 flush_events(KEYS[5], ARGV[4])

@@ -5,6 +5,7 @@
 -- ARGV[1] now ARGV[2] event stream maxlen, then per task: id, token, result
 -- Returns one code per task: OK | NOTFOUND | LEASE | STATE:<state>
 local now = ARGV[1]
+local hcA, hcT = now .. ',A,C', now .. ',T,C'
 local out = {}
 local done = {}
 local unact = {}
@@ -13,7 +14,7 @@ local i, k = 3, 5
 while i <= #ARGV do
   local id, token, result = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local tk = KEYS[k]
-  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id', 'state_history')
+  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id')
   if not f[1] then
     out[#out + 1] = 'NOTFOUND'
   elseif f[1] ~= 'ACTIVE' and f[1] ~= 'TIMEOUT' then
@@ -21,8 +22,11 @@ while i <= #ARGV do
   elseif f[2] ~= token then
     out[#out + 1] = 'LEASE'
   else
-    redis.call('HSET', tk, 'state', 'COMPLETED', 'result', result, 'completed_at', now, 'updated_at', now,
-      'lease', '', 'state_history', hist(f[5], now, f[1], 'COMPLETED', ''))
+    -- the history's entry goes to hc (see taken in lib.lua); completed_at
+    -- is its time
+    local hc = hcA
+    if f[1] ~= 'ACTIVE' then hc = hcT end
+    redis.call('HSET', tk, 'state', 'COMPLETED', 'result', result, 'updated_at', now, 'lease', '', 'hc', hc)
     if f[1] == 'ACTIVE' then unact[#unact + 1] = id else untmo[#untmo + 1] = id end
     done[#done + 1] = now; done[#done + 1] = id
     ev(id, f[1], 'COMPLETED', now, f[3], f[4])

@@ -28,7 +28,7 @@ local reason = ''
 if ARGV[3] == '1' then reason = 'permanent'
 elseif rc >= maxr then reason = 'max_retries'
 elseif maxage > 0 and now - base >= maxage then reason = 'max_age' end
-local sh = hist(f[5], now, from, 'FAILED', ARGV[5])
+local sh = hist(taken(KEYS[1], f[5]), now, from, 'FAILED', ARGV[5])
 ev(id, from, 'FAILED', now, f[3], f[4])
 if reason ~= '' then
   to_dlq(KEYS[1], KEYS[8], KEYS[6], KEYS[7], id, now, 'FAILED', ARGV[5], ARGV[6], ARGV[7],

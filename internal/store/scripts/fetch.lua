@@ -81,6 +81,7 @@ pop(KEYS[2], take[2])
 pop(KEYS[3], take[3])
 
 local maxage = tonumber(ARGV[16])
+local hapfx = nows .. ',P,A,'
 local out = {}
 local leases = {}
 local unidx = {}
@@ -88,7 +89,7 @@ local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
-    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'state_history')
+    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before')
   if f[1] == 'PENDING' then
     local created = tonumber(f[10]) or now
     local base = created
@@ -100,12 +101,14 @@ for _, id in ipairs(ids) do
       local erec = '{"at_ms":' .. now .. ',"attempt":' .. ((tonumber(f[8]) or 0) + 1) ..
         ',"error_type":"TaskTooOld","message":"' .. msg .. '"}'
       to_dlq(tk, KEYS[12] .. id, KEYS[10], KEYS[11], id, now, 'PENDING', 'TaskTooOld', msg, erec,
-        { sh = f[12], eh = redis.call('HGET', tk, 'error_history'), ttype = f[2], sess = f[5], rc = f[8] })
+        { sh = redis.call('HGET', tk, 'state_history'), eh = redis.call('HGET', tk, 'error_history'), ttype = f[2], sess = f[5], rc = f[8] })
     else
       toknum = toknum + 1
       local token = ARGV[6] .. ':' .. toknum
-      redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'started_at', nows,
-        'updated_at', nows, 'state_history', hist(f[12], nows, 'PENDING', 'ACTIVE', ARGV[7]))
+      -- the history's entry goes to ha (see taken in lib.lua): the history
+      -- itself is neither read nor rewritten here; started_at is its time
+      redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
+        'ha', hapfx .. ARGV[7])
       leases[#leases + 1] = ARGV[5]; leases[#leases + 1] = id
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
       out[#out + 1] = id; out[#out + 1] = token

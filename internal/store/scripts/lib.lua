@@ -20,6 +20,23 @@ local function hist(old, now, from, to, cause)
   return now .. ',' .. e
 end
 
+-- The fetch and the completion, the two transitions every task makes, do
+-- not read or rewrite the history: fetch writes its entry ("ms,P,A,worker",
+-- the time absolute) to the field ha, the completion its own to hc. Every
+-- other transition takes ha into state_history first (taken); hc is written
+-- on COMPLETED only, which nothing leaves. codec.go reads the history as
+-- state_history;ha;hc.
+local function taken(tk, old)
+  local ha = redis.call('HGET', tk, 'ha')
+  if not ha then return old end
+  redis.call('HDEL', tk, 'ha')
+  if not old or old == '' then return ha end
+  local ms, rest = string.match(ha, '^(%d+)(.*)$')
+  local base = tonumber(string.match(old, '^%d+'))
+  if ms and base then return old .. ';+' .. string.format('%d', tonumber(ms) - base) .. rest end
+  return old .. ';' .. ha
+end
+
 -- Lifecycle events of this call, written as ONE stream entry at the end:
 -- records separated by \30, fields by \31 (id, from, to, ms, type, session).
 local __events = {}
@@ -49,7 +66,7 @@ end
 -- to_dlq dead-letters a task: state, snapshot, DLQ list and index.
 -- f is a table of the task's fields read by the caller.
 local function to_dlq(tk, snapk, dlqlist, dlqidx, id, now, from, etype, msg, erec, f, cause)
-  local sh = hist(f.sh, now, from, 'DLQ', cause or etype)
+  local sh = hist(taken(tk, f.sh), now, from, 'DLQ', cause or etype)
   local eh = f.eh or ''
   if erec and erec ~= '' then
     if eh ~= '' then eh = eh .. '\n' .. erec else eh = erec end

@@ -28,7 +28,7 @@ for _, id in ipairs(ids) do
         { sh = f[4], eh = f[9], ttype = f[2], sess = f[3], rc = f[10] }, 'max_age')
     else
       redis.call('HSET', tk, 'state', 'PENDING', 'updated_at', now, 'queue', 'retry',
-        'state_history', hist(f[4], now, 'FAILED', 'PENDING', 'retry_due'))
+        'state_history', hist(taken(tk, f[4]), now, 'FAILED', 'PENDING', 'retry_due'))
       redis.call('ZREM', KEYS[3], id)
       redis.call('ZADD', KEYS[2], now, id)
       redis.call('RPUSH', KEYS[12], id)

@@ -21,12 +21,12 @@ for _, id in ipairs(ids) do
     moved[#moved + 1] = id
     if f[7] == '1' then
       redis.call('HSET', tk, 'state', 'CANCELLED', 'lease', '', 'updated_at', now, 'completed_at', now,
-        'state_history', hist(f[4], now, 'ACTIVE', 'CANCELLED', 'lease_expired'))
+        'state_history', hist(taken(tk, f[4]), now, 'ACTIVE', 'CANCELLED', 'lease_expired'))
       redis.call('ZADD', KEYS[3], now, id)
       ev(id, 'ACTIVE', 'CANCELLED', now, f[2], f[3])
     else
       redis.call('HSET', tk, 'state', 'PENDING', 'lease', '', 'updated_at', now,
-        'state_history', hist(f[4], now, 'ACTIVE', 'PENDING', 'lease_expired'))
+        'state_history', hist(taken(tk, f[4]), now, 'ACTIVE', 'PENDING', 'lease_expired'))
       redis.call('ZADD', KEYS[2], now, id)
       redis.call('LPUSH', queue_for(f[5], f[6], KEYS[6], KEYS[7], KEYS[8], KEYS[9]), id)
       ev(id, 'ACTIVE', 'PENDING', now, f[2], f[3])

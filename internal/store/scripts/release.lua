@@ -15,7 +15,7 @@ if f[1] ~= 'ACTIVE' then return redis.error_reply('STATE ' .. f[1]) end
 if f[2] ~= ARGV[2] then return redis.error_reply('LEASE') end
 local id = f[8]
 redis.call('HSET', KEYS[1], 'state', 'PENDING', 'lease', '', 'updated_at', now,
-  'state_history', hist(f[5], now, 'ACTIVE', 'PENDING', ARGV[4]))
+  'state_history', hist(taken(KEYS[1], f[5]), now, 'ACTIVE', 'PENDING', ARGV[4]))
 redis.call('ZREM', KEYS[2], id)
 local due = tonumber(ARGV[3])
 redis.call('ZADD', KEYS[3], math.max(now, due), id)

@@ -19,7 +19,7 @@ else
   redis.call('DEL', KEYS[5])
 end
 redis.call('HSET', KEYS[1], 'state', 'PENDING', 'retry_count', '0', 'queue', 'retry', 'updated_at', now,
-  'state_history', hist(f[4], now, f[1], 'PENDING', 'manual_retry'))
+  'state_history', hist(taken(KEYS[1], f[4]), now, f[1], 'PENDING', 'manual_retry'))
 redis.call('HDEL', KEYS[1], 'retry_after')
 redis.call('ZADD', KEYS[7], now, id)
 redis.call('RPUSH', KEYS[8], id)

@@ -12,7 +12,7 @@ local id = f[6]
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZADD', KEYS[3], now, id)
 redis.call('HSET', KEYS[1], 'state', 'TIMEOUT', 'updated_at', now,
-  'state_history', hist(f[5], now, 'ACTIVE', 'TIMEOUT', 'overdue'))
+  'state_history', hist(taken(KEYS[1], f[5]), now, 'ACTIVE', 'TIMEOUT', 'overdue'))
 ev(id, 'ACTIVE', 'TIMEOUT', now, f[3], f[4])
 flush_events(KEYS[4], ARGV[3])
 return 'OK'
