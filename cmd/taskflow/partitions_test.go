@@ -88,6 +88,16 @@ func TestPartitionedDeploymentEndToEnd(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 	require.Contains(t, string(raw), `"field":"partition_key"`)
+	// and an agent's tool call gives one too
+	cs := mcpHTTP(t, base, sess.Token, nil)
+	_, text, tool := call(t, cs, "noop_task_tool", map[string]any{"partition_key": "customer-7"})
+	k3, _ := tool["task_id"].(string)
+	require.NotEmpty(t, k3, text)
+	require.Equal(t, store.PartitionOf("customer-7", 3), store.PartitionOf(k3, 3))
+	done = append(done, k3)
+	mres, text, tool := call(t, cs, "noop_task_tool", map[string]any{"partition_key": strings.Repeat("k", 201)})
+	require.True(t, mres.IsError, text)
+	require.Equal(t, "partition_key", tool["error"].(map[string]any)["field"], text)
 	// a task waiting on one in another partition
 	first := done[0]
 	var after string

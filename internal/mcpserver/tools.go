@@ -49,6 +49,7 @@ const (
 	optPriority = "priority"
 	optTimeout  = "timeout_seconds"
 	optDelay    = "delay_seconds"
+	optPartKey  = "partition_key"
 )
 
 var options = map[string]map[string]any{
@@ -58,6 +59,8 @@ var options = map[string]map[string]any{
 		"description": "fail the attempt after this many seconds; default the deployment's"},
 	optDelay: {"type": "number", "minimum": 0, "maximum": service.MaxRunAhead.Seconds(),
 		"description": "start no sooner than this many seconds from now"},
+	optPartKey: {"type": "string", "maxLength": service.MaxPartitionKey,
+		"description": "tasks given the same key share one partition, so they keep their order (with TASKFLOW_PARTITIONS > 1); default: spread by task id"},
 }
 
 // typeTool is the tool that submits tasks of t; ok is false for a type with
@@ -154,6 +157,12 @@ func setOption(in *service.SubmitInput, name string, raw json.RawMessage) error 
 			return service.Unprocessable(name, "%s must be high, normal or low", name)
 		}
 		in.Priority = s
+	case optPartKey:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return service.Unprocessable(name, "%s must be a string", name)
+		}
+		in.PartitionKey = s
 	case optTimeout, optDelay:
 		var f float64
 		if json.Unmarshal(raw, &f) != nil {

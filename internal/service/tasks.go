@@ -44,6 +44,8 @@ const (
 	MaxTimeout    = 24 * time.Hour
 	MaxMaxRetries = 100
 	MaxRunAhead   = 30 * 24 * time.Hour
+	// MaxPartitionKey is the longest partition_key, in bytes.
+	MaxPartitionKey = 200
 )
 
 // TaskTypeSummarize is summarization task type.
@@ -127,8 +129,8 @@ func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRe
 		n := *in.MaxRetries
 		r.MaxRetries = &n
 	}
-	if len(in.PartitionKey) > 200 {
-		return r, Unprocessable("partition_key", "partition_key must be at most 200 characters (got %d)", len(in.PartitionKey))
+	if len(in.PartitionKey) > MaxPartitionKey {
+		return r, Unprocessable("partition_key", "partition_key must be at most %d characters (got %d)", MaxPartitionKey, len(in.PartitionKey))
 	}
 	r.PartitionKey = in.PartitionKey
 	if in.RunAt != nil && *in.RunAt != "" {
