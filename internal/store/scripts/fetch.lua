@@ -81,7 +81,7 @@ pop(KEYS[2], take[2])
 pop(KEYS[3], take[3])
 
 local maxage = tonumber(ARGV[16])
-local hapfx = nows .. ',P,A,'
+local ha = nows .. ',P,A,' .. ARGV[7] -- the history entry, the same for every task of this call
 local out = {}
 local leases = {}
 local unidx = {}
@@ -108,7 +108,7 @@ for _, id in ipairs(ids) do
       -- the history's entry goes to ha (see taken in lib.lua): the history
       -- itself is neither read nor rewritten here; started_at is its time
       redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
-        'ha', hapfx .. ARGV[7])
+        'ha', ha)
       leases[#leases + 1] = ARGV[5]; leases[#leases + 1] = id
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
       out[#out + 1] = id; out[#out + 1] = token
