@@ -54,7 +54,7 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		}
 		return nil, scriptErr("", err)
 	}
-	const width = 12
+	const width = 11
 	out := make([]*task.Task, 0, len(res)/width)
 	started := time.UnixMilli(now).UTC()
 	for i := 0; i+width <= len(res); i += width {

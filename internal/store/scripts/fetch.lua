@@ -13,7 +13,7 @@
 -- ARGV[13..15] weights high, normal, low ARGV[16] max age ms (0 = off)
 -- ARGV[17] event stream maxlen
 -- Returns {id, token, task_type, content, params, session_id, priority,
---   timeout_ms, retry_count, max_retries, created_at, not_before, ...}
+--   timeout_ms, retry_count, max_retries, created_at, ...}
 local now = tonumber(ARGV[1])
 local nows = ARGV[1] -- the string form: no number formatting per write
 local n = tonumber(ARGV[2])
@@ -112,7 +112,7 @@ for _, id in ipairs(ids) do
       leases[#leases + 1] = ARGV[5]; leases[#leases + 1] = id
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
       out[#out + 1] = id; out[#out + 1] = token
-      for j = 2, 11 do out[#out + 1] = f[j] or '' end
+      for j = 2, 10 do out[#out + 1] = f[j] or '' end
     end
   end
 end
