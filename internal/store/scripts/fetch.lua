@@ -82,9 +82,10 @@ pop(KEYS[3], take[3])
 
 local maxage = tonumber(ARGV[16])
 local ha = nows .. ',P,A,' .. ARGV[7] -- the history entry, the same for every task of this call
-local out = {}
-local leases = {}
-local unidx = {}
+-- (the tables are filled through counters: #t is a search each time)
+local out, no = {}, 0
+local leases, nl = {}, 0
+local unidx, nu = {}, 0
 local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
@@ -95,7 +96,7 @@ for _, id in ipairs(ids) do
     local base = created
     local nb = tonumber(f[11])
     if nb and nb > base then base = nb end
-    unidx[#unidx + 1] = id
+    nu = nu + 1; unidx[nu] = id
     if maxage > 0 and now - base >= maxage then
       local msg = 'task too old at pickup: ' .. (now - base) .. ' ms >= max age ' .. maxage .. ' ms'
       local erec = '{"at_ms":' .. now .. ',"attempt":' .. ((tonumber(f[8]) or 0) + 1) ..
@@ -109,15 +110,15 @@ for _, id in ipairs(ids) do
       -- itself is neither read nor rewritten here; started_at is its time
       redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
         'ha', ha)
-      leases[#leases + 1] = ARGV[5]; leases[#leases + 1] = id
+      leases[nl + 1] = ARGV[5]; leases[nl + 2] = id; nl = nl + 2
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
-      out[#out + 1] = id; out[#out + 1] = token
-      for j = 2, 10 do out[#out + 1] = f[j] or '' end
+      out[no + 1] = id; out[no + 2] = token; no = no + 2
+      for j = 2, 10 do no = no + 1; out[no] = f[j] or '' end
     end
   end
 end
-if #unidx > 0 then redis.call('ZREM', KEYS[6], unpack(unidx)) end
-if #leases > 0 then redis.call('ZADD', KEYS[5], unpack(leases)) end
+if nu > 0 then redis.call('ZREM', KEYS[6], unpack(unidx)) end
+if nl > 0 then redis.call('ZADD', KEYS[5], unpack(leases)) end
 if redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3]) > 0 then
   wake(KEYS[8])
 end

@@ -39,12 +39,13 @@ end
 
 -- Lifecycle events of this call, written as ONE stream entry at the end:
 -- records separated by \30, fields by \31 (id, from, to, ms, type, session).
-local __events = {}
+local __events, __nev = {}, 0
 local function ev(id, from, to, now, ttype, sess)
-  __events[#__events + 1] = id .. '\31' .. from .. '\31' .. to .. '\31' .. now .. '\31' .. (ttype or '') .. '\31' .. (sess or '')
+  __nev = __nev + 1
+  __events[__nev] = id .. '\31' .. from .. '\31' .. to .. '\31' .. now .. '\31' .. (ttype or '') .. '\31' .. (sess or '')
 end
 local function flush_events(stream, maxlen)
-  if #__events > 0 then
+  if __nev > 0 then
     redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'e', table.concat(__events, '\30'))
   end
 end
