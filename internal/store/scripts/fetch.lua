@@ -118,7 +118,7 @@ for _, id in ipairs(ids) do
   end
 end
 if nu > 0 then redis.call('ZREM', KEYS[6], unpack(unidx)) end
-if nl > 0 then redis.call('ZADD', KEYS[5], unpack(leases)) end
+if nl > 0 then zadd(KEYS[5], leases) end
 if redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3]) > 0 then
   wake(KEYS[8])
 end

@@ -59,6 +59,26 @@ local function queue_for(q, prio, kh, kn, kl, kr)
   return kn
 end
 
+-- zadd adds to a sorted set that stays small and busy: the lease set (the
+-- tasks in flight) and the PENDING index of a shallow queue. Redis keeps a
+-- set of at most zset-max-listpack-entries (128) members in its compact
+-- listpack encoding, where each insert walks the set and parses every
+-- score it passes: a fetch's 64 leases added to a set of about 100 cost
+-- ~1.7 µs each (docs/benchmarks.md). A set created by a member longer than
+-- zset-max-listpack-value (64 bytes) is a skiplist, and stays one until it
+-- is emptied and so deleted: a set this creates is created that way, the
+-- long member (with spaces, so never a task id) removed at once.
+local __pin = string.rep('skiplist ', 10)
+local function zadd(key, args)
+  if redis.call('EXISTS', key) == 0 then
+    redis.call('ZADD', key, 0, __pin)
+    redis.call('ZADD', key, unpack(args))
+    redis.call('ZREM', key, __pin)
+  else
+    redis.call('ZADD', key, unpack(args))
+  end
+end
+
 -- wake pushes a wake-up token for idle workers when none is waiting.
 local function wake(k)
   if redis.call('EXISTS', k) == 0 then redis.call('RPUSH', k, '1') end
