@@ -64,7 +64,7 @@ if #pushes.high > 0 then redis.call('RPUSH', KEYS[5], unpack(pushes.high)); push
 if #pushes.normal > 0 then redis.call('RPUSH', KEYS[6], unpack(pushes.normal)); pushed = true end
 if #pushes.low > 0 then redis.call('RPUSH', KEYS[7], unpack(pushes.low)); pushed = true end
 if #sched > 0 then redis.call('ZADD', KEYS[2], unpack(sched)) end
-redis.call('ZADD', KEYS[1], unpack(idx))
+zadd(KEYS[1], idx)
 if pushed then wake(KEYS[4]) end
 flush_events(KEYS[3], ARGV[2])
 return n
