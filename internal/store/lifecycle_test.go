@@ -186,3 +186,47 @@ func TestHistoryTailTakenByEveryTransition(t *testing.T) {
 		{At: at, From: task.StateActive, To: task.StateCancelled, Cause: "handler_cancelled"},
 	}, got.StateHistory)
 }
+
+// TestBusySetsAreSkiplists: the lease set and the PENDING index stay small
+// and busy, so they are created in the skiplist encoding (lib.lua's zadd):
+// in Redis's listpack encoding every insert walks the set. The member that
+// makes them so is gone at once: they hold exactly the tasks.
+func TestBusySetsAreSkiplists(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for range 3 {
+		b.enqueue(t, EnqueueRequest{Type: "noop"})
+	}
+	k := b.s.parts[0]
+	pending := k.stateIndex(task.StatePending)
+	enc, err := b.rdb.ObjectEncoding(b.ctx, pending).Result()
+	require.NoError(t, err)
+	require.Equal(t, "skiplist", enc)
+	n, err := b.rdb.ZCard(b.ctx, pending).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+
+	got := b.fetch(t, 2)
+	require.Len(t, got, 2)
+	enc, err = b.rdb.ObjectEncoding(b.ctx, k.active()).Result()
+	require.NoError(t, err)
+	require.Equal(t, "skiplist", enc)
+	leased, err := b.rdb.ZRange(b.ctx, k.active(), 0, -1).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, ids(got), leased)
+	qs := b.status(t)
+	require.Equal(t, int64(2), qs.States[task.StateActive])
+	require.Equal(t, int64(1), qs.States[task.StatePending])
+
+	// emptied, the set is deleted; the next fetch creates it the same way
+	for _, tk := range got {
+		require.NoError(t, b.s.Complete(b.ctx, tk.ID, tk.Lease, nil))
+	}
+	ex, err := b.rdb.Exists(b.ctx, k.active()).Result()
+	require.NoError(t, err)
+	require.Zero(t, ex)
+	b.fetchOne(t)
+	enc, err = b.rdb.ObjectEncoding(b.ctx, k.active()).Result()
+	require.NoError(t, err)
+	require.Equal(t, "skiplist", enc)
+}
