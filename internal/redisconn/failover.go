@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,16 +16,44 @@ import (
 // master that died answers nothing, so every command of its slots went on
 // dialling it after its replica had taken over. The reload is lazy and
 // rate-limited by go-redis, so a burst of failures costs one CLUSTER SLOTS.
+// (Commands here; a refused dial through OnNodeDialFailure, as a cluster
+// client runs no dial hooks of its own.)
 type reloadOnFailure struct{ cc *redis.ClusterClient }
 
-func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook {
+func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// dialFailed is a node client's hook calling fn, on a goroutine of its
+// own, when a dial fails because the node is gone.
+type dialFailed struct{ fn func(addr string, err error) }
+
+func (h dialFailed) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := next(ctx, network, addr)
-		if err != nil {
-			h.cc.ReloadState(ctx)
+		if err != nil && nodeFailed(err) {
+			go h.fn(addr, err)
 		}
 		return c, err
 	}
+}
+
+func (dialFailed) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialFailed) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// OnNodeDialFailure calls fn whenever a node of cc refuses a connection:
+// the first sign of a master's crash (the connections blocked on it break
+// at once and their retries dial it), well before a command's retries give
+// up. A cluster client runs no dial hooks itself — its nodes' clients dial
+// — so the hook goes on every node's client, those known now and those to
+// come.
+func OnNodeDialFailure(cc *redis.ClusterClient, fn func(addr string, err error)) {
+	h := dialFailed{fn: fn}
+	cc.OnNewNode(func(n *redis.Client) { n.AddHook(h) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = cc.ForEachShard(ctx, func(_ context.Context, n *redis.Client) error { n.AddHook(h); return nil })
 }
 
 func (h reloadOnFailure) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -165,12 +165,30 @@ func (s *Store) noteFailure(p int, err error) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			err := s.rdb.Set(ctx, s.parts[p].probe(), "1", 10*time.Second).Err()
 			cancel()
-			if err == nil {
+			if err == nil || errors.Is(err, redis.ErrClosed) {
 				return
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
+}
+
+// nodeDown marks down the partitions whose master (as the client's slot
+// map has it) is addr, which refused a connection: before a fetch meets
+// them and waits out the cluster client's retries (≈ 1.7 s). New has
+// redisconn.OnNodeDialFailure call it when there are several partitions.
+func (s *Store) nodeDown(addr string, err error) {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for p, k := range s.parts {
+		if m, e := cc.MasterForKey(ctx, k.probe()); e == nil && m.Options().Addr == addr {
+			s.noteFailure(p, err)
+		}
+	}
 }
 
 // upFirst orders partitions ps with those marked down left out, unless

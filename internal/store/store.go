@@ -69,6 +69,9 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	st := &Store{rdb: client, cfg: cfg, ns: ns, parts: partitionKeys(ns, cfg.Partitions), global: globalKeys{p: ns.Prefix()},
 		callPrefix: hex.EncodeToString(rnd[:]) + "-", probing: make([]atomic.Bool, cfg.Partitions)}
 	st.turn.Store(uint32(rnd[0])) // processes start their fetches at different partitions
+	if cc, ok := client.(*redis.ClusterClient); ok && cfg.Partitions > 1 {
+		redisconn.OnNodeDialFailure(cc, st.nodeDown)
+	}
 	return st, nil
 }
 

@@ -25,8 +25,9 @@ func StartCluster(t testing.TB) *Cluster { return StartClusterWithReplicas(t, 0)
 
 // StartClusterWithReplicas starts three masters with replicas replicas
 // each (Nodes: the masters first, as redis-cli assigns them, then the
-// replicas), for failover tests.
-func StartClusterWithReplicas(t testing.TB, replicas int) *Cluster {
+// replicas), for failover tests; extra are more redis-server arguments
+// for every node.
+func StartClusterWithReplicas(t testing.TB, replicas int, extra ...string) *Cluster {
 	t.Helper()
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
@@ -35,7 +36,7 @@ func StartClusterWithReplicas(t testing.TB, replicas int) *Cluster {
 	c := &Cluster{t: t}
 	addrs := make([]string, 3*(1+replicas))
 	for i := range addrs {
-		n := StartServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+		n := StartServer(t, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"}, extra...)...)
 		c.Nodes = append(c.Nodes, n)
 		addrs[i] = n.Addr
 	}
