@@ -16,8 +16,10 @@ import (
 // master that died answers nothing, so every command of its slots went on
 // dialling it after its replica had taken over. The reload is lazy and
 // rate-limited by go-redis, so a burst of failures costs one CLUSTER SLOTS.
-// (Commands here; a refused dial through OnNodeDialFailure, as a cluster
-// client runs no dial hooks of its own.)
+// (On a command's failure: a cluster client runs no dial hooks of its own —
+// its nodes' clients dial — so DialHook passes through. Reloading on every
+// refused dial is left out: a reload dials the seeds, the dead node among
+// them, and would ask for the next.)
 type reloadOnFailure struct{ cc *redis.ClusterClient }
 
 func (h reloadOnFailure) DialHook(next redis.DialHook) redis.DialHook { return next }

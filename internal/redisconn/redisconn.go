@@ -87,9 +87,6 @@ func build(rawURL string, o Options) (redis.UniversalClient, string, error) {
 	case *redis.ClusterOptions:
 		cc := redis.NewClusterClient(v)
 		cc.AddHook(reloadOnFailure{cc: cc})
-		// a new client knows no nodes yet: the hook goes on each as it comes
-		reload := dialFailed{fn: func(string, error) { cc.ReloadState(context.Background()) }}
-		cc.OnNewNode(func(n *redis.Client) { n.AddHook(reload) })
 		return cc, addrs, nil
 	case *redis.Options:
 		return redis.NewClient(v), addrs, nil
