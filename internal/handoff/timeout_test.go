@@ -54,8 +54,13 @@ func TestTimeoutThenLateCompletion(t *testing.T) {
 	ns := b.WaitNotes(t, "s1", 1)
 	require.Equal(t, notify.KindTimeout, ns[0].Type)
 	require.Contains(t, ns[0].Message, "still running")
-	xs, err := b.Redis.XRange(context.Background(), b.Streams.Timeout(), "-", "+").Result()
-	require.NoError(t, err)
+	// task.timeout is published after the state is marked: wait for it
+	var xs []redis.XMessage
+	require.Eventually(t, func() bool {
+		var err error
+		xs, err = b.Redis.XRange(context.Background(), b.Streams.Timeout(), "-", "+").Result()
+		return err == nil && len(xs) > 0
+	}, 5*time.Second, 10*time.Millisecond)
 	require.Len(t, xs, 1)
 
 	close(release)
