@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,11 +53,10 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	master0 := m0.Options().Addr
 	replica0 := replicaOf(t, cl, master0)
 
-	var runs sync.Map // id → *atomic.Int32
+	var runs runCounter
 	mux := NewMux()
 	mux.HandleFunc("pc", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
-		n, _ := runs.LoadOrStore(tk.ID, new(atomic.Int32))
-		n.(*atomic.Int32).Add(1)
+		runs.add(tk.ID)
 		return json.RawMessage(`1`), nil
 	})
 	runFailoverEngine(t, st, mux, Config{Concurrency: 8, Lease: 3 * time.Second, HeartbeatInterval: 300 * time.Millisecond,
@@ -175,19 +172,7 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	}
 	ts, err := st.GetMany(ctx, all)
 	require.NoError(t, err)
-	again := 0
-	for _, tk := range ts {
-		done := 0
-		for _, c := range tk.StateHistory {
-			if c.To == task.StateCompleted {
-				done++
-			}
-		}
-		require.Equal(t, 1, done, "task %s", tk.ID)
-		if n, ok := runs.Load(tk.ID); ok && n.(*atomic.Int32).Load() > 1 {
-			again++
-		}
-	}
+	again := completedOnce(t, ts, &runs).ranAgain
 	t.Logf("partition 0's master killed: a submit to it failed after %s; the other partitions' 200 submits answered in %s (at %s) and completed from %s to %s; partition 0 answered again at %s; %d of %d tasks run more than once",
 		failedAfter.Round(time.Millisecond), took.Round(time.Millisecond), acked.Round(time.Millisecond), othersFirst.Round(time.Millisecond), othersDone.Round(time.Millisecond),
 		back.Round(time.Millisecond), again, len(all))
