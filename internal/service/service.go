@@ -252,7 +252,7 @@ func storeErr(id string, err error) error {
 	if errors.Is(err, task.ErrDuplicateTaskID) {
 		return &Error{Kind: KindConflict, Code: "duplicate_task_id", Field: "task_id", Message: "a task with this id already exists", Err: err}
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrPartitionDown) {
 		return Unavailable(err)
 	}
 	var ne interface{ Timeout() bool }

@@ -2,11 +2,13 @@ package service
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/redisconn"
+	"github.com/taskflow/taskflow/internal/store"
 )
 
 // TestStoreErrExplainsTopology: a MOVED from a plain client on the wrong
@@ -24,4 +26,13 @@ func TestStoreErrExplainsTopology(t *testing.T) {
 	se = nil
 	require.ErrorAs(t, storeErr("", errors.New("ERR something else")), &se)
 	require.Equal(t, KindInternal, se.Kind)
+}
+
+// A partition marked down answers at once with store.ErrPartitionDown: a
+// 503 like any Redis that does not answer, not a 500.
+func TestStoreErrPartitionDownIsUnavailable(t *testing.T) {
+	var se *Error
+	require.ErrorAs(t, storeErr("", fmt.Errorf("store: partition 2: %w", store.ErrPartitionDown)), &se)
+	require.Equal(t, KindUnavailable, se.Kind)
+	require.ErrorIs(t, se, store.ErrPartitionDown)
 }

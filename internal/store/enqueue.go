@@ -77,15 +77,25 @@ func (s *Store) prepare(r EnqueueRequest) (EnqueueRequest, error) {
 		want = PartitionOf(r.PartitionKey, n)
 	}
 	if r.ID == "" {
-		for {
+		// a task with neither id nor partition key may go to any
+		// partition: while one is marked down, it goes to one that is not
+		// (as a keyless message goes to an available partition), so its
+		// submit does not wait for a failover
+		avoidDown := want < 0 && n > 1 && s.anyUp()
+		for draw := 0; ; draw++ {
 			id, err := uuid.NewV7()
 			if err != nil {
 				return r, fmt.Errorf("store: new task id: %w", err)
 			}
 			r.ID = id.String()
-			if want < 0 || PartitionOf(r.ID, n) == want {
-				break // a random id falls in the wanted partition once in n draws
+			p := PartitionOf(r.ID, n)
+			if want >= 0 && p != want {
+				continue // a random id falls in the wanted partition once in n draws
 			}
+			if avoidDown && s.isDown(p) && draw < 64*n {
+				continue
+			}
+			break
 		}
 	} else if err := validID(r.ID); err != nil {
 		return r, err
@@ -154,12 +164,12 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 		}
 	} else {
 		// one script call per partition (per chunk), at once
-		err := s.eachPartition(len(prepared), func(i int) string { return prepared[i].ID }, func(k keys, at []int) error {
+		err := s.eachPartition(len(prepared), func(i int) string { return prepared[i].ID }, func(p int, k keys, at []int) error {
 			rs := make([]EnqueueRequest, len(at))
 			for n, i := range at {
 				rs[n] = prepared[i]
 			}
-			return s.enqueueIn(ctx, k, rs, now, call)
+			return s.onPartition(ctx, p, func(ctx context.Context) error { return s.enqueueIn(ctx, k, rs, now, call) })
 		})
 		if err != nil {
 			return nil, err

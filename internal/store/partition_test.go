@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -338,4 +339,144 @@ func TestPartitionedFetchShares(t *testing.T) {
 	require.Len(t, b.fetch(t, 4), 4, "never more than asked")
 	require.Len(t, b.fetch(t, 3), 3)
 	require.Len(t, b.fetch(t, 5), 3, "what is left")
+}
+
+// TestPartitionMarkedDown: while one partition is marked down (its shard
+// refused a connection; partition.go) and the others are not, a call that
+// must go there fails at once with ErrPartitionDown and writes nothing; a
+// task with neither id nor partition key goes to a partition that is up;
+// what concerns the other partitions is done. With every partition
+// marked, calls go to Redis again. (The mark is set here by hand: the
+// cluster test worker.TestPartitionedClusterMasterCrash kills a master.)
+func TestPartitionMarkedDown(t *testing.T) {
+	b := setup(t, partitioned(3))
+	idIn := func(p int, tag string) string {
+		for i := 0; ; i++ {
+			if id := fmt.Sprintf("%s-%d", tag, i); PartitionOf(id, 3) == p {
+				return id
+			}
+		}
+	}
+	// a task in partition 0 and one in 1, both ACTIVE
+	in0, in1 := idIn(0, "d"), idIn(1, "d")
+	b.enqueue(t, EnqueueRequest{ID: in0})
+	b.enqueue(t, EnqueueRequest{ID: in1})
+	got := b.fetch(t, 2)
+	require.Len(t, got, 2)
+	lease := map[string]string{}
+	for _, tk := range got {
+		lease[tk.ID] = tk.Lease
+	}
+
+	b.s.probing[0].Store(true)
+	t.Cleanup(func() { b.s.probing[0].Store(false) })
+
+	// pinned there by id or by key: refused, nothing written
+	id := idIn(0, "new")
+	_, err := b.s.Enqueue(b.ctx, EnqueueRequest{ID: id, Type: "noop"})
+	require.ErrorIs(t, err, ErrPartitionDown)
+	n, err := b.rdb.Exists(b.ctx, b.s.part(id).task(id)).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing written")
+	key := "k"
+	for PartitionOf(key, 3) != 0 {
+		key += "k"
+	}
+	_, err = b.s.Enqueue(b.ctx, EnqueueRequest{Type: "noop", PartitionKey: key})
+	require.ErrorIs(t, err, ErrPartitionDown)
+
+	// neither id nor key: never partition 0 while it is marked
+	var reqs []EnqueueRequest
+	for range 60 {
+		reqs = append(reqs, EnqueueRequest{Type: "noop"})
+	}
+	created, err := b.s.EnqueueBatch(b.ctx, reqs)
+	require.NoError(t, err)
+	seen := map[int]int{}
+	for _, tk := range created {
+		seen[PartitionOf(tk.ID, 3)]++
+	}
+	require.Zero(t, seen[0], "no keyless task went to the partition marked down: %v", seen)
+	require.Positive(t, seen[1])
+	require.Positive(t, seen[2])
+
+	// a heartbeat extends partition 1's lease and says partition 0 failed
+	hr, err := b.s.Heartbeat(b.ctx, []Lease{{ID: in0, Token: lease[in0]}, {ID: in1, Token: lease[in1]}}, time.Hour)
+	require.ErrorIs(t, err, ErrPartitionDown)
+	require.Equal(t, 1, hr.Answered)
+	require.Empty(t, hr.Lost)
+	dl, err := b.rdb.ZScore(b.ctx, b.s.part(in1).active(), in1).Result()
+	require.NoError(t, err)
+	require.Greater(t, dl, float64(b.s.nowMS()+(50*time.Minute).Milliseconds()), "partition 1's lease extended")
+	dl, err = b.rdb.ZScore(b.ctx, b.s.part(in0).active(), in0).Result()
+	require.NoError(t, err)
+	require.Less(t, dl, float64(b.s.nowMS()+(50*time.Minute).Milliseconds()), "partition 0's lease not touched")
+
+	// acknowledgements: partition 1's applied, partition 0's to write again
+	errs, err := b.s.CompleteBatch(b.ctx, []Completion{{ID: in0, Token: lease[in0], Result: []byte(`1`)}, {ID: in1, Token: lease[in1], Result: []byte(`1`)}})
+	require.NoError(t, err)
+	require.ErrorIs(t, errs[0], ErrUnapplied)
+	require.ErrorIs(t, errs[0], ErrPartitionDown)
+	require.NoError(t, errs[1])
+	require.Equal(t, task.StateActive, b.state(t, in0))
+	require.Equal(t, task.StateCompleted, b.state(t, in1))
+
+	// every partition marked: calls go to Redis (which answers here)
+	b.s.probing[1].Store(true)
+	b.s.probing[2].Store(true)
+	t.Cleanup(func() { b.s.probing[1].Store(false); b.s.probing[2].Store(false) })
+	_, err = b.s.Enqueue(b.ctx, EnqueueRequest{ID: id, Type: "noop"})
+	require.NoError(t, err)
+	errs, err = b.s.CompleteBatch(b.ctx, []Completion{{ID: in0, Token: lease[in0], Result: []byte(`1`)}})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.Equal(t, task.StateCompleted, b.state(t, in0))
+}
+
+// TestPartitionCallEndsWhenMarkedDown: a call in flight to a partition
+// (one retrying against a dead master, in a cluster) ends with
+// ErrPartitionDown when the partition is marked down meanwhile, instead
+// of running out the client's retries; the other partitions' calls do not.
+func TestPartitionCallEndsWhenMarkedDown(t *testing.T) {
+	b := setup(t, partitioned(3))
+	started := make(chan struct{})
+	inFlight := make(chan error, 1)
+	go func() {
+		inFlight <- b.s.onPartition(b.ctx, 0, func(ctx context.Context) error {
+			close(started)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Minute):
+				return errors.New("not ended")
+			}
+		})
+	}()
+	other := make(chan error, 1)
+	otherStarted := make(chan struct{})
+	release := make(chan struct{})
+	go func() {
+		other <- b.s.onPartition(b.ctx, 1, func(ctx context.Context) error {
+			close(otherStarted)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-release:
+				return nil
+			}
+		})
+	}()
+	<-started
+	<-otherStarted
+	// what a refused dial says (redisconn.NodeFailed)
+	b.s.noteFailure(0, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
+	err := <-inFlight
+	require.ErrorIs(t, err, ErrPartitionDown)
+	require.ErrorIs(t, err, context.Canceled, "the call's own error stays in the chain")
+	close(release)
+	require.NoError(t, <-other, "partition 1's call is not ended")
+	// the probe finds partition 0 answering (this Redis is up): the mark
+	// clears and calls there run again
+	require.Eventually(t, func() bool { return !b.s.isDown(0) }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, b.s.onPartition(b.ctx, 0, func(ctx context.Context) error { return ctx.Err() }))
 }

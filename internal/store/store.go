@@ -46,6 +46,9 @@ type Store struct {
 	// probing marks the partitions whose shard stopped answering while a
 	// goroutine probes them (partition.go): fetches leave them out.
 	probing []atomic.Bool
+	// downs end the calls in flight to a partition when it is marked down
+	// (onPartition).
+	downs []downSignal
 	// callPrefix and calls name enqueue calls (enqueueCallID).
 	callPrefix string
 	calls      atomic.Uint64
@@ -67,7 +70,7 @@ func New(client redis.UniversalClient, cfg Config) (*Store, error) {
 	}
 	ns, _ := keyspace.Parse(cfg.Namespace) // checked by Validate
 	st := &Store{rdb: client, cfg: cfg, ns: ns, parts: partitionKeys(ns, cfg.Partitions), global: globalKeys{p: ns.Prefix()},
-		callPrefix: hex.EncodeToString(rnd[:]) + "-", probing: make([]atomic.Bool, cfg.Partitions)}
+		callPrefix: hex.EncodeToString(rnd[:]) + "-", probing: make([]atomic.Bool, cfg.Partitions), downs: newDownSignals(cfg.Partitions)}
 	st.turn.Store(uint32(rnd[0])) // processes start their fetches at different partitions
 	if cc, ok := client.(*redis.ClusterClient); ok && cfg.Partitions > 1 {
 		redisconn.OnNodeDialFailure(cc, st.nodeDown)

@@ -134,9 +134,12 @@ func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*
 			break
 		}
 		r.N = want - len(out)
-		ts, err := s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p))
+		var ts []*task.Task
+		err := s.onPartition(ctx, p, func(ctx context.Context) (err error) {
+			ts, err = s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p))
+			return err
+		})
 		if err != nil {
-			s.noteFailure(p, err)
 			firstErr = cmp.Or(firstErr, err)
 			continue // the others may answer: one partition's shard down does not stop the rest
 		}
@@ -189,7 +192,10 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 				defer wg.Done()
 				rr := r
 				rr.N = a.share
-				a.got, a.err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round))
+				a.err = s.onPartition(ctx, a.p, func(ctx context.Context) (err error) {
+					a.got, err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round))
+					return err
+				})
 			}()
 		}
 		wg.Wait()
@@ -197,7 +203,6 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 		progress := false
 		for _, a := range asked {
 			if a.err != nil {
-				s.noteFailure(a.p, a.err)
 				firstErr = cmp.Or(firstErr, a.err)
 				continue
 			}
@@ -274,14 +279,22 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 		}
 		s.woke.Store(int32(a.p) + 1) // the next Fetch starts there
 		if pending > 0 {
+			// best effort, and never held up by a shard that does not
+			// answer (a pipeline waits for its slowest node): not to
+			// partitions marked down, and not for long; the others end at
+			// their timeout anyway
 			pipe := s.rdb.Pipeline()
 			for _, p := range waited {
-				if p != a.p {
+				if p != a.p && !s.isDown(p) {
 					pipe.RPush(ctx, s.parts[p].wakeWorker(workerID), "stop")
 					pipe.PExpire(ctx, s.parts[p].wakeWorker(workerID), 10*time.Second)
 				}
 			}
-			_, _ = pipe.Exec(context.WithoutCancel(ctx)) // best effort: the others end at their timeout anyway
+			if pipe.Len() > 0 {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopPushWait)
+				_, _ = pipe.Exec(sctx)
+				cancel()
+			}
 			// the others end within a round trip (answers has room for
 			// them); the caller fetches meanwhile
 		}
@@ -289,6 +302,11 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 	}
 	return false, firstErr
 }
+
+// stopPushWait bounds WaitForWork's push that ends its other partitions'
+// waits: a shard that died during the wait, not yet marked down, must not
+// hold the worker's next fetch for the client's retries.
+const stopPushWait = 250 * time.Millisecond
 
 // waitOn is WaitForWork on one partition's lists.
 func (s *Store) waitOn(ctx context.Context, k keys, workerID string, timeout time.Duration) (bool, error) {
@@ -351,8 +369,8 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 	var mu sync.Mutex
 	var failed []error
 	parts := 0
-	err := s.eachPartition(len(cs), func(i int) string { return cs[i].ID }, func(k keys, at []int) error {
-		err := s.completeIn(ctx, k, cs, at, out)
+	err := s.eachPartition(len(cs), func(i int) string { return cs[i].ID }, func(p int, k keys, at []int) error {
+		err := s.onPartition(ctx, p, func(ctx context.Context) error { return s.completeIn(ctx, k, cs, at, out) })
 		mu.Lock()
 		defer mu.Unlock()
 		parts++
@@ -521,6 +539,9 @@ type Lease struct {
 type HeartbeatResult struct {
 	Lost            []string
 	CancelRequested []string
+	// Answered is how many partitions' calls succeeded (with several
+	// partitions some may answer while another's shard is down).
+	Answered int
 }
 
 // Heartbeat extends the leases still held to now+lease in one call per
@@ -532,37 +553,44 @@ func (s *Store) Heartbeat(ctx context.Context, leases []Lease, lease time.Durati
 	}
 	var mu sync.Mutex
 	var hr HeartbeatResult
-	err := s.eachPartition(len(leases), func(i int) string { return leases[i].ID }, func(k keys, at []int) error {
-		keys := make([]string, 0, 1+len(at))
-		keys = append(keys, k.active())
-		args := make([]any, 0, 1+2*len(at))
-		args = append(args, s.nowMS()+lease.Milliseconds())
-		for _, i := range at {
-			keys = append(keys, k.task(leases[i].ID))
-			args = append(args, leases[i].ID, leases[i].Token)
-		}
-		res, err := scriptHeartbeat.Run(ctx, s.rdb, keys, args...).StringSlice()
-		if err != nil {
-			return scriptErr("", err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		cancel := false
-		for _, id := range res {
-			switch {
-			case id == "":
-				cancel = true
-			case cancel:
-				hr.CancelRequested = append(hr.CancelRequested, id)
-			default:
-				hr.Lost = append(hr.Lost, id)
-			}
-		}
-		return nil
+	err := s.eachPartition(len(leases), func(i int) string { return leases[i].ID }, func(p int, k keys, at []int) error {
+		return s.onPartition(ctx, p, func(ctx context.Context) error { return s.heartbeatIn(ctx, k, leases, at, lease, &mu, &hr) })
 	})
 	// with several partitions, what the answering ones said comes back
 	// with the failed ones' error
 	return hr, err
+}
+
+// heartbeatIn runs Heartbeat for the leases at positions at, all in
+// partition k, adding what it answers to hr under mu.
+func (s *Store) heartbeatIn(ctx context.Context, k keys, leases []Lease, at []int, lease time.Duration, mu *sync.Mutex, hr *HeartbeatResult) error {
+	keys := make([]string, 0, 1+len(at))
+	keys = append(keys, k.active())
+	args := make([]any, 0, 1+2*len(at))
+	args = append(args, s.nowMS()+lease.Milliseconds())
+	for _, i := range at {
+		keys = append(keys, k.task(leases[i].ID))
+		args = append(args, leases[i].ID, leases[i].Token)
+	}
+	res, err := scriptHeartbeat.Run(ctx, s.rdb, keys, args...).StringSlice()
+	if err != nil {
+		return scriptErr("", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	hr.Answered++
+	cancel := false
+	for _, id := range res {
+		switch {
+		case id == "":
+			cancel = true
+		case cancel:
+			hr.CancelRequested = append(hr.CancelRequested, id)
+		default:
+			hr.Lost = append(hr.Lost, id)
+		}
+	}
+	return nil
 }
 
 // CancelOutcome says what Cancel did.

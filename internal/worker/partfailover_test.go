@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -107,10 +108,26 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	killedAt := time.Now()
 	require.Error(t, submit(idsIn(0, 1)), "partition 0 does not answer right after its master died")
 	failedAfter := time.Since(killedAt)
+	// it is marked down now: the next submit there is refused without
+	// waiting for the client's retries
+	t1 := time.Now()
+	require.ErrorIs(t, submit(idsIn(0, 1)), store.ErrPartitionDown)
+	refusedIn := time.Since(t1)
 	others := append(idsIn(1, 100), idsIn(2, 100)...)
 	t0 := time.Now()
 	require.NoError(t, submit(others), "the other partitions take submits meanwhile")
 	took, acked := time.Since(t0), time.Since(killedAt)
+	// tasks with neither id nor partition key go to the partitions up
+	keyless := make([]store.EnqueueRequest, 100)
+	for i := range keyless {
+		keyless[i] = store.EnqueueRequest{Type: "pc"}
+	}
+	created, err := st.EnqueueBatch(ctx, keyless)
+	require.NoError(t, err, "a keyless batch is placed on the partitions that answer")
+	for _, tk := range created {
+		require.NotZero(t, store.PartitionOf(tk.ID, 3), "keyless task %s placed in the partition down", tk.ID)
+		others = append(others, tk.ID)
+	}
 	// partition 0 answers again once the replica took over: its first
 	// write marks that
 	var back time.Duration
@@ -148,7 +165,16 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	// after the failover: partition 0 works again, and nothing ran twice
 	waitRole(t, replica0, "master")
 	after := idsIn(0, 100)
-	require.NoError(t, submit(after))
+	// (refused with ErrPartitionDown until the store's own probe finds
+	// the new master — a client retries a 503)
+	promoted := time.Now()
+	var lastErr error
+	require.Eventually(t, func() bool {
+		lastErr = submit(after)
+		return lastErr == nil || !errors.Is(lastErr, store.ErrPartitionDown)
+	}, 30*time.Second, 20*time.Millisecond)
+	require.NoError(t, lastErr)
+	t.Logf("partition 0 took submits again %s after its replica became master", time.Since(promoted).Round(time.Millisecond))
 	require.Eventually(t, func() bool { return completed(after) == len(after) }, 60*time.Second, 50*time.Millisecond)
 	all := append(append(before, others...), after...)
 	// (60 s: a completion the old master acknowledged and had not yet
@@ -173,7 +199,7 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	ts, err := st.GetMany(ctx, all)
 	require.NoError(t, err)
 	again := completedOnce(t, ts, &runs).ranAgain
-	t.Logf("partition 0's master killed: a submit to it failed after %s; the other partitions' 200 submits answered in %s (at %s) and completed from %s to %s; partition 0 answered again at %s; %d of %d tasks run more than once",
-		failedAfter.Round(time.Millisecond), took.Round(time.Millisecond), acked.Round(time.Millisecond), othersFirst.Round(time.Millisecond), othersDone.Round(time.Millisecond),
+	t.Logf("partition 0's master killed: a submit to it failed after %s, the next refused in %s; the other partitions' 200 submits answered in %s (at %s), 100 keyless placed there, all completed from %s to %s; partition 0 answered again at %s; %d of %d tasks run more than once",
+		failedAfter.Round(time.Millisecond), refusedIn.Round(time.Microsecond), took.Round(time.Millisecond), acked.Round(time.Millisecond), othersFirst.Round(time.Millisecond), othersDone.Round(time.Millisecond),
 		back.Round(time.Millisecond), again, len(all))
 }

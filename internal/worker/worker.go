@@ -583,8 +583,8 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 		cancel()
 		if err != nil {
 			w.log.Warn("heartbeat", "err", err)
-			if len(res.Lost)+len(res.CancelRequested) == 0 {
-				continue
+			if res.Answered == 0 {
+				continue // Redis did not answer: nor would the publish
 			}
 			// the partitions that answered still said what they said
 		}
