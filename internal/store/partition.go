@@ -280,6 +280,31 @@ func (s *Store) skipDown(p int) error {
 	return nil
 }
 
+// readDown is skipDown for a read: over the partitions of ids, or over
+// every partition when ids is nil (counts, listings). A read pipeline
+// waits for its slowest shard, so a read that needs a partition marked
+// down fails at once (a 503) instead of waiting out the client's retries
+// there; a read of tasks in the other partitions goes on.
+func (s *Store) readDown(ids []string) error {
+	if len(s.parts) == 1 {
+		return nil
+	}
+	if ids == nil {
+		for p := range s.parts {
+			if err := s.skipDown(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, id := range ids {
+		if err := s.skipDown(PartitionOf(id, len(s.parts))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // anyUp reports whether some partition is not marked down.
 func (s *Store) anyUp() bool {
 	for p := range s.parts {

@@ -418,8 +418,28 @@ func TestPartitionMarkedDown(t *testing.T) {
 	require.ErrorIs(t, errs[0], ErrUnapplied)
 	require.ErrorIs(t, errs[0], ErrPartitionDown)
 	require.NoError(t, errs[1])
-	require.Equal(t, task.StateActive, b.state(t, in0))
+	st0, err := b.rdb.HGet(b.ctx, b.s.part(in0).task(in0), "state").Result() // (the store does not read there now)
+	require.NoError(t, err)
+	require.Equal(t, "ACTIVE", st0)
 	require.Equal(t, task.StateCompleted, b.state(t, in1))
+
+	// reads: a task of partition 1 is read, one of partition 0 is not
+	// (at once); counts and listings need every partition
+	tk, err := b.s.Get(b.ctx, in1)
+	require.NoError(t, err)
+	require.Equal(t, task.StateCompleted, tk.State)
+	_, err = b.s.Get(b.ctx, in0)
+	require.ErrorIs(t, err, ErrPartitionDown)
+	_, err = b.s.GetMany(b.ctx, []string{in1, in0})
+	require.ErrorIs(t, err, ErrPartitionDown)
+	_, err = b.s.GetHeads(b.ctx, []string{in0})
+	require.ErrorIs(t, err, ErrPartitionDown)
+	_, err = b.s.QueueStatus(b.ctx)
+	require.ErrorIs(t, err, ErrPartitionDown)
+	_, _, err = b.s.StateIndex(b.ctx, task.StateCompleted, ListOptions{})
+	require.ErrorIs(t, err, ErrPartitionDown)
+	_, _, err = b.s.QueueContents(b.ctx, QueuePrimary, ListOptions{})
+	require.ErrorIs(t, err, ErrPartitionDown)
 
 	// every partition marked: calls go to Redis (which answers here)
 	b.s.probing[1].Store(true)
@@ -431,6 +451,9 @@ func TestPartitionMarkedDown(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, errs[0])
 	require.Equal(t, task.StateCompleted, b.state(t, in0))
+	qs, err := b.s.QueueStatus(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, qs.States[task.StateCompleted])
 }
 
 // TestPartitionCallEndsWhenMarkedDown: a call in flight to a partition

@@ -15,6 +15,9 @@ import (
 
 // Get returns the task with id, or task.ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (*task.Task, error) {
+	if err := s.readDown([]string{id}); err != nil {
+		return nil, err
+	}
 	h, err := s.rdb.HGetAll(ctx, s.part(id).task(id)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("store: get %s: %w", id, err)
@@ -31,6 +34,9 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Task, error) {
 func (s *Store) GetMany(ctx context.Context, ids []string) ([]*task.Task, error) {
 	if len(ids) == 0 {
 		return []*task.Task{}, nil
+	}
+	if err := s.readDown(ids); err != nil {
+		return nil, err
 	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
@@ -57,6 +63,9 @@ func (s *Store) GetMany(ctx context.Context, ids []string) ([]*task.Task, error)
 func (s *Store) GetHeads(ctx context.Context, ids []string) ([]*task.Task, error) {
 	if len(ids) == 0 {
 		return []*task.Task{}, nil
+	}
+	if err := s.readDown(ids); err != nil {
+		return nil, err
 	}
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
@@ -235,6 +244,9 @@ func (s *Store) QueueContents(ctx context.Context, q Queue, opts ListOptions) ([
 		}
 		return ids, n, err
 	}
+	if err := s.readDown(nil); err != nil {
+		return nil, 0, err
+	}
 	// each partition's first Offset+Limit entries: enough for the page
 	start, stop := int64(0), int64(opts.Offset+opts.Limit-1)
 	if len(s.parts) == 1 {
@@ -339,6 +351,9 @@ func (s *Store) QueueStatus(ctx context.Context) (*QueueStatus, error) {
 	type counts struct {
 		hi, no, lo, re, sc, dl *redis.IntCmd
 		states                 map[task.State]*redis.IntCmd
+	}
+	if err := s.readDown(nil); err != nil {
+		return nil, err
 	}
 	pipe := s.rdb.Pipeline()
 	cs := make([]counts, len(s.parts))

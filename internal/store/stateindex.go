@@ -31,6 +31,9 @@ func (s *Store) StateIndex(ctx context.Context, state task.State, opts ListOptio
 	if _, err := task.ParseState(string(state)); err != nil {
 		return nil, 0, &ValidationError{Field: "state", Reason: err.Error()}
 	}
+	if err := s.readDown(nil); err != nil {
+		return nil, 0, err
+	}
 	start, stop := int64(opts.Offset), int64(opts.Offset+opts.Limit-1)
 	if len(s.parts) > 1 {
 		start = 0 // each partition's first Offset+Limit: enough for the merged page

@@ -128,6 +128,9 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 		require.NotZero(t, store.PartitionOf(tk.ID, 3), "keyless task %s placed in the partition down", tk.ID)
 		others = append(others, tk.ID)
 	}
+	// counts need every partition: a 503 at once, not after the retries
+	_, err = st.QueueStatus(ctx)
+	require.ErrorIs(t, err, store.ErrPartitionDown)
 	// partition 0 answers again once the replica took over: its first
 	// write marks that
 	var back time.Duration
