@@ -62,15 +62,7 @@ func BenchmarkEnqueueBatch500(b *testing.B) {
 func BenchmarkLifecycle64(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	reqs := make([]EnqueueRequest, 500)
-	for i := range reqs {
-		reqs[i] = EnqueueRequest{Type: "noop"}
-	}
-	for n := 0; n < b.N*64; n += 500 {
-		if _, err := s.EnqueueBatch(ctx, reqs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	enqueueForBench(b, s, b.N*64)
 	cs := make([]Completion, 0, 64)
 	cpu0 := redisCPU(b, s)
 	b.ReportAllocs()
@@ -90,6 +82,20 @@ func BenchmarkLifecycle64(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "tasks/s")
 	b.ReportMetric((redisCPU(b, s)-cpu0)/float64(b.N*64), "redis-µs/task")
+}
+
+// enqueueForBench creates at least n noop tasks through the engine's
+// enqueue, in batches of 500.
+func enqueueForBench(b *testing.B, s *Store, n int) {
+	reqs := make([]EnqueueRequest, 500)
+	for i := range reqs {
+		reqs[i] = EnqueueRequest{Type: "noop"}
+	}
+	for done := 0; done < n; done += 500 {
+		if _, err := s.EnqueueBatch(context.Background(), reqs); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // redisCPU is the Redis main thread's CPU time in µs (every client of the

@@ -120,15 +120,7 @@ return nr`)
 func BenchmarkRequiredLifecycle64(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	reqs := make([]EnqueueRequest, 500)
-	for i := range reqs {
-		reqs[i] = EnqueueRequest{Type: "noop"}
-	}
-	for n := 0; n < b.N*64; n += 500 {
-		if _, err := s.EnqueueBatch(ctx, reqs); err != nil {
-			b.Fatal(err)
-		}
-	}
+	enqueueForBench(b, s, b.N*64)
 	k := s.parts[0]
 	q, pfx, act := k.primary("normal"), k.taskPrefix(), k.active()
 	done, events := k.stateIndex("COMPLETED"), k.events()

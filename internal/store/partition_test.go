@@ -462,38 +462,36 @@ func TestPartitionMarkedDown(t *testing.T) {
 // of running out the client's retries; the other partitions' calls do not.
 func TestPartitionCallEndsWhenMarkedDown(t *testing.T) {
 	b := setup(t, partitioned(3))
-	started := make(chan struct{})
-	inFlight := make(chan error, 1)
-	go func() {
-		inFlight <- b.s.onPartition(b.ctx, 0, func(ctx context.Context) error {
-			close(started)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Minute):
-				return errors.New("not ended")
-			}
-		})
-	}()
-	other := make(chan error, 1)
-	otherStarted := make(chan struct{})
 	release := make(chan struct{})
-	go func() {
-		other <- b.s.onPartition(b.ctx, 1, func(ctx context.Context) error {
-			close(otherStarted)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-release:
-				return nil
-			}
-		})
-	}()
-	<-started
-	<-otherStarted
+	// call runs a call to partition p that lasts until its context ends
+	// (its error) or release is closed (nil); it returns once the call
+	// has started
+	call := func(p int) <-chan error {
+		started, done := make(chan struct{}), make(chan error, 1)
+		go func() {
+			done <- b.s.onPartition(b.ctx, p, func(ctx context.Context) error {
+				close(started)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-release:
+					return nil
+				}
+			})
+		}()
+		<-started
+		return done
+	}
+	inFlight, other := call(0), call(1)
 	// what a refused dial says (redisconn.NodeFailed)
 	b.s.noteFailure(0, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")})
-	err := <-inFlight
+	var err error
+	select {
+	case err = <-inFlight:
+	case <-time.After(10 * time.Second): // (a hang guard: it ends at once)
+		close(release)
+		t.Fatal("the call to partition 0 did not end when the partition was marked down")
+	}
 	require.ErrorIs(t, err, ErrPartitionDown)
 	require.ErrorIs(t, err, context.Canceled, "the call's own error stays in the chain")
 	close(release)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -103,6 +104,23 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	require.NoError(t, submit(before))
 	require.Eventually(t, func() bool { return completed(before) == len(before) }, 30*time.Second, 50*time.Millisecond)
 
+	// partition 0's replica has every write so far. Replication is
+	// asynchronous: under load a replica promoted right after the kill
+	// may lack writes acknowledged a moment before it — within the bound
+	// docs/guarantees.md states and TestClusterFailover measures, not
+	// this test's subject. (A make test run on 2026-11-26 ended with 100
+	// of the 700 tasks missing and every other one COMPLETED: partition
+	// 0's first batch, absent on the promoted replica; the CI failure of
+	// stop 20, the last wait running out, fits the same.)
+	var wait *redis.Cmd
+	_, err = cl.Node(master0).Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, prefixes[0]+"synced", "1", time.Minute) // (WAIT counts this connection's writes)
+		wait = p.Do(ctx, "WAIT", 1, 10000)
+		return nil
+	})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, wait.Val(), "partition 0's replica acknowledged every write before the kill")
+
 	// partition 0's master dies
 	cl.Node(master0).Stop()
 	killedAt := time.Now()
@@ -181,8 +199,7 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	require.Eventually(t, func() bool { return completed(after) == len(after) }, 60*time.Second, 50*time.Millisecond)
 	all := append(append(before, others...), after...)
 	// (60 s: a completion the old master acknowledged and had not yet
-	// replicated runs again after its lease; once a CI run under load saw
-	// this wait end at 30 s, the cause not found)
+	// replicated runs again after its lease)
 	for deadline := time.Now().Add(60 * time.Second); completed(all) != len(all); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			ts, err := st.GetMany(ctx, all)
@@ -196,7 +213,47 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 					stuck = append(stuck, fmt.Sprintf("%s %s (partition %d) %+v", tk.ID, tk.State, store.PartitionOf(tk.ID, 3), tk.StateHistory))
 				}
 			}
-			t.Fatalf("not every task completed within 60 s of the failover: %d of %d found (%v), states %v; %v", len(ts), len(all), err, states, stuck)
+			// which are missing: their group, partition, and whether any
+			// node of the cluster holds the key
+			found := map[string]bool{}
+			for _, tk := range ts {
+				found[tk.ID] = true
+			}
+			group := func(id string) string {
+				for _, g := range []struct {
+					name string
+					ids  []string
+				}{{"before", before}, {"others", others}, {"after", after}} {
+					if slices.Contains(g.ids, id) {
+						return g.name
+					}
+				}
+				return "?"
+			}
+			missing := map[string]int{}
+			var example string
+			for _, id := range all {
+				if !found[id] {
+					missing[fmt.Sprintf("%s/p%d", group(id), store.PartitionOf(id, 3))]++
+					if example == "" {
+						example = id
+					}
+				}
+			}
+			if example != "" {
+				key := prefixes[store.PartitionOf(example, 3)] + "task:" + example
+				for _, node := range cl.Nodes {
+					addr := node.Addr
+					n, err := cl.Node(addr).Client().Exists(ctx, key).Result()
+					role, _ := cl.Node(addr).Client().Do(ctx, "ROLE").Slice()
+					r := ""
+					if len(role) > 0 {
+						r = fmt.Sprint(role[0])
+					}
+					example += fmt.Sprintf(" [%s %s: exists %d %v]", addr, r, n, err)
+				}
+			}
+			t.Fatalf("not every task completed within 60 s of the failover: %d of %d found (%v), states %v; %v; missing by group/partition %v, e.g. %s", len(ts), len(all), err, states, stuck, missing, example)
 		}
 	}
 	ts, err := st.GetMany(ctx, all)
