@@ -60,7 +60,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	status := statusOf(se.Kind)
 	if status >= 500 {
-		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		// the client sees the code; the log names the cause too (a
+		// Redis error says which node or state, never a credential)
+		args := []any{"method", r.Method, "path", r.URL.Path, "status", status, "err", err}
+		if se.Err != nil {
+			args = append(args, "cause", se.Err)
+		}
+		s.log.ErrorContext(r.Context(), "request failed", args...)
 	}
 	if se.Kind == service.KindUnauthenticated {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="taskflow"`)

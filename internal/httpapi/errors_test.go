@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,7 +167,8 @@ func TestEveryRouteWithAndWithoutSlash(t *testing.T) {
 func TestRedisDown(t *testing.T) {
 	t.Parallel()
 	srv := testredis.StartServer(t)
-	b := setup(t, setupOpts{server: srv})
+	var logs lockedBuffer
+	b := setup(t, setupOpts{server: srv, logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	tok := b.session().Token
 	require.Equal(t, http.StatusOK, b.do("GET", "/ready", "", nil).code)
 	srv.Stop()
@@ -181,6 +183,11 @@ func TestRedisDown(t *testing.T) {
 	// The session token is cached: the request gets past auth to the store.
 	r = b.do("GET", "/api/v1/tasks", tok, nil)
 	require.Equal(t, http.StatusServiceUnavailable, r.code, string(r.raw))
+	// the client sees "unavailable"; the log names the cause (and never
+	// the credentials the requests carried)
+	require.Regexp(t, `"cause":"[^"]*(connection refused|deadline exceeded)`, logs.String())
+	require.NotContains(t, logs.String(), adminKey)
+	require.NotContains(t, logs.String(), tok)
 }
 
 // Numbers too large for a duration are refused with their range, not turned

@@ -19,19 +19,41 @@ func Explain(err error) error {
 	if err == nil {
 		return nil
 	}
+	if hint := topologyHint(err); hint != "" {
+		return fmt.Errorf("%w: %w (%s)", ErrTopology, err, hint)
+	}
+	return err
+}
+
+// topologyHint is what to do about the first Redis answer in err's tree
+// (err itself, what it wraps, each of a joined error's parts: the store
+// wraps Redis's answers in its own words) that says the client points at
+// the wrong node or the cluster cannot serve; "" when none does.
+func topologyHint(err error) string {
 	msg := err.Error()
-	var hint string
 	switch {
 	case strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK "):
-		hint = "this Redis is a cluster node that does not hold the namespace's slot: give REDIS_URL in the cluster form (redis://host1:port1?addr=host2:port2&addr=host3:port3) so the client follows the cluster"
+		return "this Redis is a cluster node that does not hold the namespace's slot: give REDIS_URL in the cluster form (redis://host1:port1?addr=host2:port2&addr=host3:port3) so the client follows the cluster"
 	case strings.HasPrefix(msg, "READONLY "):
-		hint = "this Redis is a read-only replica: point REDIS_URL at the primary (or at the cluster)"
+		return "this Redis is a read-only replica: point REDIS_URL at the primary (or at the cluster)"
 	case strings.HasPrefix(msg, "CLUSTERDOWN "):
-		hint = "the Redis Cluster cannot serve the namespace's slot now (a master is down and no replica took over)"
+		return "the Redis Cluster cannot serve the namespace's slot now (a master is down and no replica took over; with several partitions, see cluster-require-full-coverage in docs/operations.md)"
 	case strings.Contains(msg, "cluster support disabled"):
-		hint = "REDIS_URL names a cluster but this Redis is a single server: drop the addr/cluster parameters"
-	default:
-		return err
+		return "REDIS_URL names a cluster but this Redis is a single server: drop the addr/cluster parameters"
 	}
-	return fmt.Errorf("%w: %w (%s)", ErrTopology, err, hint)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := u.Unwrap(); inner != nil {
+			return topologyHint(inner)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			if inner != nil {
+				if h := topologyHint(inner); h != "" {
+					return h
+				}
+			}
+		}
+	}
+	return ""
 }

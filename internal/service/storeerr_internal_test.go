@@ -23,6 +23,17 @@ func TestStoreErrExplainsTopology(t *testing.T) {
 	require.Contains(t, se.Err.Error(), "MOVED 866")
 	require.Contains(t, se.Err.Error(), "cluster form")
 
+	// as the store wraps it, or one partition's part of a joined error:
+	// a 503 all the same, not a 500
+	for _, wrapped := range []error{
+		fmt.Errorf("store: %w", errors.New("CLUSTERDOWN The cluster is down")),
+		errors.Join(errors.New("store: dial tcp 127.0.0.1:7202: connect: connection refused"), fmt.Errorf("store: %w", errors.New("CLUSTERDOWN The cluster is down"))),
+	} {
+		se = nil
+		require.ErrorAs(t, storeErr("", wrapped), &se)
+		require.Equal(t, KindUnavailable, se.Kind, wrapped.Error())
+	}
+
 	se = nil
 	require.ErrorAs(t, storeErr("", errors.New("ERR something else")), &se)
 	require.Equal(t, KindInternal, se.Kind)
