@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -508,20 +509,42 @@ func (w *Worker) ackLoop() {
 				break gather
 			}
 		}
-		w.flush(batch)
+		w.flush(batch, false)
 	}
 	w.retries.Wait()
 }
 
-func (w *Worker) flush(batch []store.Completion) {
+// writeAside retries batch in a goroutine of its own (flush with aside),
+// so the acknowledgements queued behind it do not wait for one shard.
+func (w *Worker) writeAside(batch []store.Completion) {
+	batch = slices.Clone(batch) // (the ack loop reuses its batch's array)
+	w.retries.Add(1)
+	go func() { defer w.retries.Done(); w.flush(batch, true) }()
+}
+
+// flush writes batch, retrying with backoff while Redis fails. The ack
+// loop's own flush (aside false) hands what only a partition marked down
+// failed to writeAside and returns, and gives up after 8 attempts (≈ 3 s);
+// a flush aside retries it itself for up to a lease — a shard's failover
+// takes seconds, and an acknowledgement that lands after it spares the
+// task a second run (after the lease the reaper may have requeued it).
+func (w *Worker) flush(batch []store.Completion, aside bool) {
 	if w.crashed.Load() {
 		return
 	}
+	start := time.Now()
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs, err := w.st.CompleteBatch(ctx, batch)
 		cancel()
+		if err != nil && !aside && errors.Is(err, store.ErrPartitionDown) {
+			// every item is in partitions marked down while others
+			// answer: the next acknowledgements (theirs) must not wait
+			// out this one's backoff
+			w.writeAside(batch)
+			return
+		}
 		if err == nil {
 			var again []store.Completion // their partition's Redis failed: write them again
 			for i, e := range errs {
@@ -539,17 +562,20 @@ func (w *Worker) flush(batch []store.Completion) {
 			if len(again) == 0 {
 				return
 			}
-			if len(again) < len(batch) {
+			if len(again) < len(batch) && !aside {
 				// another partition's shard answered: write these again
 				// aside, so the next completions (of the partitions that
 				// answer) do not wait behind one shard's failover
-				w.retries.Add(1)
-				go func() { defer w.retries.Done(); w.flush(again) }()
+				w.writeAside(again)
 				return
 			}
 			batch = again
 		}
-		if attempt == 8 || w.crashed.Load() {
+		giveUp := attempt == 8
+		if aside {
+			giveUp = time.Since(start) >= w.cfg.Lease
+		}
+		if giveUp || w.crashed.Load() {
 			w.log.Error("completions not written; their leases will expire and the tasks run again", "n", len(batch), "err", err)
 			return
 		}
