@@ -261,8 +261,10 @@ func (s *Store) nodeDown(addr string, err error) {
 
 // ErrPartitionDown is wrapped by the error of a call to a partition marked
 // down (below) while another partition answers: the call is not sent, so
-// a submit, acknowledgement or heartbeat there fails at once instead of
-// after the cluster client's retries (≈ 1.7 s). Nothing was written.
+// a submit, acknowledgement, heartbeat or read there fails at once instead
+// of after the cluster client's retries (≈ 1.7 s), and nothing is written.
+// A call ended in flight when the mark was set (onPartition) wraps it too;
+// like any call that fails mid-way, that one may have been applied.
 var ErrPartitionDown = errors.New("its shard does not answer (marked down at a failed call, probed until it answers)")
 
 // skipDown is the error for a call to partition p while it is marked down
