@@ -320,6 +320,21 @@ func (b *Bundle) WaitNotes(t testing.TB, session string, n int) []notify.Notific
 	return nil
 }
 
+// WaitTimeoutNotices polls (deadline 5 s) until the task.timeout stream
+// holds at least n messages and returns them: the watcher marks an
+// attempt TIMEOUT, then publishes, so a test that saw the state waits for
+// the message.
+func (b *Bundle) WaitTimeoutNotices(t testing.TB, n int) []redis.XMessage {
+	t.Helper()
+	var xs []redis.XMessage
+	require.Eventually(t, func() bool {
+		var err error
+		xs, err = b.Redis.XRange(context.Background(), b.Streams.Timeout(), "-", "+").Result()
+		return err == nil && len(xs) >= n
+	}, 5*time.Second, 10*time.Millisecond)
+	return xs
+}
+
 // Drained waits until agent-group has read and acknowledged every entry
 // of the stream: the consumer applies an event's effects before it
 // acknowledges it, so they are all visible then.

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
@@ -58,12 +57,7 @@ func TestSubSecondTimeoutsAreSent(t *testing.T) {
 
 	// the watcher marks the attempt TIMEOUT, then publishes task.timeout:
 	// the notice follows the state, so wait for it
-	var xs []redis.XMessage
-	require.Eventually(t, func() bool {
-		var err error
-		xs, err = b.Redis.XRange(context.Background(), b.Streams.Timeout(), "-", "+").Result()
-		return err == nil && len(xs) > 0
-	}, 5*time.Second, 10*time.Millisecond)
+	xs := b.WaitTimeoutNotices(t, 1)
 	require.Len(t, xs, 1)
 	require.Contains(t, xs[0].Values["data"], "Task exceeded timeout of 0.5 seconds")
 }

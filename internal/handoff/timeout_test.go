@@ -55,12 +55,7 @@ func TestTimeoutThenLateCompletion(t *testing.T) {
 	require.Equal(t, notify.KindTimeout, ns[0].Type)
 	require.Contains(t, ns[0].Message, "still running")
 	// task.timeout is published after the state is marked: wait for it
-	var xs []redis.XMessage
-	require.Eventually(t, func() bool {
-		var err error
-		xs, err = b.Redis.XRange(context.Background(), b.Streams.Timeout(), "-", "+").Result()
-		return err == nil && len(xs) > 0
-	}, 5*time.Second, 10*time.Millisecond)
+	xs := b.WaitTimeoutNotices(t, 1)
 	require.Len(t, xs, 1)
 
 	close(release)
