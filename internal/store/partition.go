@@ -271,15 +271,10 @@ var ErrPartitionDown = errors.New("its shard does not answer (marked down at a f
 // and another partition is not, else nil. When every partition is marked
 // down, calls go to Redis and its error shows, as with upFirst.
 func (s *Store) skipDown(p int) error {
-	if !s.isDown(p) {
+	if !s.isDown(p) || !s.anyUp() { // (p is down: any partition up is another)
 		return nil
 	}
-	for q := range s.parts {
-		if q != p && !s.isDown(q) {
-			return fmt.Errorf("store: partition %d: %w", p, ErrPartitionDown)
-		}
-	}
-	return nil
+	return fmt.Errorf("store: partition %d: %w", p, ErrPartitionDown)
 }
 
 // readDown is skipDown for a read: over the partitions of ids, or over
