@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 

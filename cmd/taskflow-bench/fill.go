@@ -17,7 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/worker"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 

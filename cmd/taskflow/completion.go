@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/config"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // completionClient is the client a completion uses: the environment's

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/worker"
 )
 

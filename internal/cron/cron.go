@@ -21,7 +21,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 //go:embed scripts/advance.lua

@@ -24,7 +24,7 @@ import (
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // MaxDependencies bounds a task's dependencies.

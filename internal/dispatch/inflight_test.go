@@ -13,7 +13,7 @@ import (
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestInFlightBoundKeepsPrioritiesOnTheExternalPath: with a service that

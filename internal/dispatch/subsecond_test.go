@@ -10,7 +10,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/agenttest"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // createTimeouts reads task.create over raw Redis commands, as a service in

@@ -6,7 +6,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Archiver copies every task that finishes — in-process or external:

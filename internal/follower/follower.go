@@ -21,7 +21,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // finishedStates are the states a follower hands on: a task's run is over.

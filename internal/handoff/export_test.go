@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // PublishTimeout publishes the attempt's task.timeout as a check of a

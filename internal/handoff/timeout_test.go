@@ -14,7 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/handoff"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/outcome"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestCancelRunningTask(t *testing.T) {

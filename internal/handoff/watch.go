@@ -12,7 +12,7 @@ import (
 	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // The checks of the watcher, and which signal means what:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestDLQBulk: the operator filters the DLQ by task type and error type,

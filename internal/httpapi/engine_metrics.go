@@ -9,7 +9,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/service"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // engineMetrics exposes the engine's state: queue depths, tasks per state

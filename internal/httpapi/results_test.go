@@ -16,7 +16,7 @@ import (
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // submitAs submits a noop task of session s through the service.

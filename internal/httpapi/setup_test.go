@@ -37,7 +37,7 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
 )

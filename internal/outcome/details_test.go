@@ -11,7 +11,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestErrorDetailsReachTheTask: a service's error.details travel to the

@@ -14,7 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestFirstOutcomeWins: a service that publishes two task.completed for

@@ -13,7 +13,7 @@ import (
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // staleCounter counts the outcomes the consumer reports as stale.

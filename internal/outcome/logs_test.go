@@ -17,7 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/handoff"
 	"github.com/taskflow/taskflow/internal/outcome"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // logBuffer collects JSON log lines from several goroutines.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Applying an outcome once. Delivery is at least once: an entry comes

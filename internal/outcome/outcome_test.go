@@ -16,7 +16,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestEndToEndCompletion(t *testing.T) {

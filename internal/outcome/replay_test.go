@@ -15,7 +15,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // marker reads the applied marker of the task's last attempt.

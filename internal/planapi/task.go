@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/worker"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Progress is a running task's latest report.

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Policy holds the retry schedules.

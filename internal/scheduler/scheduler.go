@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Default retentions of finished tasks.

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // batcher gathers concurrent submits into one EnqueueBatch call. A submit

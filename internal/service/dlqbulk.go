@@ -7,7 +7,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // MaxBulk bounds the tasks one bulk DLQ action names or matches.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // ListInput filters and pages a task listing. Zero values mean: every

@@ -8,7 +8,7 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Result limits of ListResults.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/cron"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // ScheduleInput creates a recurring task: at every due time of Cron a task

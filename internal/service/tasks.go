@@ -14,7 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // SubmitInput is a request to create a task of any registered type.

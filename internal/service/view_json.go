@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // taskViewJSON is the wire form of a TaskView. Spec 001's task metadata

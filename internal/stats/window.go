@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/lifecycle"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Config sizes a Window.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Task hash fields. Times are unix milliseconds; error_history holds one

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/clock"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 

@@ -2,7 +2,7 @@ package store
 
 import (
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // keys builds the Redis key names of one partition of a deployment (its

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // FuzzPrepare: enqueue requests come from API clients. Whatever they hold,

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/lifecycle"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // The queue-driven transitions (fetch, promote, reap, sweep) learn their

@@ -23,7 +23,7 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/redisconn"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Store is the task store on one Redis (or Redis Cluster) and namespace.

@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/redisconn"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // FetchRequest asks for up to N tasks for one worker.

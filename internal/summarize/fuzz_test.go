@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // FuzzProcessTaskExtractive feeds outside input (content and params as an

@@ -19,7 +19,7 @@ import (
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/retry"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TaskType is the task_type this package handles.

@@ -17,7 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/llmfake"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 

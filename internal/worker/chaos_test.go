@@ -15,7 +15,7 @@ import (
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/task"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestChaos submits 10,000 tasks whose handlers fail at random (transient

@@ -43,12 +43,6 @@ func ParseState(s string) (State, error) {
 	return "", fmt.Errorf("unknown task state %q", s)
 }
 
-// Terminal reports whether no further transition leaves the state except a
-// manual retry (DLQ) or none at all (COMPLETED, CANCELLED).
-func (s State) Terminal() bool {
-	return s == StateCompleted || s == StateDLQ || s == StateCancelled
-}
-
 // transitions is the state machine of docs/state_machine.md.
 var transitions = map[State][]State{
 	StatePending:   {StateActive, StateDLQ, StateCancelled},
