@@ -94,6 +94,16 @@ func (e *DependencyUnavailableError) Error() string {
 	return fmt.Sprintf("dependency %q unavailable (%s), retry in %s", e.Dependency, reason, e.Wait)
 }
 
+// Causes of a handler's context ending early (context.Cause), besides
+// the attempt's own deadline (context.DeadlineExceeded) and ErrLeaseLost.
+var (
+	// ErrCancelRequested: the task was cancelled while it ran.
+	ErrCancelRequested = errors.New("task cancel requested")
+	// ErrShutdown: the worker is stopping and its shutdown grace is over;
+	// the task goes back to its queue without spending a retry.
+	ErrShutdown = errors.New("worker shutting down")
+)
+
 // Sentinels returned by the store's transitions.
 var (
 	ErrNotFound        = errors.New("task not found")

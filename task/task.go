@@ -140,3 +140,13 @@ type Task struct {
 	ErrorHistory []ErrorRecord `json:"error_history"`
 	StateHistory []StateChange `json:"state_history"`
 }
+
+// Attempt is the number of the current (or last) attempt: 1 for the first
+// run, 2 for the first retry, and so on.
+func (t *Task) Attempt() int { return t.RetryCount + 1 }
+
+// Final reports whether the task ended for good: COMPLETED, CANCELLED, or
+// in the DLQ (where only a manual retry moves it again).
+func (s State) Final() bool {
+	return s == StateCompleted || s == StateDLQ || s == StateCancelled
+}

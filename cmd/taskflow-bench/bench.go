@@ -21,11 +21,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow"
+	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // benchResult is what `taskflow-bench bench --json` prints.
@@ -51,9 +53,21 @@ type benchResult struct {
 	// task data) draining the same backlog (2×tasks) with 4 loops of
 	// --fetch-batch; DrainVsProbe and ProducerVsProbe are the engine's
 	// rates over it, taken in the same run.
-	ProbePerSec     float64 `json:"probe_per_sec,omitempty"`
-	DrainVsProbe    float64 `json:"drain_vs_probe,omitempty"`
-	ProducerVsProbe float64 `json:"producer_vs_probe,omitempty"`
+	ProbePerSec float64 `json:"probe_per_sec,omitempty"`
+	// With --public: the same work through the public Go API (package
+	// taskflow): EnqueueClientSinglePerSec and EnqueueClientPerSec are
+	// Client.Enqueue (one per call, from --concurrency goroutines) and
+	// Client.EnqueueMany (--batch per call, 4 goroutines);
+	// ProcessedPublicPerSec a backlog of 2×tasks drained by a
+	// taskflow.Worker running a user-defined no-op handler, and
+	// PublicVsBuiltin its share of ProcessedPerSec (the engine serving the
+	// built-in noop), taken in the same run.
+	EnqueueClientSinglePerSec float64 `json:"enqueue_client_single_per_sec,omitempty"`
+	EnqueueClientPerSec       float64 `json:"enqueue_client_per_sec,omitempty"`
+	ProcessedPublicPerSec     float64 `json:"processed_public_per_sec,omitempty"`
+	PublicVsBuiltin           float64 `json:"public_vs_builtin,omitempty"`
+	DrainVsProbe              float64 `json:"drain_vs_probe,omitempty"`
+	ProducerVsProbe           float64 `json:"producer_vs_probe,omitempty"`
 	// StartP50Ms / StartP99Ms: enqueue call → handler start at a steady
 	// --rate tasks/s for --latency-duration.
 	StartP50Ms float64 `json:"start_p50_ms"`
@@ -103,6 +117,7 @@ type benchOpts struct {
 	fetchBatch  int
 	ackBatch    int
 	partitions  int
+	public      bool
 }
 
 func newBenchCommand(m *Main) *cobra.Command {
@@ -182,7 +197,8 @@ it, taken in the same run.`,
 		f.IntVar(&o.ackBatch, "ack-batch", 64, "worker.Config.AckBatch: most completions per script call")
 		f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the run to this file")
 		f.IntVar(&o.partitions, "partitions", 1, "TASKFLOW_PARTITIONS of the bench's deployment (on a cluster its namespace is chosen so the partitions sit on as many masters as they can)")
-		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer, probe or latency (default all; drain and producer run the probe too)")
+		f.StringVar(&o.only, "only", "", "run one phase: enqueue, drain, producer, probe, latency or public (default all; drain and producer run the probe too)")
+		f.BoolVar(&o.public, "public", false, "also measure the public Go API: Client.Enqueue/EnqueueMany and a taskflow.Worker draining with a user-defined no-op handler, against the built-in drain")
 		return cmd
 	}
 }
@@ -356,6 +372,12 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 		account("producer", o.tasks)
 	}
 
+	if o.public || o.only == "public" {
+		if err := benchPublic(ctx, o, ns, res, account); err != nil {
+			return nil, err
+		}
+	}
+
 	if res.ProbePerSec > 0 {
 		res.DrainVsProbe = math.Round(res.ProcessedPerSec/res.ProbePerSec*1000) / 1000
 		res.ProducerVsProbe = math.Round(res.ProcessedWithProducerPerSec/res.ProbePerSec*1000) / 1000
@@ -412,16 +434,18 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	return res, nil
 }
 
-// benchWorker starts a worker serving noop; onStart (if set) is called with
-// each task id when its handler starts.
+// benchWorker starts the engine's worker serving noop; onStart (if set)
+// is called with each task id when its handler starts.
 func benchWorker(ctx context.Context, st *store.Store, o benchOpts, onStart func(string)) (*worker.Worker, func(), error) {
-	mux := worker.NewMux()
-	mux.HandleFunc("noop", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
-		if onStart != nil {
+	mux := taskflow.NewMux()
+	if onStart == nil {
+		builtin.Register(mux) // the built-in noop, as taskflow worker serves it
+	} else {
+		mux.HandleFunc("noop", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 			onStart(t.ID)
-		}
-		return nil, nil
-	})
+			return nil, nil
+		})
+	}
 	w, err := worker.New(st, mux, worker.Config{Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch})
 	if err != nil {
 		return nil, nil, err
@@ -433,7 +457,7 @@ func benchWorker(ctx context.Context, st *store.Store, o benchOpts, onStart func
 }
 
 // waitCompleted waits until the worker has acknowledged n completions.
-func waitCompleted(w *worker.Worker, n int64) {
+func waitCompleted(w interface{ Stats() worker.Stats }, n int64) {
 	for w.Stats().Completed < n {
 		time.Sleep(200 * time.Microsecond)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // FillConfig says what `taskflow-bench fill` writes. The zero value plus

@@ -235,9 +235,10 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 // the in-process ones as their packages declare them (the same the workers'
 // handler registry holds, handlers.go; a test keeps the two equal), the
 // external ones TASKFLOW_EXTERNAL_TYPES names, described by what their
-// services publish when they register.
+// services publish when they register, and the ones the deployment's
+// workers publish (a user's own Go program's types, package taskflow).
 func taskTypes(m *Main, plans *planapi.Service, rdb redis.UniversalClient, ns keyspace.Namespace) (*tasktype.Registry, error) {
 	local := append(builtin.Types(), summarize.Type, planapi.Type(plans))
 	return tasktype.New(tasktype.Config{Local: local, External: externalTypes(m),
-		Redis: rdb, Keys: stream.NewKeys(ns), Logger: m.Logger})
+		Redis: rdb, Keys: stream.NewKeys(ns), WorkerTypes: store.WorkerTypesKeyOf(ns), Logger: m.Logger})
 }

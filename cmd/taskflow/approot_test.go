@@ -15,8 +15,8 @@ import (
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // startCommands runs taskflow commands on env until the test ends.

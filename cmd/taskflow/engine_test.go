@@ -11,8 +11,8 @@ import (
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestEngineFromEnv(t *testing.T) {

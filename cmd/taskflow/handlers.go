@@ -6,13 +6,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/planapi"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/internal/worker"
 )
 
 // taskDeps is what handlers need from the process that runs them.
@@ -35,20 +35,13 @@ type taskDeps struct {
 }
 
 // newTaskMux builds the handler registry that `taskflow worker` and
-// `taskflow dev` serve. Each task type is registered here once, so every
-// process of a deployment offers the same types. Packages add one line
-// each: builtin (noop, sleep), summarize, plan.
-//
-// Processes that run handlers pass their taskDeps; a process that only
-// lists the types (the API) passes none, and its handlers are built
-// without the Redis-backed parts (they never run there).
-//
-// newTaskMux is for callers that run no plan task (the API lists the
-// types; tests run other handlers): it releases the plan engine at once —
-// it dials Redis lazily, so it never held a connection. A process that
-// runs handlers uses openTaskMux and closes them on shutdown.
-func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
-	mux, closeHandlers, err := openTaskMux(m, deps...)
+// `taskflow dev` serve (registerTasks), for a process that runs no plan
+// task (the API lists the types; tests run other handlers): it releases
+// the plan engine at once — it dials Redis lazily, so it never held a
+// connection.
+func newTaskMux(m *Main, deps ...taskDeps) (*taskflow.Mux, error) {
+	mux := taskflow.NewMux()
+	closeHandlers, err := registerTasks(m, mux, deps...)
 	if err != nil {
 		return nil, err
 	}
@@ -58,41 +51,52 @@ func newTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, error) {
 	return mux, nil
 }
 
-// openTaskMux builds the registry as newTaskMux says, and returns a func
-// that releases what its handlers hold (the plan engine's Redis clients,
-// once its runs' stragglers end); call it after the worker has stopped.
-func openTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, func() error, error) {
+// registerTasks registers every task type of taskflow on r — a
+// taskflow.Worker or Mux, the public API a user's own program registers
+// its types on — so every process of a deployment offers the same types:
+// builtin (noop, sleep), summarize, plan, and the dispatcher of each
+// external type. Each is declared as its package says (builtin.Options).
+//
+// Processes that run handlers pass their taskDeps; a process that only
+// lists the types (the API) passes none, and its handlers are built
+// without the Redis-backed parts (they never run there). The returned func
+// releases what the handlers hold (the plan engine's Redis clients, once
+// its runs' stragglers end); call it after the worker has stopped.
+func registerTasks(m *Main, r taskflow.Registrar, deps ...taskDeps) (func() error, error) {
 	var d taskDeps
 	if len(deps) > 0 {
 		d = deps[0]
 	}
-	mux := worker.NewMux()
-	builtin.Register(mux)
+	builtin.Register(r)
 	sum, err := newSummarize(m, d)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mux.Handle(summarize.TaskType, sum)
+	opts := builtin.Options(summarize.Type)
+	if dep := sum.Dependencies(); len(dep) > 0 {
+		opts = append(opts, taskflow.Dependency(dep[0]))
+	}
+	r.Handle(summarize.TaskType, sum, opts...)
 	pc := config.Config{RedisURL: d.RedisURL}
 	if d.Plans != nil {
 		pc.Plans = *d.Plans
 	} else {
 		c, err := config.FromEnv(m.Getenv)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		pc = c
 	}
 	pl, err := planapi.Open(planOptions(pc, m.Logger))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mux.Handle(planapi.TaskType, pl.TaskHandler())
-	if err := registerExternal(m, mux, d); err != nil { // external services (orchestrator.go)
+	r.Handle(planapi.TaskType, pl.TaskHandler(), builtin.Options(planapi.Type(pl))...)
+	if err := registerExternal(m, r, d); err != nil { // external services (orchestrator.go)
 		_ = pl.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return mux, pl.Close, nil
+	return pl.Close, nil
 }
 
 // newSummarize builds the summarize handler from OPENROUTER_* (extractive
@@ -112,18 +116,15 @@ func newSummarize(m *Main, d taskDeps) (*summarize.Handler, error) {
 	return summarize.FromEnv(getenv, d.Redis, d.Namespace)
 }
 
-// taskDependencies maps each task type whose handler declares an outside
-// dependency (Dependencies() []string, e.g. summarize with an API key) to
-// it, for worker.Config.Dependencies: while that dependency's circuit
-// breaker is open, the worker leaves such tasks waiting.
-func taskDependencies(mux *worker.Mux) map[string]string {
+// taskDependencies maps each task type whose handler declared an outside
+// dependency (summarize with an API key: openrouter) to it: while that
+// dependency's circuit breaker is open, the worker leaves such tasks
+// waiting.
+func taskDependencies(mux *taskflow.Mux) map[string]string {
 	out := map[string]string{}
-	for _, typ := range mux.Types() {
-		h, _ := mux.Handler(typ)
-		if d, ok := h.(interface{ Dependencies() []string }); ok {
-			if deps := d.Dependencies(); len(deps) > 0 {
-				out[typ] = deps[0]
-			}
+	for _, ti := range mux.TypeInfos() {
+		if ti.Dependency != "" {
+			out[ti.Name] = ti.Dependency
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/archive"
@@ -35,7 +37,6 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/task"
-	"github.com/taskflow/taskflow/internal/worker"
 )
 
 func init() { register("orchestrator", newOrchestratorCommand) }
@@ -70,16 +71,18 @@ func externalTypes(m *Main) []string {
 // type on mux (newTaskMux calls it), bounded by TASKFLOW_EXTERNAL_INFLIGHT.
 // Without Redis (a process that only lists the types) the handlers are
 // placeholders that never run.
-func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
+func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 	types := externalTypes(m)
-	for _, t := range types {
-		if _, taken := mux.Handler(t); taken {
-			return fmt.Errorf("%s: %q is already an in-process task type", EnvExternalTypes, t)
+	if l, ok := r.(interface{ Types() []string }); ok {
+		for _, t := range types {
+			if slices.Contains(l.Types(), t) {
+				return fmt.Errorf("%s: %q is already an in-process task type", EnvExternalTypes, t)
+			}
 		}
 	}
 	if d.Redis == nil {
 		for _, t := range types {
-			mux.Handle(t, worker.HandlerFunc(func(context.Context, *task.Task) (json.RawMessage, error) {
+			r.Handle(t, taskflow.HandlerFunc(func(context.Context, *task.Task) (json.RawMessage, error) {
 				return nil, errors.New("external task type: dispatched by workers only")
 			}))
 		}
@@ -94,7 +97,9 @@ func registerExternal(m *Main, mux *worker.Mux, d taskDeps) error {
 		return errors.New("external task types: the dispatcher needs the process's store")
 	}
 	disp := dispatch.New(st, dispatch.Config{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: inFlight})
-	disp.Register(mux, types...)
+	for _, t := range types {
+		r.Handle(t, disp)
+	}
 	return nil
 }
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestSchedulerAndWorkerCommands: the production processes as separate

@@ -14,8 +14,8 @@ import (
 
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 func testMain(env map[string]string, stdout io.Writer) *Main {

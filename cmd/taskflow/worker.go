@@ -7,10 +7,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/app"
+	"github.com/taskflow/taskflow/internal/bridge"
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/scheduler"
-	"github.com/taskflow/taskflow/internal/worker"
 )
 
 func init() {
@@ -70,50 +71,32 @@ type engineRun struct {
 }
 
 // runEngine runs a worker and/or a scheduler until ctx ends. `taskflow
-// dev` can call it too.
+// dev` can call it too. The worker is the public package's
+// (taskflow.Worker), built on the process's app, with every task type
+// registered on it (registerTasks): `taskflow worker` is one program
+// written on the public API.
 func runEngine(ctx context.Context, m *Main, a *app.App, r engineRun) error {
 	st, eng := a.Store, a.Config.Engine
-	errc := make(chan error, 2)
-	n := 0
-	if r.scheduler {
+	if !r.workers {
+		if !r.scheduler {
+			return nil
+		}
 		sc := eng.Scheduler
 		sc.Logger = m.Logger.With("component", "scheduler")
 		s, err := scheduler.New(st, sc)
 		if err != nil {
 			return err
 		}
-		n++
-		go func() { errc <- s.Run(ctx) }()
+		return s.Run(ctx)
 	}
-	if r.workers {
-		mux, closeHandlers, err := openTaskMux(m, taskDeps{Redis: a.Redis, Namespace: st.Namespace(), Store: st,
-			DefaultTimeout: eng.Worker.WithDefaults().DefaultTimeout, Plans: &a.Config.Plans, RedisURL: a.Config.RedisURL})
-		if err != nil {
-			return err
-		}
-		// After the worker has stopped (runEngine returns once every part
-		// has): the plan engine's Redis clients.
-		defer func() { _ = closeHandlers() }()
-		wc := eng.Worker
-		wc.ID, wc.Concurrency, wc.ShutdownGrace = r.id, r.concurrency, r.grace
-		wc.Logger = m.Logger.With("component", "worker")
-		deps := taskDependencies(mux)
-		if len(wc.Dependencies) == 0 {
-			wc.Dependencies = deps
-		}
-		w, err := worker.New(st, mux, wc)
-		if err != nil {
-			return err
-		}
-		m.Logger.Info("taskflow worker running", "id", w.ID(), "concurrency", r.concurrency, "types", mux.Types(), "scheduler", r.scheduler)
-		n++
-		go func() { errc <- w.Run(ctx) }()
+	w := bridge.WorkerOn(a, taskflow.Config{WorkerID: r.id, Concurrency: r.concurrency, ShutdownGrace: r.grace,
+		NoScheduler: !r.scheduler, Logger: m.Logger}).(*taskflow.Worker)
+	closeHandlers, err := registerTasks(m, w, taskDeps{Redis: a.Redis, Namespace: st.Namespace(), Store: st,
+		DefaultTimeout: eng.Worker.WithDefaults().DefaultTimeout, Plans: &a.Config.Plans, RedisURL: a.Config.RedisURL})
+	if err != nil {
+		return err
 	}
-	var errs []error
-	for i := 0; i < n; i++ {
-		if err := <-errc; err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	// after the worker has stopped: the plan engine's Redis clients
+	defer func() { _ = closeHandlers() }()
+	return w.Run(ctx)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/auth"
@@ -20,9 +21,9 @@ import (
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestACLUsers runs the whole external path on a redis-server of the
@@ -63,8 +64,8 @@ func TestACLUsers(t *testing.T) {
 		Streams: stream.NewKeys(keyspace.MustParse(ns))}
 	defer b.Stop()
 	disp := dispatch.New(st, dispatch.Config{})
-	mux := worker.NewMux()
-	disp.Register(mux, "acl.run")
+	mux := taskflow.NewMux()
+	mux.Handle("acl.run", disp)
 	w, err := worker.New(st, mux, worker.Config{Concurrency: 4, HeartbeatInterval: 50 * time.Millisecond, ShutdownGrace: 100 * time.Millisecond})
 	require.NoError(t, err)
 	b.Run(t, "worker", w.Run)

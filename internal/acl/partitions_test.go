@@ -11,8 +11,8 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestProcessRulesCoverThePartitions: the processes' user of a deployment

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/archive"
 	"github.com/taskflow/taskflow/internal/dispatch"
@@ -36,9 +37,9 @@ import (
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Echo is a service handler that reports progress (50 %, "halfway") and
@@ -154,12 +155,14 @@ func Setup(t testing.TB, o Options) *Bundle {
 	t.Cleanup(b.Stop)
 
 	b.Dispatcher = dispatch.New(st, o.Dispatch)
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	types := append([]string{}, o.ExtraTypes...)
 	for typ := range o.Handlers {
 		types = append(types, typ)
 	}
-	b.Dispatcher.Register(mux, types...)
+	for _, typ := range types {
+		mux.Handle(typ, b.Dispatcher)
+	}
 	conc := o.WorkerConcurrency
 	if conc == 0 {
 		conc = 50

@@ -1,6 +1,9 @@
 // Package builtin holds the task types every taskflow process serves:
 // noop (returns at once) and sleep (waits, then optionally fails), for
-// benchmarks, demos and tests.
+// benchmarks, demos and tests. They are registered through the public
+// package taskflow, as a user's own types are (Register), with what their
+// declarations (Types) say; Options turns any in-process declaration into
+// the public registration's options (summarize's and plan's too).
 package builtin
 
 import (
@@ -13,8 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskflow/taskflow"
+	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/task"
-	"github.com/taskflow/taskflow/internal/worker"
 )
 
 // Task type names.
@@ -23,10 +27,42 @@ const (
 	TypeSleep = "sleep"
 )
 
-// Register adds noop and sleep to mux.
-func Register(mux *worker.Mux) {
-	mux.HandleFunc(TypeNoop, Noop)
-	mux.HandleFunc(TypeSleep, Sleep)
+// Register adds noop and sleep to r (a taskflow.Worker or Mux), declared
+// as Types says.
+func Register(r taskflow.Registrar) {
+	handlers := map[string]taskflow.HandlerFunc{TypeNoop: Noop, TypeSleep: Sleep}
+	for _, t := range Types() {
+		r.Handle(t.Name, handlers[t.Name], Options(t)...)
+	}
+}
+
+// Options are the public registration's options declaring t: its
+// description, params (or JSON Schema), submit check and notification.
+func Options(t tasktype.Type) []taskflow.TypeOption {
+	opts := []taskflow.TypeOption{taskflow.Describe(t.Description), taskflow.Notify(t.Notify)}
+	if t.JSONSchema != nil {
+		b, err := json.Marshal(t.JSONSchema)
+		if err != nil {
+			panic(fmt.Sprintf("builtin: %s: params schema: %v", t.Name, err)) // plain values only
+		}
+		opts = append(opts, func(ti *taskflow.TypeInfo) { ti.JSONSchema, ti.Params = b, t.Params })
+	} else if t.Params.Fields != nil || t.Params.AllowUnknown {
+		opts = append(opts, taskflow.Params(t.Params))
+	}
+	if t.Check != nil {
+		opts = append(opts, taskflow.Check(t.Check))
+	}
+	return opts
+}
+
+// Declared is what r's handlers declare, as the task-type registry takes
+// it (tasktype.Config.Local).
+func Declared(infos []taskflow.TypeInfo) []tasktype.Type {
+	out := make([]tasktype.Type, 0, len(infos))
+	for _, ti := range infos {
+		out = append(out, tasktype.Declared(ti.Name, ti.Description, ti.Params, ti.JSONSchema, ti.Check, ti.Notify))
+	}
+	return out
 }
 
 // Noop returns {} at once.

@@ -9,14 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/task"
-	"github.com/taskflow/taskflow/internal/worker"
 )
 
 func TestRegister(t *testing.T) {
 	t.Parallel()
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	Register(mux)
 	require.ElementsMatch(t, []string{TypeNoop, TypeSleep}, mux.Types())
 	res, err := mux.ProcessTask(context.Background(), &task.Task{Type: TypeNoop})

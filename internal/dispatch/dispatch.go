@@ -26,8 +26,8 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Config configures a Dispatcher.
@@ -143,13 +143,6 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: stream.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
 		pub: stream.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
-}
-
-// Register makes d the handler of each type on mux.
-func (d *Dispatcher) Register(mux *worker.Mux, types ...string) {
-	for _, t := range types {
-		mux.Handle(t, d)
-	}
 }
 
 // ProcessTask implements worker.Handler.

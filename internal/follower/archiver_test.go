@@ -12,8 +12,8 @@ import (
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestArchiverArchivesInProcessTasks: tasks finished by ordinary workers

@@ -11,8 +11,8 @@ import (
 	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
+	"github.com/taskflow/taskflow/task"
 )
 
 // NoticeConfig configures an InProcessNotifier.

@@ -13,8 +13,8 @@ import (
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // finishIn enqueues, fetches and completes a task of partition p (its id

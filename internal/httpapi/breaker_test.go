@@ -11,15 +11,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestBreakerCommands(t *testing.T) {
@@ -81,7 +82,7 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	wst, err := store.New(b.st.Client(), store.Config{Namespace: b.ns})
 	require.NoError(t, err)
 	var calls atomic.Int64
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	builtin.Register(mux)
 	mux.HandleFunc("guarded", func(context.Context, *task.Task) (json.RawMessage, error) {
 		calls.Add(1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -171,7 +172,7 @@ func TestDependsOn(t *testing.T) {
 	// A worker runs A; the dependency graph releases B, then C.
 	wst, err := store.New(b.st.Client(), store.Config{Namespace: b.ns})
 	require.NoError(t, err)
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	builtin.Register(mux)
 	w, err := worker.New(wst, mux, worker.Config{ID: "deps-worker", Concurrency: 2, HeartbeatInterval: 50 * time.Millisecond, Lease: time.Second})
 	require.NoError(t, err)

@@ -37,9 +37,9 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestMain(m *testing.M) {

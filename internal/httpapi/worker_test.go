@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/builtin"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -25,7 +26,7 @@ func TestWithRealWorker(t *testing.T) {
 	// a fake one: give the worker a store of its own on the same namespace.
 	wst, err := store.New(b.st.Client(), store.Config{Namespace: b.ns})
 	require.NoError(t, err)
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	builtin.Register(mux)
 	w, err := worker.New(wst, mux, worker.Config{ID: "http-test-worker", Concurrency: 4, HeartbeatInterval: 50 * time.Millisecond, Lease: time.Second})
 	require.NoError(t, err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -34,8 +34,8 @@ import (
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Config configures a Consumer.
@@ -487,14 +487,8 @@ func (o *Consumer) leave(ctx context.Context, t *task.Task, tok string) error {
 }
 
 func (o *Consumer) progress(ctx context.Context, m stream.Message, d *stream.ProgressData) error {
-	k := o.rk.Progress(d.TaskID)
-	_, err := o.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, k, "percent", d.Percent, "message", d.Message, "eta_seconds", d.ETASeconds,
-			"reported_by", d.ReportedBy, "at_ms", m.Event.Timestamp.UnixMilli())
-		p.Expire(ctx, k, o.cfg.ResultTTL)
-		return nil
-	})
-	return err
+	return result.WriteProgress(ctx, o.rdb, o.rk, d.TaskID, result.Progress{Percent: d.Percent, Message: d.Message,
+		ETASeconds: d.ETASeconds, ReportedBy: d.ReportedBy, At: m.Event.Timestamp}, o.cfg.ResultTTL)
 }
 
 func (o *Consumer) cacheResult(ctx context.Context, t *task.Task) error {

@@ -21,8 +21,8 @@ import (
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // The test binary doubles as the processes these tests kill: with

@@ -16,8 +16,8 @@ import (
 
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/planapi"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestMain(m *testing.M) {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TaskType is the task_type whose tasks run a plan.

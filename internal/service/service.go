@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -25,8 +24,8 @@ import (
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Config configures a Service.
@@ -320,11 +319,13 @@ func requirePrincipal(p auth.Principal) error {
 
 // knownType reports whether the deployment accepts taskType, with the
 // names it accepts.
-func (s *Service) knownType(taskType string) (bool, []string) {
-	if s.cfg.Types == nil {
+func (s *Service) knownType(ctx context.Context, taskType string) (bool, []string) {
+	if s.cfg.Types == nil || s.cfg.Types.Known(ctx, taskType) {
 		return true, nil
 	}
-	types := s.cfg.Types.Names()
-	_, ok := slices.BinarySearch(types, taskType)
-	return ok, types
+	var types []string
+	for _, t := range s.cfg.Types.List(ctx) {
+		types = append(types, t.Name)
+	}
+	return false, types
 }

@@ -55,6 +55,9 @@ const TaskTypeSummarize = "summarize"
 type Submitted struct {
 	TaskID string     `json:"task_id"`
 	State  task.State `json:"state"`
+	// Task is the task as created (nil for one parked until its
+	// dependencies complete); not part of the wire answer.
+	Task *task.Task `json:"-"`
 }
 
 // Submit validates in and creates the task, owned by p's session (none for
@@ -75,7 +78,75 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 	if err != nil {
 		return Submitted{}, storeErr("", err)
 	}
-	return Submitted{TaskID: t.ID, State: t.State}, nil
+	return Submitted{TaskID: t.ID, State: t.State, Task: t}, nil
+}
+
+// itemErr names item i of a SubmitMany call in err's field.
+func itemErr(i int, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	c := *e
+	c.Field = fmt.Sprintf("items[%d]", i)
+	if e.Field != "" {
+		c.Field += "." + e.Field
+	}
+	return &c
+}
+
+// MaxSubmitMany is the most tasks one SubmitMany call creates.
+const MaxSubmitMany = 10_000
+
+// SubmitMany validates every input, then creates them all (none when one
+// is refused: the error's Field names the item, "items[3].params.x"). The
+// tasks without depends_on are written by the store's batched enqueue (one
+// script call per chunk and partition), the others one by one. Answers are
+// in the order of ins.
+func (s *Service) SubmitMany(ctx context.Context, p auth.Principal, ins []SubmitInput) ([]Submitted, error) {
+	if err := requirePrincipal(p); err != nil {
+		return nil, err
+	}
+	if len(ins) > MaxSubmitMany {
+		return nil, Unprocessable("items", "%d tasks in one call; at most %d", len(ins), MaxSubmitMany)
+	}
+	reqs := make([]store.EnqueueRequest, len(ins))
+	for i, in := range ins {
+		req, err := s.validate(ctx, in)
+		if err != nil {
+			return nil, itemErr(i, err)
+		}
+		req.SessionID = p.SessionID
+		reqs[i] = req
+	}
+	out := make([]Submitted, len(ins))
+	batch := make([]store.EnqueueRequest, 0, len(ins))
+	at := make([]int, 0, len(ins))
+	for i, in := range ins {
+		if len(in.DependsOn) == 0 {
+			batch = append(batch, reqs[i])
+			at = append(at, i)
+		}
+	}
+	ts, err := s.st.EnqueueBatch(ctx, batch)
+	if err != nil {
+		return nil, storeErr("", err)
+	}
+	for j, t := range ts {
+		out[at[j]] = Submitted{TaskID: t.ID, State: t.State, Task: t}
+	}
+	// then those that wait on others, which may be tasks of this call
+	for i, in := range ins {
+		if len(in.DependsOn) == 0 {
+			continue
+		}
+		sub, err := s.submitAfter(ctx, p, reqs[i], in.DependsOn)
+		if err != nil {
+			return nil, itemErr(i, err)
+		}
+		out[i] = sub
+	}
+	return out, nil
 }
 
 func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRequest, error) {
@@ -84,7 +155,7 @@ func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRe
 	if in.TaskType == "" {
 		return r, Unprocessable("task_type", "task_type is required")
 	}
-	if ok, types := s.knownType(in.TaskType); !ok {
+	if ok, types := s.knownType(ctx, in.TaskType); !ok {
 		return r, &Error{Kind: KindUnprocessable, Code: "unknown_task_type", Field: "task_type",
 			Message: fmt.Sprintf("no worker handles task_type %q (known: %s)", in.TaskType, strings.Join(types, ", "))}
 	}

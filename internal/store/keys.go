@@ -55,6 +55,14 @@ func (k globalKeys) workers() string { return k.p + "workers" }
 // breaker states as JSON), expiring when the worker stops heartbeating.
 func (k globalKeys) worker(id string) string { return k.p + "worker:" + id }
 
+// workerTypes are the task types workers serve in process, as their
+// handlers declared them (HASH: task type → the spec as JSON, the shape of
+// an external service's published spec), written by every public worker
+// (package taskflow) when it starts; the task-type registry reads it, so
+// an API process accepts a type it has no handler for. No TTL: a type
+// stays known after its workers stop (its tasks wait for one).
+func (k globalKeys) workerTypes() string { return k.p + "worker:task-types" }
+
 // task is the task hash (HASH): the single source of truth about one task.
 func (k keys) task(id string) string { return k.p + "task:" + id }
 

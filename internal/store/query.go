@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -428,6 +429,29 @@ func (s *Store) PublishWorker(ctx context.Context, id string, fields map[string]
 	_, err := pipe.Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("store: publish worker %s: %w", id, err)
+	}
+	return nil
+}
+
+// WorkerTypesKey is the hash of the task types workers serve in process
+// (type → spec JSON), for the task-type registry to read.
+func (s *Store) WorkerTypesKey() string { return s.global.workerTypes() }
+
+// WorkerTypesKeyOf is WorkerTypesKey of the namespace ns, for a process
+// that has no store (it lists types only).
+func WorkerTypesKeyOf(ns keyspace.Namespace) string {
+	return globalKeys{p: ns.Prefix()}.workerTypes()
+}
+
+// PublishWorkerTypes records the specs of the task types a worker serves
+// in process (type → spec JSON), replacing what an earlier worker wrote
+// for the same types.
+func (s *Store) PublishWorkerTypes(ctx context.Context, specs map[string]string) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	if err := s.rdb.HSet(ctx, s.global.workerTypes(), specs).Err(); err != nil {
+		return fmt.Errorf("store: publish worker task types: %w", err)
 	}
 	return nil
 }

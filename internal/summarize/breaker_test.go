@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/llm"
 	"github.com/taskflow/taskflow/internal/llmfake"
@@ -17,9 +18,9 @@ import (
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestBreakerHoldsTasksDuringOutage: while the LLM answers 503 to
@@ -45,7 +46,7 @@ func TestBreakerHoldsTasksDuringOutage(t *testing.T) {
 	require.NoError(t, err)
 	h, err := summarize.New(summarize.Config{LLM: client})
 	require.NoError(t, err)
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	mux.Handle(summarize.TaskType, h)
 
 	reqs := make([]store.EnqueueRequest, n)

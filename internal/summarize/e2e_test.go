@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/httpapi"
@@ -28,10 +29,10 @@ import (
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
 	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/task"
 )
 
 // scenario is what the fake LLM does to one task and what rules
@@ -96,7 +97,7 @@ func TestEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	h, err := summarize.New(summarize.Config{LLM: client, Limiter: lim})
 	require.NoError(t, err)
-	mux := worker.NewMux()
+	mux := taskflow.NewMux()
 	mux.Handle(summarize.TaskType, h)
 
 	// Submit through the API, 8 clients at once.

@@ -94,6 +94,12 @@ type Config struct {
 	// types have no declared params.
 	Redis redis.UniversalClient
 	Keys  stream.Keys
+	// WorkerTypes is the hash where workers publish the task types they
+	// serve in process (store.Store.WorkerTypesKey; a type → a TypeSpec
+	// as JSON): each is accepted as an in-process type — or as an
+	// external one when a service published a spec for it (a worker
+	// dispatches it). Default empty: only Local and External.
+	WorkerTypes string
 	// Refresh is how long a read of the published specs is reused.
 	// Default 2s: a service that registers is seen within it.
 	Refresh time.Duration
@@ -111,6 +117,7 @@ type Registry struct {
 
 	mu        sync.Mutex
 	published map[string]Type // the accepted external types with a spec
+	workers   map[string]Type // the types workers published, not local
 	readAt    time.Time
 	// unreadable: the specs whose params_schema could not be read, as
 	// last read (warned about once each)
@@ -174,10 +181,12 @@ func (r *Registry) Lookup(ctx context.Context, name string) (Type, bool) {
 	if t, ok := r.local[name]; ok {
 		return t, true
 	}
+	ext, workers := r.read(ctx)
 	if !r.IsExternal(name) {
-		return Type{}, false
+		t, ok := workers[name]
+		return t, ok
 	}
-	if t, ok := r.externals(ctx)[name]; ok {
+	if t, ok := ext[name]; ok {
 		return t, true
 	}
 	return Type{Name: name, External: true}, true
@@ -185,10 +194,15 @@ func (r *Registry) Lookup(ctx context.Context, name string) (Type, bool) {
 
 // List returns every accepted type, sorted by name.
 func (r *Registry) List(ctx context.Context) []Type {
-	ext := r.externals(ctx)
-	out := make([]Type, 0, len(r.local)+len(r.cfg.External))
+	ext, workers := r.read(ctx)
+	out := make([]Type, 0, len(r.local)+len(r.cfg.External)+len(workers))
 	for _, t := range r.local {
 		out = append(out, t)
+	}
+	for _, t := range workers {
+		if !r.IsExternal(t.Name) {
+			out = append(out, t)
+		}
 	}
 	for _, n := range r.cfg.External {
 		t, ok := ext[n]
@@ -201,55 +215,94 @@ func (r *Registry) List(ctx context.Context) []Type {
 	return out
 }
 
-// externals returns the accepted external types that have a published
-// spec, built once per read of the specs (read again once Refresh has
-// passed): a submit does not parse a schema.
-func (r *Registry) externals(ctx context.Context) map[string]Type {
+// Known reports whether the deployment accepts name: a local or external
+// type, or one a worker published.
+func (r *Registry) Known(ctx context.Context, name string) bool {
+	_, ok := r.Lookup(ctx, name)
+	return ok
+}
+
+// read returns the accepted external types that have a published spec and
+// the types workers published (not local, not named external), built once
+// per read of the specs (read again once Refresh has passed): a submit
+// does not parse a schema.
+func (r *Registry) read(ctx context.Context) (ext, workers map[string]Type) {
 	if r.cfg.Redis == nil {
-		return nil
+		return nil, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.cfg.Now()
 	if r.published != nil && now.Sub(r.readAt) < r.cfg.Refresh {
-		return r.published
+		return r.published, r.workers
 	}
-	all, err := r.cfg.Redis.HGetAll(ctx, r.cfg.Keys.TaskTypes()).Result()
-	if err != nil {
+	pipe := r.cfg.Redis.Pipeline() // both hashes are under {namespace}
+	svcCmd := pipe.HGetAll(ctx, r.cfg.Keys.TaskTypes())
+	var wrkCmd *redis.MapStringStringCmd
+	if r.cfg.WorkerTypes != "" {
+		wrkCmd = pipe.HGetAll(ctx, r.cfg.WorkerTypes)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		if ctx.Err() == nil {
 			r.cfg.Logger.Warn("reading the published task types", "err", err)
 		}
-		return r.published
+		return r.published, r.workers
 	}
+	all := svcCmd.Val()
 	out := make(map[string]Type, len(r.cfg.External))
 	for _, name := range r.cfg.External {
-		raw, ok := all[name]
-		if !ok {
-			continue
+		if t, ok := r.fromSpec(name, all[name], true); ok {
+			out[name] = t
 		}
-		var spec stream.TypeSpec
-		if json.Unmarshal([]byte(raw), &spec) != nil {
-			continue
-		}
-		t := Type{Name: name, External: true, Service: spec.Service, Description: spec.Description, Notify: spec.Notify}
-		if len(spec.Params) > 0 {
-			var schema map[string]any
-			sch, err := param.FromJSONSchema(spec.Params)
-			if err == nil && json.Unmarshal(spec.Params, &schema) == nil {
-				t.Params, t.JSONSchema = sch, schema
-			} else if r.unreadable[name] != raw {
-				// said once per published spec, not on every read
-				r.cfg.Logger.Warn("a service published params this registry cannot read: not checked at submit",
-					"task_type", name, "service", spec.Service, "err", err)
-			}
-			if err != nil {
-				r.unreadable[name] = raw
-			}
-		}
-		out[name] = t
 	}
-	r.published, r.readAt = out, now
-	return out
+	wrk := map[string]Type{}
+	if wrkCmd != nil {
+		for name, raw := range wrkCmd.Val() {
+			if _, local := r.local[name]; local || r.IsExternal(name) || !stream.ValidTaskType(name) {
+				continue
+			}
+			// a type a worker dispatches to a service: the service's spec
+			if svc, ok := all[name]; ok {
+				if t, ok := r.fromSpec(name, svc, true); ok {
+					wrk[name] = t
+					continue
+				}
+			}
+			if t, ok := r.fromSpec(name, raw, false); ok {
+				wrk[name] = t
+			}
+		}
+	}
+	r.published, r.workers, r.readAt = out, wrk, now
+	return out, wrk
+}
+
+// fromSpec builds the type name from its published spec raw (a service's,
+// or a worker's when not external); ok is false when there is none.
+func (r *Registry) fromSpec(name, raw string, external bool) (Type, bool) {
+	if raw == "" {
+		return Type{}, false
+	}
+	var spec stream.TypeSpec
+	if json.Unmarshal([]byte(raw), &spec) != nil {
+		return Type{}, false
+	}
+	t := Type{Name: name, External: external, Service: spec.Service, Description: spec.Description, Notify: spec.Notify}
+	if len(spec.Params) > 0 {
+		var schema map[string]any
+		sch, err := param.FromJSONSchema(spec.Params)
+		if err == nil && json.Unmarshal(spec.Params, &schema) == nil {
+			t.Params, t.JSONSchema = sch, schema
+		} else if r.unreadable[name] != raw {
+			// said once per published spec, not on every read
+			r.cfg.Logger.Warn("a published spec has params this registry cannot read: not checked at submit",
+				"task_type", name, "service", spec.Service, "err", err)
+		}
+		if err != nil {
+			r.unreadable[name] = raw
+		}
+	}
+	return t, true
 }
 
 // ReadyMessage is the text a session is told when its task of type typ
@@ -288,4 +341,18 @@ func Render(tmpl string, params json.RawMessage) string {
 		}
 		return string(v)
 	})
+}
+
+// Declared builds an in-process type from what its handler declares
+// (package taskflow's TypeInfo): params as a param.Schema, or as a JSON
+// Schema served whole (jsonSchema, read into params by the caller).
+func Declared(name, description string, params param.Schema, jsonSchema json.RawMessage, check func(json.RawMessage) error, notify string) Type {
+	t := Type{Name: name, Description: description, Params: params, Check: check, Notify: notify}
+	if len(jsonSchema) > 0 {
+		var m map[string]any
+		if json.Unmarshal(jsonSchema, &m) == nil {
+			t.JSONSchema = m
+		}
+	}
+	return t
 }

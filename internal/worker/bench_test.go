@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // BenchmarkDrain: one worker (concurrency 50) drains b.N no-op tasks that

@@ -16,8 +16,8 @@ import (
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestClusterFailover runs producers and workers on a Redis Cluster of

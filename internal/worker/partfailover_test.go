@@ -16,8 +16,8 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 // TestPartitionedClusterMasterCrash: a deployment of three partitions on a

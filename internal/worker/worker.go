@@ -24,9 +24,9 @@ import (
 // Causes a handler's context is cancelled with (context.Cause).
 var (
 	// ErrCancelRequested: the task was cancelled (store.Cancel).
-	ErrCancelRequested = errors.New("worker: task cancel requested")
+	ErrCancelRequested = task.ErrCancelRequested
 	// ErrShutdown: the worker is stopping and the grace period is over.
-	ErrShutdown = errors.New("worker: shutting down")
+	ErrShutdown = task.ErrShutdown
 	// ErrHandedOff is returned (or wrapped) by a handler that handed its
 	// task to another holder with store.Handoff (the external-service
 	// dispatcher): the worker frees the slot at once and writes nothing.
@@ -638,8 +638,9 @@ func (w *Worker) publish(ctx context.Context) error {
 	}, 3*w.cfg.HeartbeatInterval)
 }
 
+// typesOf lists the task types h routes, when it says (a mux's Types).
 func typesOf(h Handler) string {
-	if m, ok := h.(*Mux); ok {
+	if m, ok := h.(interface{ Types() []string }); ok {
 		b, _ := json.Marshal(m.Types())
 		return string(b)
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/taskflow/taskflow/internal/clock"
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 type bundle struct {

@@ -1,0 +1,13 @@
+package taskflow
+
+import (
+	"github.com/taskflow/taskflow/internal/app"
+	"github.com/taskflow/taskflow/internal/bridge"
+)
+
+func init() {
+	bridge.WorkerOn = func(a *app.App, cfg any) any {
+		return &Worker{cfg: cfg.(Config), mux: NewMux(), app: a}
+	}
+	bridge.ClientOn = func(a *app.App, cfg any) (any, error) { return newClientOn(a, cfg.(Config)) }
+}

@@ -1,0 +1,322 @@
+package taskflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/app"
+	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/depend"
+	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/tasktype"
+	"github.com/taskflow/taskflow/task"
+)
+
+// Client enqueues tasks and acts on them, with the rules of the HTTP API
+// (the same service layer): params checked against the type's declared
+// schema, content limits, dependencies, sessions. It is safe for
+// concurrent use; concurrent Enqueue calls are written together in one
+// script call, as the API's submits are.
+type Client struct {
+	app   *app.App
+	owned bool // the client opened app and closes it
+	svc   *service.Service
+	auth  *auth.Authenticator
+	admin auth.Principal
+}
+
+// NewClient connects to cfg's Redis and checks the deployment's layout.
+// Close it when done.
+func NewClient(ctx context.Context, cfg Config) (*Client, error) {
+	ac, err := cfg.appConfig()
+	if err != nil {
+		return nil, err
+	}
+	a, err := app.Open(ctx, ac, cfg.logger())
+	if err != nil {
+		return nil, clientErr(err)
+	}
+	c, err := newClientOn(a, cfg)
+	if err != nil {
+		_ = a.Close()
+		return nil, err
+	}
+	c.owned = true
+	return c, nil
+}
+
+// newClientOn builds a client on a process's app (which it does not close).
+func newClientOn(a *app.App, cfg Config) (*Client, error) {
+	st := a.Store
+	au, err := auth.New(a.Redis, auth.Config{Namespace: st.Namespace(), SessionTTL: a.Config.SessionTTL})
+	if err != nil {
+		return nil, err
+	}
+	local := make([]tasktype.Type, 0, len(cfg.Types))
+	for _, ti := range cfg.Types {
+		local = append(local, declared(ti))
+	}
+	types, err := tasktype.New(tasktype.Config{Local: local, External: cfg.ExternalTypes, Redis: a.Redis,
+		Keys: stream.NewKeys(st.Namespace()), WorkerTypes: st.WorkerTypesKey(), Logger: a.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("taskflow: %w", err)
+	}
+	svc, err := service.New(service.Config{Store: st, Auth: au, Types: types, MaxContentBytes: a.Config.MaxContentBytes,
+		SessionTTL: a.Config.SessionTTL, Dependencies: depend.New(st, depend.Config{Logger: a.Logger}), Logger: a.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{app: a, svc: svc, auth: au, admin: auth.Principal{Admin: true}}, nil
+}
+
+// declared is the registry's view of what a handler declares.
+func declared(ti TypeInfo) tasktype.Type {
+	return tasktype.Declared(ti.Name, ti.Description, ti.Params, ti.JSONSchema, ti.Check, ti.Notify)
+}
+
+// Close waits for the enqueues in flight and releases the connection.
+func (c *Client) Close() error {
+	c.svc.Close()
+	if c.owned {
+		return c.app.Close()
+	}
+	return nil
+}
+
+// Option sets something about a task at enqueue; every field of POST
+// /api/v1/tasks has one.
+type Option func(*submit) error
+
+type submit struct {
+	in      service.SubmitInput
+	session string
+}
+
+// Priority orders the task among those waiting: task.PriorityHigh,
+// PriorityNormal (the default) or PriorityLow; low is never starved.
+func Priority(p task.Priority) Option {
+	return func(s *submit) error { s.in.Priority = string(p); return nil }
+}
+
+// Delay runs the task d from now (at most 30 days).
+func Delay(d time.Duration) Option {
+	return func(s *submit) error { v := d.Seconds(); s.in.Delay = &v; return nil }
+}
+
+// RunAt runs the task at t (at most 30 days ahead; a past time: at once).
+func RunAt(t time.Time) Option {
+	return func(s *submit) error { v := t.UTC().Format(time.RFC3339Nano); s.in.RunAt = &v; return nil }
+}
+
+// Timeout bounds each attempt (the handler's context deadline); at most
+// 24 h. Default: the worker's (TASKFLOW_TASK_TIMEOUT, 5 min).
+func Timeout(d time.Duration) Option {
+	return func(s *submit) error { v := d.Seconds(); s.in.Timeout = &v; return nil }
+}
+
+// MaxRetries is how many times a failed attempt is retried before the
+// task goes to the dead-letter queue (0..100). Default MAX_RETRIES (3).
+func MaxRetries(n int) Option {
+	return func(s *submit) error { s.in.MaxRetries = &n; return nil }
+}
+
+// DependsOn makes the task wait until the tasks ids have completed; it is
+// cancelled if one of them fails for good.
+func DependsOn(ids ...string) Option {
+	return func(s *submit) error { s.in.DependsOn = append(s.in.DependsOn, ids...); return nil }
+}
+
+// PartitionKey keeps the tasks that give the same key in one partition of
+// a deployment of several, so they are taken in order together.
+func PartitionKey(key string) Option {
+	return func(s *submit) error { s.in.PartitionKey = key; return nil }
+}
+
+// Session makes the task the session's (its id, as POST /api/v1/sessions
+// answered it): the session is told when it ends, and sees it in its
+// listings and over MCP.
+func Session(id string) Option {
+	return func(s *submit) error { s.session = id; return nil }
+}
+
+// Content is the task's text (e.g. what summarize summarizes), kept apart
+// from its params.
+func Content(text string) Option {
+	return func(s *submit) error { s.in.Content = &text; return nil }
+}
+
+// Request is one task of EnqueueMany.
+type Request struct {
+	// Type is the task type.
+	Type string
+	// Params are the task's params: a struct or map (encoded as JSON),
+	// json.RawMessage or []byte (used as they are), or nil.
+	Params any
+	// Options are the task's options.
+	Options []Option
+}
+
+// Enqueue creates a task of taskType with params (see Request.Params) and
+// returns it PENDING. A refused call creates nothing and says why: an
+// *Error matching ErrInvalid names the field ("params.to", "task_type").
+func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts ...Option) (*task.Task, error) {
+	s, p, err := c.prepare(ctx, Request{Type: taskType, Params: params, Options: opts})
+	if err != nil {
+		return nil, err
+	}
+	sub, err := c.svc.Submit(ctx, p, s.in)
+	if err != nil {
+		return nil, clientErr(err)
+	}
+	return created(sub, s.in.TaskType), nil
+}
+
+// EnqueueMany creates every task of reqs, checking them all first: when
+// one is refused none is created, and the *Error's Field names the item
+// ("items[3].params.to"). The tasks are written by the store's batched
+// enqueue (one script call per 500 tasks and partition); those with
+// DependsOn follow one by one, and may depend on tasks of the same call.
+// Every request must have the same Session option (or none).
+func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]*task.Task, error) {
+	ins := make([]service.SubmitInput, len(reqs))
+	var p auth.Principal
+	for i, r := range reqs {
+		s, pi, err := c.prepare(ctx, r)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Field = fmt.Sprintf("items[%d].%s", i, e.Field)
+			}
+			return nil, err
+		}
+		if i > 0 && pi != p {
+			return nil, &Error{Code: "validation_failed", Field: fmt.Sprintf("items[%d]", i), kind: ErrInvalid,
+				Message: "every task of one EnqueueMany call must have the same session"}
+		}
+		ins[i], p = s.in, pi
+	}
+	subs, err := c.svc.SubmitMany(ctx, p, ins)
+	if err != nil {
+		return nil, clientErr(err)
+	}
+	out := make([]*task.Task, len(subs))
+	for i, sub := range subs {
+		out[i] = created(sub, reqs[i].Type)
+	}
+	return out, nil
+}
+
+// prepare applies a request's options and finds whose task it is.
+func (c *Client) prepare(ctx context.Context, r Request) (submit, auth.Principal, error) {
+	s := submit{in: service.SubmitInput{TaskType: r.Type}}
+	switch p := r.Params.(type) {
+	case nil:
+	case json.RawMessage:
+		s.in.Params = p
+	case []byte:
+		s.in.Params = p
+	default:
+		b, err := json.Marshal(p)
+		if err != nil {
+			return s, auth.Principal{}, &Error{Code: "validation_failed", Field: "params", kind: ErrInvalid,
+				Message: "params cannot be encoded as JSON: " + err.Error()}
+		}
+		s.in.Params = b
+	}
+	for _, o := range r.Options {
+		if err := o(&s); err != nil {
+			return s, auth.Principal{}, err
+		}
+	}
+	if s.session == "" {
+		return s, c.admin, nil
+	}
+	ok, err := c.auth.SessionExists(ctx, s.session)
+	if err != nil {
+		return s, auth.Principal{}, &Error{Code: "unavailable", Message: err.Error(), kind: ErrUnavailable, cause: err}
+	}
+	if !ok {
+		return s, auth.Principal{}, &Error{Code: "session_not_found", Field: "session", kind: ErrInvalid,
+			Message: fmt.Sprintf("no live session %q", s.session)}
+	}
+	return s, auth.Principal{SessionID: s.session}, nil
+}
+
+// created is the task a submit answered: as written, or (parked until its
+// dependencies complete) its id, type and state.
+func created(sub service.Submitted, typ string) *task.Task {
+	if sub.Task != nil {
+		return sub.Task
+	}
+	return &task.Task{ID: sub.TaskID, Type: typ, State: sub.State}
+}
+
+// Get returns the task. A task waiting on others (DependsOn) is PENDING
+// with only its request's fields.
+func (c *Client) Get(ctx context.Context, id string) (*task.Task, error) {
+	v, err := c.svc.Get(ctx, c.admin, id)
+	if err != nil {
+		return nil, clientErr(err)
+	}
+	return v.Task, nil
+}
+
+// Wait returns the task once it has ended: COMPLETED (its Result is the
+// handler's), or an error — a *TaskError matching ErrTaskFailed for a
+// task in the dead-letter queue, ErrTaskCancelled for a cancelled one —
+// or ctx's error when ctx ends first. It polls the task, every few ms at
+// first and at most every 250 ms.
+func (c *Client) Wait(ctx context.Context, id string) (*task.Task, error) {
+	delay := 2 * time.Millisecond
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		t, err := c.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		switch t.State {
+		case task.StateCompleted:
+			return t, nil
+		case task.StateDLQ, task.StateCancelled:
+			return t, &TaskError{Task: t}
+		}
+		timer.Reset(delay)
+		delay = min(delay*2, 250*time.Millisecond)
+	}
+}
+
+// Cancel cancels a PENDING, ACTIVE or TIMEOUT task: a waiting one ends
+// CANCELLED at once (done is true); a running one's handler context is
+// cancelled (cause task.ErrCancelRequested) and the task ends CANCELLED
+// when the handler returns (done is false). A task in another state is an
+// ErrConflict.
+func (c *Client) Cancel(ctx context.Context, id string) (done bool, err error) {
+	r, err := c.svc.Cancel(ctx, c.admin, id)
+	if err != nil {
+		return false, clientErr(err)
+	}
+	return r.State == task.StateCancelled, nil
+}
+
+// Retry queues a FAILED or dead-lettered task again, with its retries
+// reset; another state is an ErrConflict.
+func (c *Client) Retry(ctx context.Context, id string) error {
+	_, err := c.svc.Retry(ctx, c.admin, id)
+	return clientErr(err)
+}
+
+// Delete removes a task that is not ACTIVE (cancel a running one first:
+// ErrConflict).
+func (c *Client) Delete(ctx context.Context, id string) error {
+	return clientErr(c.svc.Delete(ctx, c.admin, id))
+}
