@@ -175,7 +175,7 @@ func (s *Service) deleteDead(ctx context.Context, id string) error {
 		return err
 	}
 	if t.SessionID != "" {
-		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKeyOf(t.SessionID, id), id).Err()
+		_ = s.st.UnindexSessionTasks(ctx, t.SessionID, id)
 	}
 	return nil
 }

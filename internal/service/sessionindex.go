@@ -30,11 +30,10 @@ func (s *Service) sessionIndex(sessionID string, asc bool) *sessionIndex {
 }
 
 // next takes the next n entries of the merge: their ids (the duplicates
-// of ids taken before left out), the key each is in, and whether any
-// entry is left. Each key is read MaxPageSize entries at a time, all in
+// of ids taken before left out), and whether any entry is left. Each key is read MaxPageSize entries at a time, all in
 // one pipelined round trip (one ZRANGE per partition: a cluster has them
 // in different slots).
-func (x *sessionIndex) next(ctx context.Context, n int) (ids, keys []string, more bool, err error) {
+func (x *sessionIndex) next(ctx context.Context, n int) (ids []string, more bool, err error) {
 	pipe := x.rdb.Pipeline()
 	cmds := make([]*redis.ZSliceCmd, len(x.keys))
 	for i, k := range x.keys {
@@ -54,7 +53,7 @@ func (x *sessionIndex) next(ctx context.Context, n int) (ids, keys []string, mor
 			}
 			zs, err := c.Result()
 			if err != nil {
-				return nil, nil, false, err
+				return nil, false, err
 			}
 			x.buf[i] = append(x.buf[i], zs...)
 			x.off[i] += int64(len(zs))
@@ -79,14 +78,13 @@ func (x *sessionIndex) next(ctx context.Context, n int) (ids, keys []string, mor
 		}
 		x.seen[id] = true
 		ids = append(ids, id)
-		keys = append(keys, x.keys[best])
 	}
 	for i := range x.keys {
 		if len(x.buf[i]) > 0 || !x.done[i] {
 			more = true
 		}
 	}
-	return ids, keys, more, nil
+	return ids, more, nil
 }
 
 func (x *sessionIndex) before(a, b redis.Z) bool {
@@ -102,11 +100,11 @@ func (x *sessionIndex) before(a, b redis.Z) bool {
 func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery) (listing, error) {
 	idx := s.sessionIndex(sessionID, q.asc)
 	var all []*task.Task
-	missing := map[string][]any{} // per index key
+	var missing []string
 	waiting := map[string][]string{}
 	partial := false
 	for read := 0; ; read += MaxPageSize {
-		ids, keys, more, err := idx.next(ctx, MaxPageSize)
+		ids, more, err := idx.next(ctx, MaxPageSize)
 		if err != nil {
 			return listing{}, err
 		}
@@ -122,11 +120,9 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 			}
 		}
 		var absent []string
-		keyOf := map[string]string{}
-		for i, id := range ids {
+		for _, id := range ids {
 			if !found[id] {
 				absent = append(absent, id)
-				keyOf[id] = keys[i]
 			}
 		}
 		// tasks waiting on others are listed as PENDING, and stay indexed
@@ -142,7 +138,7 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 				}
 				continue
 			}
-			missing[keyOf[id]] = append(missing[keyOf[id]], id)
+			missing = append(missing, id)
 		}
 		if !more {
 			break
@@ -152,14 +148,8 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 			break
 		}
 	}
-	if len(missing) > 0 { // deleted or expired tasks: drop them from the index
-		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for k, ids := range missing {
-				p.ZRem(ctx, k, ids...)
-			}
-			return nil
-		})
-	}
+	// deleted or expired tasks: drop them from the index
+	_ = s.st.UnindexSessionTasks(ctx, sessionID, missing...)
 	sortTasks(all, q)
 	total := int64(len(all))
 	if q.offset >= len(all) {
