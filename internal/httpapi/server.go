@@ -65,8 +65,8 @@ type Config struct {
 	Mounts []Mount
 	// RouteMiddleware, when set, wraps every route's handler, and every
 	// mount's that is not public, inside the authentication step, so it
-	// can read auth.FromContext (e.g. the notifications that ride on a
-	// session's next response). Default none.
+	// can read auth.FromContext (e.g. NotificationsOnResponses: the
+	// notifications that ride on a session's next response). Default none.
 	RouteMiddleware func(http.Handler) http.Handler
 	// Clock places the series' steps (/api/v1/stats/series). Default the
 	// wall clock; give the store's clock so that its events and the steps
