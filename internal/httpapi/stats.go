@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/stats"
 )
 
 // statsRoutes registers the dashboard's time series.
@@ -47,7 +48,7 @@ func (s *Server) follow(ctx context.Context) error {
 	after := s.svc.EventIDAt(s.cfg.Clock.Now().Add(-s.series.Span()))
 	for {
 		err := s.svc.FollowEvents(ctx, after, func(e service.Event) error {
-			s.series.Observe(e)
+			s.series.Observe(stats.Event{TaskID: e.TaskID, From: e.From, To: e.To, At: e.At})
 			// per event: with several partitions, one stream's event past
 			// the mark says nothing of the next one's, from another stream
 			if beyond(e) {
