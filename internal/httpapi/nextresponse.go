@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -24,7 +24,7 @@ const pathNotifications = "/api/v1/notifications"
 func NotificationsOnResponses(svc *service.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p := auth.FromContext(r.Context())
+			p := identity.FromContext(r.Context())
 			if p.SessionID == "" || r.Header.Get("Upgrade") != "" || strings.HasPrefix(r.URL.Path, pathNotifications) {
 				next.ServeHTTP(w, r)
 				return

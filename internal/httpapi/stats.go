@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/stats"
 )
@@ -23,7 +23,7 @@ func (s *Server) statsRoutes(add func(route)) {
 		responses: map[int]string{200: "Series"}}})
 }
 
-func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ auth.Principal) {
+func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ identity.Principal) {
 	writeJSON(w, http.StatusOK, s.series.Series(s.cfg.Clock.Now()))
 }
 
@@ -79,7 +79,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (s *Server) sampleDepth(ctx context.Context) {
 	t := time.NewTicker(s.series.Step())
 	defer t.Stop()
-	admin := auth.Principal{Admin: true}
+	admin := identity.Principal{Admin: true}
 	for {
 		qctx, cancel := context.WithTimeout(ctx, s.series.Step())
 		qs, err := s.svc.QueueStatus(qctx, admin)
