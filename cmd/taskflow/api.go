@@ -171,7 +171,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	x.mounts = append(x.mounts, mcpMounts(mcpHandler)...)
 	a := &apiProc{svc: svc, auth: au, st: st, extras: x, log: m.Logger, closeMCP: closeMCP}
 	a.srv, err = httpapi.New(httpapi.Config{Service: svc, Auth: au, Logger: m.Logger, MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout,
-		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: x.middleware, Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
+		Version: version.Read().Module, Mounts: x.mounts, RouteMiddleware: httpapi.NotificationsOnResponses(svc), Registry: x.registry, ClientIPHeader: cfg.ClientIPHeader})
 	if err != nil {
 		a.close()
 		return nil, err

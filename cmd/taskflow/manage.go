@@ -18,214 +18,233 @@ import (
 )
 
 func init() {
-	register("cancel", func(m *Main) *cobra.Command {
-		var wait bool
-		cmd := &cobra.Command{
-			Use:               "cancel TASK_ID",
-			Short:             "Cancel a PENDING or ACTIVE task (a running handler is told to stop); --wait until it has",
-			Args:              cobra.ExactArgs(1),
-			ValidArgsFunction: completeTaskIDs(m),
+	register("cancel", newCancelCommand)
+	register("delete", newDeleteCommand)
+	register("workers", newWorkersCommand)
+	register("breaker", newBreakerCommand)
+	register("schedules", newSchedulesCommand)
+	register("services", newServicesCommand)
+	register("notifications", newNotificationsCommand)
+}
+
+// newCancelCommand is `taskflow cancel TASK_ID [--wait]`.
+func newCancelCommand(m *Main) *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:               "cancel TASK_ID",
+		Short:             "Cancel a PENDING or ACTIVE task (a running handler is told to stop); --wait until it has",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTaskIDs(m),
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until a running task has stopped (at most 30 s)")
+	return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
+		id := args[0]
+		var out struct {
+			Outcome string `json:"outcome"`
 		}
-		cmd.Flags().BoolVar(&wait, "wait", false, "wait until a running task has stopped (at most 30 s)")
-		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
-			id := args[0]
-			var out struct {
-				Outcome string `json:"outcome"`
-			}
-			if err := c.do(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &out); err != nil {
-				return err
-			}
-			if out.Outcome != "requested" {
-				_, err := fmt.Fprintf(m.Stdout, "%s %s\n", id, out.Outcome)
-				return err
-			}
-			if !wait {
-				_, err := fmt.Fprintf(m.Stdout, "%s cancel requested: its worker is told to stop (taskflow status %s)\n", id, id)
-				return err
-			}
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				var t taskDoc
-				if err := c.do(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(id), nil, &t); err != nil {
-					return err
-				}
-				if t.State != "ACTIVE" && t.State != "PENDING" {
-					_, err := fmt.Fprintf(m.Stdout, "%s %s\n", id, strings.ToLower(t.State))
-					return err
-				}
-				if time.Now().After(deadline) {
-					return fmt.Errorf("%s is still %s 30 s after the cancel request (its handler does not stop)", id, t.State)
-				}
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-				}
-			}
-		})
-	})
-	register("delete", func(m *Main) *cobra.Command {
-		cmd := &cobra.Command{
-			Use:               "delete TASK_ID",
-			Short:             "Delete a task that is not running (its hash, queue entries and result)",
-			Args:              cobra.ExactArgs(1),
-			ValidArgsFunction: completeTaskIDs(m),
-		}
-		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
-			if err := c.do(ctx, "DELETE", "/api/v1/tasks/"+url.PathEscape(args[0]), nil, nil); err != nil {
-				return err
-			}
-			_, err := fmt.Fprintf(m.Stdout, "%s deleted\n", args[0])
+		if err := c.do(ctx, "POST", "/api/v1/tasks/"+url.PathEscape(id)+"/cancel", nil, &out); err != nil {
 			return err
-		})
-	})
-	register("workers", func(m *Main) *cobra.Command {
-		var asJSON bool
-		cmd := &cobra.Command{
-			Use:   "workers",
-			Short: "List the live workers and their circuit breakers (admin)",
-			Args:  cobra.NoArgs,
 		}
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
-			var raw json.RawMessage
-			if err := c.do(ctx, "GET", "/api/v1/workers", nil, &raw); err != nil {
-				return err
-			}
-			if asJSON {
-				_, err := fmt.Fprintln(m.Stdout, string(raw))
-				return err
-			}
-			ws, err := decodeWorkers(raw)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
-			printWorkers(w, ws)
-			return w.Flush()
-		})
-	})
-	register("breaker", func(m *Main) *cobra.Command {
-		var forSec float64
-		cmd := &cobra.Command{
-			Use:       "breaker open|reset [DEPENDENCY]",
-			Short:     "Open or reset a dependency's circuit breaker on every worker (admin; no DEPENDENCY = all)",
-			Args:      cobra.RangeArgs(1, 2),
-			ValidArgs: []string{"open", "reset"},
+		if out.Outcome != "requested" {
+			_, err := fmt.Fprintf(m.Stdout, "%s %s\n", id, out.Outcome)
+			return err
 		}
-		cmd.Flags().Float64Var(&forSec, "for", 0, "open: seconds the breaker stays open (0 = until a reset)")
-		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
-			if forSec < 0 {
-				return fmt.Errorf("--for %v: must not be negative", forSec)
-			}
-			body := map[string]any{}
-			if len(args) == 2 {
-				body["dependency"] = args[1]
-			}
-			var path string
-			switch args[0] {
-			case "open":
-				path = "/api/v1/workers/open-circuit-breaker"
-				if forSec > 0 {
-					body["duration_seconds"] = forSec
-				}
-			case "reset":
-				path = "/api/v1/workers/reset-circuit-breaker"
-				if cmd.Flags().Changed("for") {
-					return fmt.Errorf("--for: only `breaker open` takes a duration")
-				}
-			default:
-				return fmt.Errorf("%q: the first argument is open or reset", args[0])
-			}
-			var raw json.RawMessage
-			if err := c.do(ctx, "POST", path, body, &raw); err != nil {
+		if !wait {
+			_, err := fmt.Fprintf(m.Stdout, "%s cancel requested: its worker is told to stop (taskflow status %s)\n", id, id)
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var t taskDoc
+			if err := c.do(ctx, "GET", "/api/v1/tasks/"+url.PathEscape(id), nil, &t); err != nil {
 				return err
 			}
+			if t.State != "ACTIVE" && t.State != "PENDING" {
+				_, err := fmt.Fprintf(m.Stdout, "%s %s\n", id, strings.ToLower(t.State))
+				return err
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s is still %s 30 s after the cancel request (its handler does not stop)", id, t.State)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+}
+
+// newDeleteCommand is `taskflow delete TASK_ID`.
+func newDeleteCommand(m *Main) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "delete TASK_ID",
+		Short:             "Delete a task that is not running (its hash, queue entries and result)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeTaskIDs(m),
+	}
+	return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
+		if err := c.do(ctx, "DELETE", "/api/v1/tasks/"+url.PathEscape(args[0]), nil, nil); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintf(m.Stdout, "%s deleted\n", args[0])
+		return err
+	})
+}
+
+// newWorkersCommand is `taskflow workers [--json]`.
+func newWorkersCommand(m *Main) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "List the live workers and their circuit breakers (admin)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
+		var raw json.RawMessage
+		if err := c.do(ctx, "GET", "/api/v1/workers", nil, &raw); err != nil {
+			return err
+		}
+		if asJSON {
 			_, err := fmt.Fprintln(m.Stdout, string(raw))
 			return err
-		})
-	})
-	register("schedules", newSchedulesCommand)
-	register("services", func(m *Main) *cobra.Command {
-		var asJSON bool
-		cmd := &cobra.Command{
-			Use:   "services",
-			Short: "List the external services and whether a live one takes each external task type",
-			Args:  cobra.NoArgs,
 		}
-		cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
-		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
-			var raw json.RawMessage
-			if err := c.do(ctx, "GET", "/api/v1/services", nil, &raw); err != nil {
-				return err
-			}
-			if asJSON {
-				_, err := fmt.Fprintln(m.Stdout, string(raw))
-				return err
-			}
-			sv, err := decodeServices(raw)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
-			printServices(w, sv)
-			return w.Flush()
-		})
-	})
-	register("notifications", func(m *Main) *cobra.Command {
-		var follow, keepUnread, asJSON bool
-		var after string
-		var limit int
-		cmd := &cobra.Command{
-			Use:   "notifications",
-			Short: "Show the session's notifications (needs a session token); --follow keeps waiting for new ones",
-			Args:  cobra.NoArgs,
+		ws, err := decodeWorkers(raw)
+		if err != nil {
+			return err
 		}
-		f := cmd.Flags()
-		f.BoolVar(&follow, "follow", false, "keep polling for new notifications until interrupted")
-		f.BoolVar(&keepUnread, "keep-unread", false, "do not mark what is shown as read")
-		f.StringVar(&after, "after", "", "start after this notification id (0 = from the start); default: the unread ones")
-		f.IntVar(&limit, "limit", 50, "most notifications per request (1-1000)")
-		f.BoolVar(&asJSON, "json", false, "print each notification as a JSON line")
-		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
-			if limit < 1 || limit > 1000 {
-				return fmt.Errorf("--limit %d: must be from 1 to 1000", limit)
+		w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
+		printWorkers(w, ws)
+		return w.Flush()
+	})
+}
+
+// newBreakerCommand is `taskflow breaker open|reset [DEPENDENCY] [--for SECONDS]`.
+func newBreakerCommand(m *Main) *cobra.Command {
+	var forSec float64
+	cmd := &cobra.Command{
+		Use:       "breaker open|reset [DEPENDENCY]",
+		Short:     "Open or reset a dependency's circuit breaker on every worker (admin; no DEPENDENCY = all)",
+		Args:      cobra.RangeArgs(1, 2),
+		ValidArgs: []string{"open", "reset"},
+	}
+	cmd.Flags().Float64Var(&forSec, "for", 0, "open: seconds the breaker stays open (0 = until a reset)")
+	return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
+		if forSec < 0 {
+			return fmt.Errorf("--for %v: must not be negative", forSec)
+		}
+		body := map[string]any{}
+		if len(args) == 2 {
+			body["dependency"] = args[1]
+		}
+		var path string
+		switch args[0] {
+		case "open":
+			path = "/api/v1/workers/open-circuit-breaker"
+			if forSec > 0 {
+				body["duration_seconds"] = forSec
 			}
-			for {
-				q := url.Values{"limit": {strconv.Itoa(limit)}, "mark_read": {strconv.FormatBool(!keepUnread)}}
-				if after != "" {
-					q.Set("after", after)
-				}
-				var out struct {
-					Notifications []json.RawMessage `json:"notifications"`
-					Cursor        string            `json:"cursor"`
-				}
-				if err := c.do(ctx, "GET", "/api/v1/notifications?"+q.Encode(), nil, &out); err != nil {
+		case "reset":
+			path = "/api/v1/workers/reset-circuit-breaker"
+			if cmd.Flags().Changed("for") {
+				return fmt.Errorf("--for: only `breaker open` takes a duration")
+			}
+		default:
+			return fmt.Errorf("%q: the first argument is open or reset", args[0])
+		}
+		var raw json.RawMessage
+		if err := c.do(ctx, "POST", path, body, &raw); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(m.Stdout, string(raw))
+		return err
+	})
+}
+
+// newServicesCommand is `taskflow services [--json]`.
+func newServicesCommand(m *Main) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "services",
+		Short: "List the external services and whether a live one takes each external task type",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the API's JSON")
+	return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
+		var raw json.RawMessage
+		if err := c.do(ctx, "GET", "/api/v1/services", nil, &raw); err != nil {
+			return err
+		}
+		if asJSON {
+			_, err := fmt.Fprintln(m.Stdout, string(raw))
+			return err
+		}
+		sv, err := decodeServices(raw)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
+		printServices(w, sv)
+		return w.Flush()
+	})
+}
+
+// newNotificationsCommand is `taskflow notifications [--follow]`: a poll of
+// the session's notifications, repeated while following.
+func newNotificationsCommand(m *Main) *cobra.Command {
+	var follow, keepUnread, asJSON bool
+	var after string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "notifications",
+		Short: "Show the session's notifications (needs a session token); --follow keeps waiting for new ones",
+		Args:  cobra.NoArgs,
+	}
+	f := cmd.Flags()
+	f.BoolVar(&follow, "follow", false, "keep polling for new notifications until interrupted")
+	f.BoolVar(&keepUnread, "keep-unread", false, "do not mark what is shown as read")
+	f.StringVar(&after, "after", "", "start after this notification id (0 = from the start); default: the unread ones")
+	f.IntVar(&limit, "limit", 50, "most notifications per request (1-1000)")
+	f.BoolVar(&asJSON, "json", false, "print each notification as a JSON line")
+	return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, _ []string) error {
+		if limit < 1 || limit > 1000 {
+			return fmt.Errorf("--limit %d: must be from 1 to 1000", limit)
+		}
+		for {
+			q := url.Values{"limit": {strconv.Itoa(limit)}, "mark_read": {strconv.FormatBool(!keepUnread)}}
+			if after != "" {
+				q.Set("after", after)
+			}
+			var out struct {
+				Notifications []json.RawMessage `json:"notifications"`
+				Cursor        string            `json:"cursor"`
+			}
+			if err := c.do(ctx, "GET", "/api/v1/notifications?"+q.Encode(), nil, &out); err != nil {
+				return err
+			}
+			for _, raw := range out.Notifications {
+				if err := printNotification(m, raw, asJSON); err != nil {
 					return err
 				}
-				for _, raw := range out.Notifications {
-					if err := printNotification(m, raw, asJSON); err != nil {
-						return err
-					}
+			}
+			if out.Cursor != "" {
+				after = out.Cursor
+			}
+			if !follow {
+				if len(out.Notifications) == 0 && !asJSON {
+					fmt.Fprintln(m.Stderr, "no unread notifications")
 				}
-				if out.Cursor != "" {
-					after = out.Cursor
-				}
-				if !follow {
-					if len(out.Notifications) == 0 && !asJSON {
-						fmt.Fprintln(m.Stderr, "no unread notifications")
-					}
+				return nil
+			}
+			if len(out.Notifications) < limit {
+				select {
+				case <-ctx.Done():
 					return nil
-				}
-				if len(out.Notifications) < limit {
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-time.After(time.Second):
-					}
+				case <-time.After(time.Second):
 				}
 			}
-		})
+		}
 	})
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,11 +18,10 @@ import (
 )
 
 // apiExtras is what other packages add to the API server: the parts the
-// service layer serves results, notifications and plans with, a
-// middleware around every route, background loops, and cleanup.
+// service layer serves results, notifications and plans with, background
+// loops, and cleanup.
 type apiExtras struct {
-	mounts     []httpapi.Mount
-	middleware func(http.Handler) http.Handler
+	mounts []httpapi.Mount
 	// registry is the API's /metrics registry, shared with the packages
 	// that add series to it.
 	registry *prometheus.Registry
@@ -63,13 +61,13 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	x.close = append(x.close, func() { _ = x.plans.Close() })
 
 	// Session notifications: polling, WebSocket, SSE; and the
-	// unread ones riding on a session's next response.
+	// unread ones riding on a session's next response (newAPI's
+	// httpapi.NotificationsOnResponses, through the service).
 	if x.notifier, err = notify.New(rdb, notify.Config{Namespace: st.Namespace(), TTL: cfg.SessionTTL}); err != nil {
 		return x, err
 	}
 	x.hub = notify.NewHub(x.notifier)
 	x.run = append(x.run, x.hub.Run)
-	x.middleware = x.notifier.Middleware(om.delivery.Delivered)
 
 	// Result retrieval: get_task_result, list_user_tasks.
 	res, closeResults, err := openResults(m, st, cfg.DatabaseURL, cfg.ArtifactDir)

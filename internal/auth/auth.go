@@ -2,7 +2,11 @@
 // session (a bearer token issued by CreateSession), or nobody. Session
 // tokens are stored in Redis only as their SHA-256; the admin key is compared
 // in constant time. Authorisation rules (who may touch which task) live in
-// the service package; this package only establishes identity.
+// the service package; this package only establishes identity. The
+// identity itself (Principal, the request's context, its bearer token) is
+// package identity's, which the front ends import without this package's
+// Redis client; the names here are the same values. An Authenticator is
+// the identity.Verifier the composition root hands to the front ends.
 package auth
 
 import (
@@ -19,32 +23,29 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/keyspace"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
-// Principal is the identity a request acts as.
-type Principal struct {
-	// Admin is true for the operator (admin key, or any caller in open mode).
-	Admin bool
-	// SessionID is set when the caller presented a session token.
-	SessionID string
-}
+// Principal is the identity a request acts as (identity.Principal: the
+// front ends name it without this package's Redis client).
+type Principal = identity.Principal
 
-// Anonymous reports whether the principal is nobody at all.
-func (p Principal) Anonymous() bool { return !p.Admin && p.SessionID == "" }
-
-// Sentinels of Authenticate.
+// Sentinels of Authenticate (identity's).
 var (
 	// ErrNoCredentials: the request carries no bearer token.
-	ErrNoCredentials = errors.New("no credentials: send Authorization: Bearer <token>")
+	ErrNoCredentials = identity.ErrNoCredentials
 	// ErrInvalidToken: the token is neither the admin key nor a live session's.
-	ErrInvalidToken = errors.New("invalid or expired token")
+	ErrInvalidToken = identity.ErrInvalidToken
 	// ErrMalformedHeader: Authorization is present but not "Bearer <token>".
-	ErrMalformedHeader = errors.New("malformed Authorization header: want Bearer <token>")
+	ErrMalformedHeader = identity.ErrMalformedHeader
 )
+
+// An Authenticator is the Verifier the front ends are given.
+var _ identity.Verifier = (*Authenticator)(nil)
 
 // Config configures an Authenticator.
 type Config struct {
@@ -254,29 +255,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Princip
 }
 
 // BearerToken extracts the token of an Authorization: Bearer header; ""
-// with a nil error when there is no header.
-func BearerToken(r *http.Request) (string, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return "", nil
-	}
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return "", ErrMalformedHeader
-	}
-	return strings.TrimSpace(tok), nil
-}
+// with a nil error when there is no header (identity.BearerToken).
+func BearerToken(r *http.Request) (string, error) { return identity.BearerToken(r) }
 
-// RequestToken is the request's token: the Authorization: Bearer header's,
-// else, when query is true, the access_token query parameter's — for
-// browsers, whose EventSource and WebSocket cannot set headers. A token
-// read from a URL must never be logged: log r.URL.Path, never the URL.
+// RequestToken is the request's token (identity.RequestToken): the
+// Authorization: Bearer header's, else, when query is true, the
+// access_token query parameter's. A token read from a URL must never be
+// logged.
 func RequestToken(r *http.Request, query bool) (string, error) {
-	tok, err := BearerToken(r)
-	if err != nil || tok != "" || !query {
-		return tok, err
-	}
-	return r.URL.Query().Get("access_token"), nil
+	return identity.RequestToken(r, query)
 }
 
 func hashToken(tok string) string {
@@ -284,16 +271,11 @@ func hashToken(tok string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-type ctxKey struct{}
-
-// WithPrincipal returns ctx carrying p.
+// WithPrincipal returns ctx carrying p (identity.WithPrincipal).
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, ctxKey{}, p)
+	return identity.WithPrincipal(ctx, p)
 }
 
 // FromContext returns the principal stored by WithPrincipal (the zero,
-// anonymous principal when none).
-func FromContext(ctx context.Context) Principal {
-	p, _ := ctx.Value(ctxKey{}).(Principal)
-	return p
-}
+// anonymous principal when none; identity.FromContext).
+func FromContext(ctx context.Context) Principal { return identity.FromContext(ctx) }

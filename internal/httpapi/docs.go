@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -15,11 +15,11 @@ import (
 //go:embed docs.html
 var docsHTML []byte
 
-func (s *Server) openapiDoc(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
+func (s *Server) openapiDoc(w http.ResponseWriter, r *http.Request, _ identity.Principal) {
 	// The request body of POST /api/v1/tasks is a oneOf by task_type with
 	// each type's params schema: the types (and what their services
 	// published) are read now, and the document rebuilt when they changed.
-	types, _ := s.svc.TaskTypes(r.Context(), auth.Principal{Admin: true}) // a failed read serves the generic body
+	types, _ := s.svc.TaskTypes(r.Context(), identity.Principal{Admin: true}) // a failed read serves the generic body
 	key, _ := json.Marshal(types)
 	s.openapiMu.Lock()
 	if s.openapiJSON == nil || string(key) != s.openapiKey {
@@ -80,7 +80,7 @@ func addSubmitVariants(doc map[string]any, types []service.TaskTypeInfo) {
 	}
 }
 
-func (s *Server) docsPage(w http.ResponseWriter, _ *http.Request, _ auth.Principal) {
+func (s *Server) docsPage(w http.ResponseWriter, _ *http.Request, _ identity.Principal) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
 	_, _ = w.Write(docsHTML)

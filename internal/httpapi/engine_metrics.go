@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/task"
 )
@@ -71,7 +71,7 @@ func (m *engineMetrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *engineMetrics) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	admin := auth.Principal{Admin: true}
+	admin := identity.Principal{Admin: true}
 	qs, err := m.svc.QueueStatus(ctx, admin)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(m.up, prometheus.GaugeValue, 0)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -143,7 +143,7 @@ func (s *Server) routes() {
 		tag: "docs", summary: "API documentation page (works offline)", responses: map[int]string{200: ""}}})
 }
 
-func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ identity.Principal) {
 	sess, err := s.svc.CreateSession(r.Context(), s.clientAddr(r))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -152,8 +152,8 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ auth.Pr
 	writeJSON(w, http.StatusCreated, sess)
 }
 
-func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p auth.Principal) {
-	tok, _ := auth.BearerToken(r) // authenticated already: well-formed
+func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	tok, _ := identity.BearerToken(r) // authenticated already: well-formed
 	if err := s.svc.EndSession(r.Context(), p, tok); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -172,7 +172,7 @@ type summarizeRequest struct {
 	Delay      *float64 `json:"delay,omitempty"`
 }
 
-func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	var in summarizeRequest
 	if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
 		s.writeError(w, r, err)
@@ -186,7 +186,7 @@ func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p auth.
 		Priority: in.Priority, Timeout: in.Timeout, MaxRetries: in.MaxRetries, RunAt: in.RunAt, Delay: in.Delay})
 }
 
-func (s *Server) submit(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	var in service.SubmitInput
 	if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
 		s.writeError(w, r, err)
@@ -195,7 +195,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, p auth.Principal
 	s.doSubmit(w, r, p, in)
 }
 
-func (s *Server) doSubmit(w http.ResponseWriter, r *http.Request, p auth.Principal, in service.SubmitInput) {
+func (s *Server) doSubmit(w http.ResponseWriter, r *http.Request, p identity.Principal, in service.SubmitInput) {
 	out, err := s.svc.Submit(r.Context(), p, in)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -205,7 +205,7 @@ func (s *Server) doSubmit(w http.ResponseWriter, r *http.Request, p auth.Princip
 	writeJSON(w, http.StatusCreated, out)
 }
 
-func (s *Server) get(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) get(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	t, err := s.svc.Get(r.Context(), p, r.PathValue("task_id"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -214,7 +214,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	writeJSON(w, http.StatusOK, t)
 }
 
-func (s *Server) delete(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	id := r.PathValue("task_id")
 	if err := s.svc.Delete(r.Context(), p, id); err != nil {
 		s.writeError(w, r, err)
@@ -223,7 +223,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, p auth.Principal
 	writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "deleted": true})
 }
 
-func (s *Server) retry(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) retry(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	out, err := s.svc.Retry(r.Context(), p, r.PathValue("task_id"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -232,7 +232,7 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) cancel(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	out, err := s.svc.Cancel(r.Context(), p, r.PathValue("task_id"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -245,7 +245,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request, p auth.Principal
 	writeJSON(w, code, out)
 }
 
-func (s *Server) requeueOrphaned(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) requeueOrphaned(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	ids, err := s.svc.RequeueOrphaned(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -329,7 +329,7 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) list(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := newQuery(r, "status", "limit", "page", "page_size", "task_type", "sort_by", "sort_order", "summary", "session_id", "priority")
 	in := service.ListInput{Status: q.str("status"), TaskType: q.str("task_type"), SessionID: q.str("session_id"), Priority: q.str("priority"), SortBy: q.str("sort_by"),
 		SortOrder: q.str("sort_order"), Page: q.int("page"), PageSize: q.int("page_size"), Summary: q.bool("summary")}
@@ -362,7 +362,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, p auth.Principal) 
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	qs, err := s.svc.QueueStatus(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -371,7 +371,7 @@ func (s *Server) queueStatus(w http.ResponseWriter, r *http.Request, p auth.Prin
 	writeJSON(w, http.StatusOK, qs)
 }
 
-func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := newQuery(r, "limit", "offset", "task_type", "error_type")
 	limit, offset := q.int("limit"), q.int("offset")
 	f := service.DLQFilter{TaskType: q.str("task_type"), ErrorType: q.str("error_type")}
@@ -390,8 +390,8 @@ func (s *Server) dlq(w http.ResponseWriter, r *http.Request, p auth.Principal) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) dlqBulk(action string) func(http.ResponseWriter, *http.Request, auth.Principal) {
-	return func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) dlqBulk(action string) func(http.ResponseWriter, *http.Request, identity.Principal) {
+	return func(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 		var in service.BulkInput
 		if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
 			s.writeError(w, r, err)
@@ -406,7 +406,7 @@ func (s *Server) dlqBulk(action string) func(http.ResponseWriter, *http.Request,
 	}
 }
 
-func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := newQuery(r, "limit", "offset")
 	limit, offset := q.int("limit"), q.int("offset")
 	if q.err == nil && q.str("limit") == "0" {
@@ -425,7 +425,7 @@ func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p auth.Princ
 	writeJSON(w, http.StatusOK, map[string]any{"queue": name, "tasks": out.Items, "total": out.Total, "offset": out.Offset, "limit": out.Limit})
 }
 
-func (s *Server) taskTypes(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) taskTypes(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	ts, err := s.svc.TaskTypes(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -434,7 +434,7 @@ func (s *Server) taskTypes(w http.ResponseWriter, r *http.Request, p auth.Princi
 	writeJSON(w, http.StatusOK, map[string]any{"task_types": ts, "count": len(ts)})
 }
 
-func (s *Server) services(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) services(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	v, err := s.svc.Services(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -443,7 +443,7 @@ func (s *Server) services(w http.ResponseWriter, r *http.Request, p auth.Princip
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) workers(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) workers(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	ws, err := s.svc.Workers(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -460,8 +460,8 @@ type breakerRequest struct {
 	DurationSeconds *float64 `json:"duration_seconds,omitempty"`
 }
 
-func (s *Server) breaker(open bool) func(http.ResponseWriter, *http.Request, auth.Principal) {
-	return func(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) breaker(open bool) func(http.ResponseWriter, *http.Request, identity.Principal) {
+	return func(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 		var in breakerRequest
 		if r.ContentLength != 0 {
 			if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
@@ -494,7 +494,7 @@ func (s *Server) breaker(open bool) func(http.ResponseWriter, *http.Request, aut
 	}
 }
 
-func (s *Server) health(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
+func (s *Server) health(w http.ResponseWriter, r *http.Request, _ identity.Principal) {
 	h := s.svc.Health(r.Context())
 	code := http.StatusOK
 	if h.Status != "healthy" {
@@ -503,11 +503,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ auth.Principal
 	writeJSON(w, code, h)
 }
 
-func (s *Server) live(w http.ResponseWriter, _ *http.Request, _ auth.Principal) {
+func (s *Server) live(w http.ResponseWriter, _ *http.Request, _ identity.Principal) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
+func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ identity.Principal) {
 	if err := s.svc.Ready(r.Context()); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -515,6 +515,6 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ auth.Principal)
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-func (s *Server) promMetrics(w http.ResponseWriter, r *http.Request, _ auth.Principal) {
+func (s *Server) promMetrics(w http.ResponseWriter, r *http.Request, _ identity.Principal) {
 	promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -39,7 +39,7 @@ func (s *Server) notificationRoutes(add func(route)) {
 		stream: true, responses: map[int]string{200: ""}}})
 }
 
-func (s *Server) pollNotifications(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) pollNotifications(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := newQuery(r, "after", "limit", "mark_read", "session_id")
 	in := service.NotificationsInput{SessionID: q.str("session_id"), After: q.str("after"), Limit: q.limit()}
 	if q.str("mark_read") != "" {
@@ -59,7 +59,7 @@ func (s *Server) pollNotifications(w http.ResponseWriter, r *http.Request, p aut
 
 // openFeed checks the live request (parameters, who may follow which
 // session) before anything is streamed, so a refusal is an ordinary error.
-func (s *Server) openFeed(w http.ResponseWriter, r *http.Request, p auth.Principal, via string) (*service.NotificationFeed, bool) {
+func (s *Server) openFeed(w http.ResponseWriter, r *http.Request, p identity.Principal, via string) (*service.NotificationFeed, bool) {
 	q := newQuery(r, "after", "session_id", "access_token")
 	in := service.NotificationFollowInput{SessionID: q.str("session_id"), After: q.str("after"), Via: via}
 	if in.After == "" {
@@ -77,7 +77,7 @@ func (s *Server) openFeed(w http.ResponseWriter, r *http.Request, p auth.Princip
 	return feed, true
 }
 
-func (s *Server) notificationsWebSocket(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) notificationsWebSocket(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	feed, ok := s.openFeed(w, r, p, "websocket")
 	if !ok {
 		return
@@ -108,7 +108,7 @@ func (s *Server) notificationsWebSocket(w http.ResponseWriter, r *http.Request, 
 	_ = c.Close(websocket.StatusNormalClosure, "")
 }
 
-func (s *Server) notificationsSSE(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) notificationsSSE(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	feed, ok := s.openFeed(w, r, p, "sse")
 	if !ok {
 		return

@@ -4,7 +4,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -34,7 +34,7 @@ func (s *Server) planRoutes(add func(route)) {
 		responses: map[int]string{200: "PlanRun", 404: "Error", 502: "Error", 504: "Error"}}})
 }
 
-func (s *Server) listPlans(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) listPlans(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	if q := newQuery(r); q.err != nil {
 		s.writeError(w, r, q.err)
 		return
@@ -47,7 +47,7 @@ func (s *Server) listPlans(w http.ResponseWriter, r *http.Request, p auth.Princi
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) planGraph(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) planGraph(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	if q := newQuery(r); q.err != nil {
 		s.writeError(w, r, q.err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) planGraph(w http.ResponseWriter, r *http.Request, p auth.Princi
 	writeJSON(w, http.StatusOK, g)
 }
 
-func (s *Server) runPlan(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) runPlan(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := newQuery(r, "trace")
 	trace := q.bool("trace")
 	if q.err != nil {

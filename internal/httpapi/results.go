@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -32,7 +32,7 @@ func (s *Server) resultRoutes(add func(route)) {
 		responses: map[int]string{200: "binary"}}})
 }
 
-func (s *Server) getResultFile(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) getResultFile(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	if q := newQuery(r); q.err != nil {
 		s.writeError(w, r, q.err)
 		return
@@ -55,7 +55,7 @@ func (s *Server) getResultFile(w http.ResponseWriter, r *http.Request, p auth.Pr
 	_, _ = w.Write(f.Data)
 }
 
-func (s *Server) getResult(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) getResult(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	if q := newQuery(r); q.err != nil {
 		s.writeError(w, r, q.err)
 		return
@@ -68,7 +68,7 @@ func (s *Server) getResult(w http.ResponseWriter, r *http.Request, p auth.Princi
 	writeJSON(w, http.StatusOK, v)
 }
 
-func (s *Server) listResults(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) listResults(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := newQuery(r, "status_filter", "limit")
 	in := service.ResultListInput{StatusFilter: q.str("status_filter"), Limit: q.limit()}
 	if q.err != nil {

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/webui"
 )
@@ -43,7 +43,7 @@ type route struct {
 	// deadline_ms), so Config.RequestTimeout does not apply. Live feeds
 	// (streams, queryToken routes) are exempt too.
 	ownDeadline bool
-	handler     func(w http.ResponseWriter, r *http.Request, p auth.Principal)
+	handler     func(w http.ResponseWriter, r *http.Request, p identity.Principal)
 	doc         opDoc
 }
 
@@ -84,7 +84,7 @@ func (rt *router) add(r route) {
 	h := r.handler
 	acc, queryToken := r.access, r.queryToken
 	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		h(w, req, auth.FromContext(req.Context()))
+		h(w, req, identity.FromContext(req.Context()))
 	})
 	if mw := rt.s.cfg.RouteMiddleware; mw != nil {
 		inner = mw(inner)
@@ -100,7 +100,7 @@ func (rt *router) add(r route) {
 			defer cancel()
 			req = req.WithContext(ctx)
 		}
-		var p auth.Principal
+		var p identity.Principal
 		if acc != public {
 			var err error
 			p, err = rt.s.authenticate(req, queryToken)
@@ -112,7 +112,7 @@ func (rt *router) add(r route) {
 				rt.s.writeError(w, req, service.Forbidden("this endpoint needs the admin key"))
 				return
 			}
-			req = req.WithContext(auth.WithPrincipal(req.Context(), p))
+			req = req.WithContext(identity.WithPrincipal(req.Context(), p))
 		}
 		inner.ServeHTTP(w, req)
 	})
@@ -140,7 +140,7 @@ func (rt *router) mount(pattern string, acc access, h http.Handler) {
 				rt.s.writeError(w, req, service.Forbidden("this endpoint needs the admin key"))
 				return
 			}
-			req = req.WithContext(auth.WithPrincipal(req.Context(), p))
+			req = req.WithContext(identity.WithPrincipal(req.Context(), p))
 		}
 		h.ServeHTTP(w, req)
 	}))
@@ -218,17 +218,17 @@ func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
 
 // authenticate resolves the request's bearer token (or, when query is
 // true, its ?access_token=) to a principal, as a *service.Error on failure.
-func (s *Server) authenticate(r *http.Request, query bool) (auth.Principal, error) {
-	tok, err := auth.RequestToken(r, query)
+func (s *Server) authenticate(r *http.Request, query bool) (identity.Principal, error) {
+	tok, err := identity.RequestToken(r, query)
 	if err != nil {
-		return auth.Principal{}, service.Unauthenticated("%v", err)
+		return identity.Principal{}, service.Unauthenticated("%v", err)
 	}
 	p, err := s.auth.Authenticate(r.Context(), tok)
 	switch {
-	case errors.Is(err, auth.ErrNoCredentials), errors.Is(err, auth.ErrInvalidToken):
-		return auth.Principal{}, service.Unauthenticated("%v", err)
+	case errors.Is(err, identity.ErrNoCredentials), errors.Is(err, identity.ErrInvalidToken):
+		return identity.Principal{}, service.Unauthenticated("%v", err)
 	case err != nil:
-		return auth.Principal{}, service.Unavailable(err)
+		return identity.Principal{}, service.Unavailable(err)
 	}
 	return p, nil
 }

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -25,7 +25,7 @@ func (s *Server) scheduleRoutes(add func(route)) {
 		responses: map[int]string{200: "ScheduleDeleted"}}})
 }
 
-func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	var in service.ScheduleInput
 	if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
 		s.writeError(w, r, err)
@@ -40,7 +40,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request, p auth.P
 	writeJSON(w, http.StatusCreated, out)
 }
 
-func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	out, err := s.svc.ListSchedules(r.Context(), p)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -49,7 +49,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p auth.Pr
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": out, "count": len(out)})
 }
 
-func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	out, err := s.svc.GetSchedule(r.Context(), p, r.PathValue("schedule_id"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -58,7 +58,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p auth.Prin
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	id := r.PathValue("schedule_id")
 	if err := s.svc.DeleteSchedule(r.Context(), p, id); err != nil {
 		s.writeError(w, r, err)

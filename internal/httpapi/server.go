@@ -16,8 +16,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/clock"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/stats"
 )
@@ -27,7 +27,7 @@ type Config struct {
 	// Service holds the business logic. Required.
 	Service *service.Service
 	// Auth resolves bearer tokens. Required.
-	Auth *auth.Authenticator
+	Auth identity.Verifier
 	// Logger receives request failures (5xx). Default slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies (413 beyond). Default 1 MiB.
@@ -65,8 +65,8 @@ type Config struct {
 	Mounts []Mount
 	// RouteMiddleware, when set, wraps every route's handler, and every
 	// mount's that is not public, inside the authentication step, so it
-	// can read auth.FromContext (e.g. the notifications that ride on a
-	// session's next response). Default none.
+	// can read identity.FromContext (e.g. NotificationsOnResponses: the
+	// notifications that ride on a session's next response). Default none.
 	RouteMiddleware func(http.Handler) http.Handler
 	// Clock places the series' steps (/api/v1/stats/series). Default the
 	// wall clock; give the store's clock so that its events and the steps
@@ -150,7 +150,7 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg       Config
 	svc       *service.Service
-	auth      *auth.Authenticator
+	auth      identity.Verifier
 	log       *slog.Logger
 	version   string
 	router    *router

@@ -91,6 +91,10 @@ type setupOpts struct {
 	archive        bool         // results read back from a PostgreSQL archive of the test's own
 	resultClock    clock.Clock  // the results' clock (ETAs); default the store's
 	onDelivered    func(via string, n service.Notification, at time.Time)
+
+	// notesOnResponses: the route middleware is
+	// httpapi.NotificationsOnResponses on the bundle's service
+	notesOnResponses bool
 }
 
 func setup(t testing.TB, o ...setupOpts) *testBundle {
@@ -160,6 +164,9 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	svc, err := service.New(scfg)
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
+	if opt.notesOnResponses {
+		opt.middleware = httpapi.NotificationsOnResponses(svc)
+	}
 	api, err := httpapi.New(httpapi.Config{Service: svc, Auth: au, MaxBodyBytes: opt.maxBody, Heartbeat: opt.heartbeat,
 		StatusDebounce: 20 * time.Millisecond, Mounts: opt.mounts, RouteMiddleware: opt.middleware, MaxStreams: opt.maxStreams, ClientIPHeader: opt.clientIPHeader,
 		Logger: opt.logger})

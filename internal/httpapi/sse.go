@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -18,7 +18,7 @@ import (
 // stream with a blocking XREAD: no polling while idle), fresh queue depths
 // at most every StatusDebounce while tasks move, and a heartbeat comment
 // every Heartbeat. A client resumes after a disconnect with Last-Event-ID.
-func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p auth.Principal) {
+func (s *Server) statusStream(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	select {
 	case s.streams <- struct{}{}:
 		defer func() { <-s.streams }()

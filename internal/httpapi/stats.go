@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/stats"
 )
 
 // statsRoutes registers the dashboard's time series.
@@ -22,7 +23,7 @@ func (s *Server) statsRoutes(add func(route)) {
 		responses: map[int]string{200: "Series"}}})
 }
 
-func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ auth.Principal) {
+func (s *Server) getSeries(w http.ResponseWriter, _ *http.Request, _ identity.Principal) {
 	writeJSON(w, http.StatusOK, s.series.Series(s.cfg.Clock.Now()))
 }
 
@@ -47,7 +48,7 @@ func (s *Server) follow(ctx context.Context) error {
 	after := s.svc.EventIDAt(s.cfg.Clock.Now().Add(-s.series.Span()))
 	for {
 		err := s.svc.FollowEvents(ctx, after, func(e service.Event) error {
-			s.series.Observe(e)
+			s.series.Observe(stats.Event{TaskID: e.TaskID, From: e.From, To: e.To, At: e.At})
 			// per event: with several partitions, one stream's event past
 			// the mark says nothing of the next one's, from another stream
 			if beyond(e) {
@@ -78,7 +79,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (s *Server) sampleDepth(ctx context.Context) {
 	t := time.NewTicker(s.series.Step())
 	defer t.Stop()
-	admin := auth.Principal{Admin: true}
+	admin := identity.Principal{Admin: true}
 	for {
 		qctx, cancel := context.WithTimeout(ctx, s.series.Step())
 		qs, err := s.svc.QueueStatus(qctx, admin)

@@ -16,19 +16,33 @@ const module = "github.com/taskflow/taskflow/"
 
 // frontEnds are the packages that serve users: the HTTP API, the web
 // dashboard and the MCP server. They call internal/service, which applies
-// the rules; they never reach the data underneath. cmd/taskflow is not
-// listed: it is the composition root (it builds the store and every
-// component), and its client commands, in the same package main, talk to
-// the API over HTTP (internal/httpapi's Client).
+// the rules; they never reach the data underneath, neither by an import
+// of their own nor through any package they import but the service.
+// cmd/taskflow is not listed: it is the composition root (it builds the
+// store and every component), and its client commands, in the same
+// package main, talk to the API over HTTP (internal/httpapi's Client).
 var frontEnds = []string{"internal/httpapi", "internal/webui", "internal/mcpserver"}
 
-// forbiddenForFrontEnds are what a front end must not import directly:
-// the task store, the lifecycle and external-service streams, and any
-// Redis client.
+// forbiddenForFrontEnds are what a front end must not reach, directly or
+// through another package: the task store, the lifecycle and
+// external-service streams, and any Redis client.
 var forbiddenForFrontEnds = []string{
 	module + "internal/store", module + "internal/stream", module + "internal/lifecycle",
 	"github.com/redis/", "github.com/alicebob/miniredis", "github.com/gomodule/redigo",
 }
+
+// frontDoor is the one way from a front end to the data: internal/service
+// applies the rules and holds the store, the streams and the Redis
+// client. What a front end reaches through it is the service's business,
+// so the walk of a front end's imports does not go past it. Every other
+// package a front end imports (identity, stats, clock, task, ...) is
+// walked to the end: a package that holds a Redis client or the store is
+// a second door, however it is named. So a front end names the
+// principal through internal/identity, not internal/auth (which holds
+// the sessions' Redis client), the results' types through the service's
+// aliases, not internal/result, and feeds the dashboard's window
+// stats.Event values, not lifecycle events.
+const frontDoor = module + "internal/service"
 
 // examples are the example services: programs built on the public SDK,
 // which the core must not depend on (not even through another package).
@@ -39,6 +53,45 @@ type pkg struct {
 	ImportPath string
 	Imports    []string // direct imports of its non-test files
 	Deps       []string // everything it depends on, transitively
+}
+
+// reached is a forbidden package a front end reaches, and the packages
+// between (none: it imports it itself).
+type reached struct {
+	pkg string
+	via []string
+}
+
+// forbiddenReach walks the imports of from breadth first (graph: package
+// → its imports), not past the front door nor past a forbidden package,
+// and returns each forbidden package it meets once, by its shortest path,
+// in the order met.
+func forbiddenReach(graph map[string][]string, from string) []reached {
+	parent := map[string]string{from: ""}
+	queue := []string{from}
+	var out []reached
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, imp := range graph[cur] {
+			if _, seen := parent[imp]; seen {
+				continue
+			}
+			parent[imp] = cur
+			switch {
+			case hasPrefix(imp, forbiddenForFrontEnds):
+				var via []string
+				for p := cur; p != from; p = parent[p] {
+					via = append([]string{local(p)}, via...)
+				}
+				out = append(out, reached{pkg: imp, via: via})
+			case imp == frontDoor || strings.HasPrefix(imp, frontDoor+"/"):
+			default:
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return out
 }
 
 func hasPrefix(path string, prefixes []string) bool {
@@ -53,7 +106,7 @@ func hasPrefix(path string, prefixes []string) bool {
 func local(path string) string { return strings.TrimPrefix(path, module) }
 
 // isFrontEnd: a package whose path is a front end or under one
-// (internal/mcp, internal/mcpserver, internal/webui/api, ...).
+// (internal/mcpserver, internal/webui/api, ...).
 func isFrontEnd(path string) bool {
 	for _, f := range frontEnds {
 		if p := local(path); p == f || strings.HasPrefix(p, f) {
@@ -72,14 +125,21 @@ func isCore(path string) bool {
 	return strings.HasPrefix(p, "internal/") || p == "extsvc" || strings.HasPrefix(p, "extsvc/")
 }
 
-// violations lists every broken rule of pkgs, one line each.
+// violations lists every broken rule of pkgs, one line each. pkgs is the
+// import graph: a package's imports that are not in pkgs are not walked.
 func violations(pkgs []pkg) []string {
+	graph := make(map[string][]string, len(pkgs))
+	for _, p := range pkgs {
+		graph[p.ImportPath] = p.Imports
+	}
 	var out []string
 	for _, p := range pkgs {
 		if isFrontEnd(p.ImportPath) {
-			for _, imp := range p.Imports {
-				if hasPrefix(imp, forbiddenForFrontEnds) {
-					out = append(out, "front end "+local(p.ImportPath)+" imports "+local(imp)+": call internal/service instead")
+			for _, r := range forbiddenReach(graph, p.ImportPath) {
+				if len(r.via) == 0 {
+					out = append(out, "front end "+local(p.ImportPath)+" imports "+local(r.pkg)+": call internal/service instead")
+				} else {
+					out = append(out, "front end "+local(p.ImportPath)+" reaches "+local(r.pkg)+" through "+strings.Join(r.via, " → ")+": call internal/service instead")
 				}
 			}
 		}
@@ -96,7 +156,10 @@ func violations(pkgs []pkg) []string {
 
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", module+"...")
+	// -deps: every package the module's depend on, the standard library's
+	// and other modules' too, so that the walk from a front end goes
+	// through them all
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Imports,Deps", module+"...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -115,7 +178,7 @@ func listPackages(t *testing.T) []pkg {
 	return pkgs
 }
 
-// TestImportRules walks the module's packages and their imports.
+// TestImportRules walks the module's packages and everything they import.
 func TestImportRules(t *testing.T) {
 	t.Parallel()
 	pkgs := listPackages(t)
@@ -131,22 +194,40 @@ func TestImportRules(t *testing.T) {
 }
 
 // TestViolationsAreFound: the checker reports each kind of breach, for a
-// front end that appears later too.
+// front end that appears later too, and a front end that reaches the
+// data through a package other than the service (the MCP server did,
+// through internal/result; both front ends through internal/auth's Redis
+// client; the HTTP API through internal/stats's lifecycle events).
 func TestViolationsAreFound(t *testing.T) {
 	t.Parallel()
 	got := violations([]pkg{
 		{ImportPath: module + "internal/httpapi", Imports: []string{module + "internal/service", module + "internal/store"}},
 		{ImportPath: module + "internal/mcpserver", Imports: []string{"github.com/redis/go-redis/v9"}},
 		{ImportPath: module + "internal/webui", Imports: []string{module + "internal/stream", "net/http"}},
-		{ImportPath: module + "internal/service", Deps: []string{module + "extsvc/param", module + "extsvc/tools"}},
+		// the service holds the store and Redis: what it reaches is not
+		// the front ends' (httpapi above imports it and is not blamed)
+		{ImportPath: module + "internal/service", Imports: []string{module + "internal/result", module + "internal/store", "github.com/redis/go-redis/v9"},
+			Deps: []string{module + "extsvc/param", module + "extsvc/tools"}},
 		{ImportPath: module + "internal/worker", Imports: []string{module + "internal/store"}, Deps: []string{module + "internal/store"}},
 		{ImportPath: module + "cmd/taskflow", Imports: []string{module + "internal/store"}, Deps: []string{module + "extsvc/tools"}},
 		{ImportPath: module + "extsvc/tools", Deps: []string{module + "extsvc"}},
+		// transitive: a front end's other imports are walked to the end,
+		// through packages of other modules too
+		{ImportPath: module + "internal/mcpserver/tools", Imports: []string{module + "internal/service", module + "internal/result", "example.com/cache"}},
+		{ImportPath: module + "internal/result", Imports: []string{module + "internal/archive", module + "internal/store", "github.com/redis/go-redis/v9"}},
+		{ImportPath: module + "internal/archive", Imports: []string{module + "internal/lifecycle"}},
+		{ImportPath: "example.com/cache", Imports: []string{"github.com/gomodule/redigo/redis"}},
+		{ImportPath: module + "internal/webui/api", Imports: []string{module + "internal/stats", module + "internal/clock"}},
+		{ImportPath: module + "internal/stats", Imports: []string{module + "task", module + "internal/clock"}},
 	})
 	require.Equal(t, []string{
 		"front end internal/httpapi imports internal/store: call internal/service instead",
 		"front end internal/mcpserver imports github.com/redis/go-redis/v9: call internal/service instead",
 		"front end internal/webui imports internal/stream: call internal/service instead",
 		"core package internal/service depends on the example services extsvc/tools",
+		"front end internal/mcpserver/tools reaches internal/store through internal/result: call internal/service instead",
+		"front end internal/mcpserver/tools reaches github.com/redis/go-redis/v9 through internal/result: call internal/service instead",
+		"front end internal/mcpserver/tools reaches github.com/gomodule/redigo/redis through example.com/cache: call internal/service instead",
+		"front end internal/mcpserver/tools reaches internal/lifecycle through internal/result → internal/archive: call internal/service instead",
 	}, got)
 }

@@ -25,7 +25,7 @@ import (
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/identity"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -38,7 +38,7 @@ type Config struct {
 	Service *service.Service
 	// Auth resolves the bearer token of an HTTP request (Handler).
 	// Required for Handler.
-	Auth *auth.Authenticator
+	Auth identity.Verifier
 	// Version is the server version announced to clients. Default "dev".
 	Version string
 	// WaitPoll is how often wait_for_task_tool looks at its task. Default
@@ -148,7 +148,7 @@ list_user_tasks_tool lists this session's tasks; cancel_task_tool cancels one. r
 // session is one MCP session's state: who it acts for and its push feed.
 type session struct {
 	s  *Server
-	p  auth.Principal
+	p  identity.Principal
 	mu sync.Mutex
 	// following is set once the session's notifications are pushed.
 	following bool
@@ -158,7 +158,7 @@ type session struct {
 // build returns the MCP server of one caller: the tools of the task types
 // the deployment accepts now (a service that registers later is seen by
 // the next session), the fixed tools and the resources.
-func (s *Server) build(ctx context.Context, p auth.Principal) (*mcp.Server, *session, error) {
+func (s *Server) build(ctx context.Context, p identity.Principal) (*mcp.Server, *session, error) {
 	sess := &session{s: s, p: p}
 	var srv *mcp.Server
 	srv = mcp.NewServer(&mcp.Implementation{Name: "taskflow", Title: "taskflow task queue", Version: s.cfg.Version}, &mcp.ServerOptions{
@@ -242,7 +242,7 @@ func (s *Server) Handler() (http.Handler, error) {
 		}
 		p, err := s.cfg.Auth.Authenticate(ctx, token)
 		if err != nil {
-			if errors.Is(err, auth.ErrInvalidToken) || errors.Is(err, auth.ErrNoCredentials) {
+			if errors.Is(err, identity.ErrInvalidToken) || errors.Is(err, identity.ErrNoCredentials) {
 				return nil, fmt.Errorf("%w: %v", sdkauth.ErrInvalidToken, err)
 			}
 			return nil, err
@@ -287,7 +287,7 @@ const openToken = "taskflow-open-mode-no-credentials"
 
 // tokenInfo carries p through the SDK: UserID makes the SDK refuse a
 // session's request made by another caller.
-func tokenInfo(p auth.Principal) *sdkauth.TokenInfo {
+func tokenInfo(p identity.Principal) *sdkauth.TokenInfo {
 	id := "admin"
 	if p.SessionID != "" {
 		id = "session:" + p.SessionID
@@ -295,17 +295,17 @@ func tokenInfo(p auth.Principal) *sdkauth.TokenInfo {
 	return &sdkauth.TokenInfo{UserID: id, Extra: map[string]any{"principal": p}}
 }
 
-func principalOf(ti *sdkauth.TokenInfo) (auth.Principal, bool) {
+func principalOf(ti *sdkauth.TokenInfo) (identity.Principal, bool) {
 	if ti == nil {
-		return auth.Principal{}, false
+		return identity.Principal{}, false
 	}
-	p, ok := ti.Extra["principal"].(auth.Principal)
+	p, ok := ti.Extra["principal"].(identity.Principal)
 	return p, ok && !p.Anonymous()
 }
 
 // RunStdio serves one MCP client over in/out (stdin/stdout for `taskflow
 // mcp`) as p until ctx ends or the client goes away.
-func (s *Server) RunStdio(ctx context.Context, p auth.Principal, t mcp.Transport) error {
+func (s *Server) RunStdio(ctx context.Context, p identity.Principal, t mcp.Transport) error {
 	srv, sess, err := s.build(ctx, p)
 	if err != nil {
 		return err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/service"
 )
 
@@ -255,7 +254,7 @@ func (ss *session) addFixedTools(srv *mcp.Server) {
 			if err != nil {
 				return ss.fail(ctx, err), nil
 			}
-			res := ss.answer(ctx, describe(v), &resultAnswer{View: v})
+			res := ss.answer(ctx, describe(v), &resultAnswer{ResultView: v})
 			if link := fileLink(v); link != nil {
 				res.Content = append(res.Content, link)
 			}
@@ -290,7 +289,7 @@ func (ss *session) addFixedTools(srv *mcp.Server) {
 			if err != nil {
 				return ss.fail(ctx, err), nil
 			}
-			page := listAnswer{Tasks: []result.Item{}, Offset: offset, Limit: limit}
+			page := listAnswer{Tasks: []service.ResultItem{}, Offset: offset, Limit: limit}
 			if offset < len(list.Tasks) {
 				page.Tasks = list.Tasks[offset:]
 			}
@@ -357,7 +356,7 @@ func (ss *session) wait(ctx context.Context, req *mcp.CallToolRequest) *mcp.Call
 			return ss.fail(ctx, err)
 		}
 		if finished(v.Status) {
-			res := ss.answer(ctx, describe(v), &resultAnswer{View: v})
+			res := ss.answer(ctx, describe(v), &resultAnswer{ResultView: v})
 			if link := fileLink(v); link != nil {
 				res.Content = append(res.Content, link)
 			}
@@ -373,7 +372,7 @@ func (ss *session) wait(ctx context.Context, req *mcp.CallToolRequest) *mcp.Call
 			if ctx.Err() != nil {
 				return ss.fail(ctx, ctx.Err())
 			}
-			w := resultAnswer{View: v, StillRunning: true}
+			w := resultAnswer{ResultView: v, StillRunning: true}
 			return ss.answer(ctx, describe(v)+fmt.Sprintf(" Still not finished after %g s: you will be notified when it is.", secs), &w)
 		case <-t.C:
 		}
@@ -385,7 +384,7 @@ func finished(status string) bool {
 }
 
 type resultAnswer struct {
-	result.View
+	service.ResultView
 	// StillRunning is set when wait_for_task_tool's timeout passed first.
 	StillRunning  bool                   `json:"still_running,omitempty"`
 	Notifications []service.Notification `json:"notifications,omitempty"`
@@ -394,7 +393,7 @@ type resultAnswer struct {
 func (a *resultAnswer) attach(ns []service.Notification) { a.Notifications = ns }
 
 type listAnswer struct {
-	Tasks         []result.Item          `json:"tasks"`
+	Tasks         []service.ResultItem   `json:"tasks"`
 	Offset        int                    `json:"offset"`
 	Limit         int                    `json:"limit"`
 	More          bool                   `json:"more"`
@@ -411,7 +410,7 @@ type cancelAnswer struct {
 func (a *cancelAnswer) attach(ns []service.Notification) { a.Notifications = ns }
 
 // describe says a task's status in a sentence.
-func describe(v result.View) string {
+func describe(v service.ResultView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task %s (%s) is %s.", v.TaskID, v.TaskType, v.Status)
 	if v.Message != "" {
@@ -438,7 +437,7 @@ func describe(v result.View) string {
 // file in taskflow's artifact store is the resource
 // taskflow://tasks/{id}/files/{name} (readable over any transport); any
 // other URL is linked as it is.
-func fileLink(v result.View) *mcp.ResourceLink {
+func fileLink(v service.ResultView) *mcp.ResourceLink {
 	var r struct {
 		FileURL string `json:"file_url"`
 	}

@@ -25,8 +25,8 @@ func NewDeliveryMetrics(reg prometheus.Registerer) (*DeliveryMetrics, error) {
 	return m, nil
 }
 
-// Delivered observes n delivered at at through via: the hook of
-// Middleware and of the service layer's OnNotificationDelivered.
+// Delivered observes n delivered at at through via: the hook of the
+// service layer's OnNotificationDelivered.
 func (m *DeliveryMetrics) Delivered(via string, n Notification, at time.Time) {
 	m.delivery.WithLabelValues(via).Observe(at.Sub(n.Timestamp).Seconds())
 }

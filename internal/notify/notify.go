@@ -1,8 +1,9 @@
 // Package notify tells a session about its tasks, in format,
 // on the stream user:stream:notifications:{session_id}, and delivers the
 // notifications three ways: riding on the session's next API response
-// (Middleware / TakeUnread), live over WebSocket and SSE (Handler, fed by
-// a Hub), and by polling (Handler). A read cursor per session marks what
+// (TakeUnread, which the service layer calls for the HTTP API), live over
+// WebSocket and SSE (Follow, fed by a Hub), and by polling (List, Unread,
+// MarkRead). A read cursor per session marks what
 // has been shown; every delivery path advances it.
 package notify
 
@@ -19,6 +20,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+)
+
+// The API paths of notifications (served by internal/httpapi, which also
+// delivers the unread ones on a session's next response through the
+// service layer).
+const (
+	PathPoll      = "/api/v1/notifications"
+	PathWebSocket = "/api/v1/notifications/ws"
+	PathSSE       = "/api/v1/notifications/stream"
 )
 
 // Kind is a notification's type.

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -121,82 +118,6 @@ func TestNotifyListUnreadMarkRead(t *testing.T) {
 		require.Greater(t, ttl, 23*time.Hour, k)
 		require.LessOrEqual(t, ttl, 24*time.Hour, k)
 	}
-}
-
-func get(t *testing.T, url, token string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	require.NoError(t, err)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var body map[string]any
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
-	return resp.StatusCode, body
-}
-
-func TestMiddlewareNextInteraction(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	ctx := context.Background()
-	a := b.session(t)
-	var delivered []string
-	mw := b.n.Middleware(func(via string, n Notification, at time.Time) { delivered = append(delivered, via+":"+n.TaskID) })
-	app := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/obj":
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
-			_, _ = io.WriteString(w, `{"task_id":"x"}`)
-		case "/list":
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `[1,2]`)
-		default:
-			_, _ = io.WriteString(w, "plain text")
-		}
-	})
-	// Identity as the API's auth middleware would set it.
-	withPrincipal := func(p auth.Principal, h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-		})
-	}
-	srv := httptest.NewServer(withPrincipal(auth.Principal{SessionID: a.ID}, mw(app)))
-	defer srv.Close()
-	call := func(path string) (int, string) {
-		resp, err := http.Get(srv.URL + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(body)
-	}
-	code, body := call("/obj")
-	require.Equal(t, http.StatusCreated, code)
-	require.JSONEq(t, `{"task_id":"x"}`, body, "nothing unread: unchanged")
-
-	_, err := b.n.Notify(ctx, a.ID, note("t1"))
-	require.NoError(t, err)
-	_, body = call("/list")
-	require.Equal(t, "[1,2]", body, "a non-object response cannot carry them")
-	_, body = call("/text")
-	require.Equal(t, "plain text", body)
-	code, body = call("/obj")
-	require.Equal(t, http.StatusCreated, code)
-	var m struct {
-		TaskID        string         `json:"task_id"`
-		Notifications []Notification `json:"notifications"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(body), &m))
-	require.Equal(t, "x", m.TaskID)
-	require.Len(t, m.Notifications, 1)
-	require.Equal(t, "t1", m.Notifications[0].TaskID)
-	_, body = call("/obj")
-	require.JSONEq(t, `{"task_id":"x"}`, body, "delivered once")
-	require.Equal(t, []string{"next_interaction:t1"}, delivered)
 }
 
 // BenchmarkNotifyToFollow measures the time from Notify (what the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/breaker"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/redisconn"
@@ -101,4 +102,28 @@ func (c *RedisBreakerControl) publish(ctx context.Context, cmd BreakerCommand) (
 		return 0, fmt.Errorf("publish breaker command: %w", err)
 	}
 	return pub.Val(), nil
+}
+
+// BreakerAction resets or opens circuit breakers (operator): a forced
+// open lasts d, or until a reset when d is 0.
+func (s *Service) BreakerAction(ctx context.Context, p auth.Principal, open bool, dependency string, d time.Duration) (BreakerOutcome, error) {
+	if err := requireAdmin(p); err != nil {
+		return BreakerOutcome{}, err
+	}
+	if s.cfg.Breakers == nil {
+		return BreakerOutcome{}, Conflict("breaker_control_unavailable", "no circuit breaker control is configured in this process")
+	}
+	var (
+		out BreakerOutcome
+		err error
+	)
+	if open {
+		out, err = s.cfg.Breakers.Open(ctx, dependency, d)
+	} else {
+		out, err = s.cfg.Breakers.Reset(ctx, dependency)
+	}
+	if err != nil {
+		return BreakerOutcome{}, storeErr("", err)
+	}
+	return out, nil
 }

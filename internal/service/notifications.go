@@ -94,6 +94,32 @@ func (s *Service) Notifications(ctx context.Context, p auth.Principal, in Notifi
 	return out, nil
 }
 
+// MaxNotificationsPerResponse is how many unread notifications ride on
+// one response (TakeNotifications' default).
+const MaxNotificationsPerResponse = 20
+
+// TakeNotifications is the "next interaction" delivery: the unread
+// notifications of p's session (at most limit; 0 = MaxNotificationsPerResponse),
+// marked read and counted as delivered via next_interaction, for a front
+// end to show with whatever it answers next. A caller without a session
+// (the admin, nobody) and a server without notifications get none. The
+// notifications are marked read before they are returned: on an error
+// none is returned and none is marked.
+func (s *Service) TakeNotifications(ctx context.Context, p auth.Principal, limit int) ([]Notification, error) {
+	if p.SessionID == "" || s.cfg.Notifications == nil {
+		return nil, nil
+	}
+	if limit <= 0 {
+		limit = MaxNotificationsPerResponse
+	}
+	ns, err := s.cfg.Notifications.TakeUnread(ctx, p.SessionID, limit)
+	if err != nil {
+		return nil, storeErr("", err)
+	}
+	s.delivered("next_interaction", ns)
+	return ns, nil
+}
+
 // NotificationFollowInput opens a live feed of a session's notifications.
 type NotificationFollowInput struct {
 	// SessionID: as NotificationsInput.SessionID.

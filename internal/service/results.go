@@ -11,6 +11,13 @@ import (
 	"github.com/taskflow/taskflow/task"
 )
 
+// ResultView is get_task_result's answer for one task (per status: the
+// result, the error, progress and ETA, the queue position, ...).
+type ResultView = result.View
+
+// ResultItem is one line of list_user_tasks.
+type ResultItem = result.Item
+
 // Result limits of ListResults.
 const (
 	DefaultResultLimit = 100
@@ -22,7 +29,7 @@ const (
 // has left Redis is read back from the archive; one that waits on other
 // tasks is answered as pending with what it waits on. The ownership rule
 // is the tasks' (authorize): another session's task is not found.
-func (s *Service) Result(ctx context.Context, p auth.Principal, id string) (result.View, error) {
+func (s *Service) Result(ctx context.Context, p auth.Principal, id string) (ResultView, error) {
 	if err := requirePrincipal(p); err != nil {
 		return result.View{}, err
 	}
@@ -110,7 +117,7 @@ type ResultListInput struct {
 type ResultList struct {
 	SessionID    string        `json:"session_id"`
 	StatusFilter result.Filter `json:"status_filter"`
-	Tasks        []result.Item `json:"tasks"`
+	Tasks        []ResultItem  `json:"tasks"`
 }
 
 // ListResults is list_user_tasks: the caller's session's tasks, newest

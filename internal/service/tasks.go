@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/seconds"
 	"github.com/taskflow/taskflow/internal/store"
@@ -261,19 +259,7 @@ func (s *Service) summarizeText(r store.EnqueueRequest) error {
 // in its session's task index, so the session lists it; the store writes
 // the entry again when the task is created.
 func (s *Service) indexParked(ctx context.Context, id, sessionID string, at time.Time) error {
-	if sessionID == "" {
-		return nil
-	}
-	k := s.st.SessionTasksKeyOf(sessionID, id) // where the store indexes the task once created
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, k, redis.Z{Score: float64(at.UnixMilli()), Member: id})
-		p.Expire(ctx, k, s.cfg.SessionTTL)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("service: session index: %w", err)
-	}
-	return nil
+	return s.st.IndexSessionTask(ctx, sessionID, id, at, s.cfg.SessionTTL)
 }
 
 // TaskView is a task as the API shows it: the task's fields plus its
@@ -444,7 +430,7 @@ func (s *Service) Delete(ctx context.Context, p auth.Principal, id string) error
 		return storeErr(id, err)
 	}
 	if t.SessionID != "" {
-		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKeyOf(t.SessionID, id), id).Err()
+		_ = s.st.UnindexSessionTasks(ctx, t.SessionID, id)
 	}
 	return nil
 }

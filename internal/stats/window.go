@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -99,8 +98,19 @@ func (w *Window) bucketFor(ms int64) *bucket {
 	}
 }
 
+// Event is what the window reads of a lifecycle event (a task's state
+// change, lifecycle.Event): the follower of the event stream copies these
+// fields, so that the window holds no Redis client nor the reader that has
+// one.
+type Event struct {
+	TaskID string
+	From   task.State // empty when the task was created
+	To     task.State
+	At     time.Time
+}
+
 // Observe counts one lifecycle event.
-func (w *Window) Observe(e lifecycle.Event) {
+func (w *Window) Observe(e Event) {
 	ms := e.At.UnixMilli()
 	w.mu.Lock()
 	defer w.mu.Unlock()

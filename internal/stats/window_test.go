@@ -7,14 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/lifecycle"
 	"github.com/taskflow/taskflow/task"
 )
 
 var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 
-func ev(id string, from, to task.State, at time.Time) lifecycle.Event {
-	return lifecycle.Event{TaskID: id, From: from, To: to, At: at}
+func ev(id string, from, to task.State, at time.Time) Event {
+	return Event{TaskID: id, From: from, To: to, At: at}
 }
 
 func TestCountsPerStep(t *testing.T) {

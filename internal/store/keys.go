@@ -67,9 +67,10 @@ func (k globalKeys) workerTypes() string { return k.p + "worker:task-types" }
 func (k keys) task(id string) string { return k.p + "task:" + id }
 
 // sessionTasks is a session's task index (ZSET id → created at ms),
-// written by enqueue with the task; it expires SessionIndexTTL after the
+// written by enqueue with the task (and by IndexSessionTask for a task
+// parked before it exists); it expires SessionIndexTTL after the
 // session's latest task. Entries of deleted or purged tasks stay until a
-// reader (the API's session listing) drops them.
+// reader (the API's session listing) drops them (UnindexSessionTasks).
 func (k keys) sessionTasks(sessionID string) string {
 	return k.p + "api:session:" + sessionID + ":tasks"
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -53,4 +54,38 @@ func TestEnqueueWritesSessionIndex(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, ttl, 50*time.Minute)
 	require.Len(t, index("sa"), 3)
+}
+
+// TestIndexAndUnindexSessionTask: a task the session lists before the
+// store holds it is indexed in its partition's key with its score and the
+// TTL given; unindexing drops ids from whichever partition's key holds
+// them.
+func TestIndexAndUnindexSessionTask(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Partitions = 3 })
+	at := t0.Add(-time.Minute)
+	for _, id := range []string{"p1", "p2", "p3", "p4"} {
+		require.NoError(t, b.s.IndexSessionTask(b.ctx, "sa", id, at, time.Hour))
+		score, err := b.rdb.ZScore(b.ctx, b.s.SessionTasksKeyOf("sa", id), id).Result()
+		require.NoError(t, err)
+		require.Equal(t, float64(at.UnixMilli()), score)
+		ttl, err := b.rdb.PTTL(b.ctx, b.s.SessionTasksKeyOf("sa", id)).Result()
+		require.NoError(t, err)
+		require.InDelta(t, time.Hour.Seconds(), ttl.Seconds(), 5)
+	}
+	require.NoError(t, b.s.IndexSessionTask(b.ctx, "", "p5", at, time.Hour), "no session: nothing to index")
+	// an entry in another partition's key than its task's is dropped too
+	stray := b.s.SessionTasksKeys("sa")[(b.s.PartitionOf("p1")+1)%3]
+	require.NoError(t, b.rdb.ZAdd(b.ctx, stray, redis.Z{Score: 1, Member: "p1"}).Err())
+
+	require.NoError(t, b.s.UnindexSessionTasks(b.ctx, "sa", "p1", "p3"))
+	require.NoError(t, b.s.UnindexSessionTasks(b.ctx, "sa"))
+	var left []string
+	for _, k := range b.s.SessionTasksKeys("sa") {
+		ids, err := b.rdb.ZRange(b.ctx, k, 0, -1).Result()
+		require.NoError(t, err)
+		left = append(left, ids...)
+	}
+	sort.Strings(left)
+	require.Equal(t, []string{"p2", "p4"}, left)
 }

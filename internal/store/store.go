@@ -108,24 +108,6 @@ func (s *Store) Probe(ctx context.Context) error {
 	return nil
 }
 
-// SessionTasksKeys are the keys of a session's task index (ZSET: task id →
-// created at, unix ms), one per partition, written by Enqueue with each
-// task of the session in the task's partition. A listing of the session
-// merges them.
-func (s *Store) SessionTasksKeys(sessionID string) []string {
-	out := make([]string, len(s.parts))
-	for i, k := range s.parts {
-		out[i] = k.sessionTasks(sessionID)
-	}
-	return out
-}
-
-// SessionTasksKeyOf is the session index key that holds task id (its
-// partition's).
-func (s *Store) SessionTasksKeyOf(sessionID, id string) string {
-	return s.part(id).sessionTasks(sessionID)
-}
-
 // EventStreamKeys are the keys of the lifecycle event streams (see package
 // lifecycle), one per partition: a task's events are in its partition's.
 func (s *Store) EventStreamKeys() []string {

@@ -10,6 +10,32 @@ import (
 	"github.com/taskflow/taskflow/task"
 )
 
+// DLQItem is a dead-lettered task with the failure snapshot taken when it
+// entered the DLQ.
+type DLQItem struct {
+	TaskView
+	DLQ map[string]string `json:"dlq"`
+}
+
+// DLQ pages the dead-letter queue, newest first (operator).
+func (s *Service) DLQ(ctx context.Context, p auth.Principal, offset, limit int) (Page[DLQItem], error) {
+	if err := requireAdmin(p); err != nil {
+		return Page[DLQItem]{}, err
+	}
+	if err := checkWindow(offset, &limit); err != nil {
+		return Page[DLQItem]{}, err
+	}
+	es, total, err := s.st.ListDLQ(ctx, store.ListOptions{Offset: offset, Limit: limit})
+	if err != nil {
+		return Page[DLQItem]{}, storeErr("", err)
+	}
+	out := Page[DLQItem]{Items: make([]DLQItem, 0, len(es)), Total: total, Offset: offset, Limit: limit}
+	for _, e := range es {
+		out.Items = append(out.Items, DLQItem{TaskView: ViewOf(e.Task), DLQ: e.Snapshot})
+	}
+	return out, nil
+}
+
 // MaxBulk bounds the tasks one bulk DLQ action names or matches.
 const MaxBulk = 10000
 
@@ -149,7 +175,7 @@ func (s *Service) deleteDead(ctx context.Context, id string) error {
 		return err
 	}
 	if t.SessionID != "" {
-		_ = s.rdb.ZRem(ctx, s.st.SessionTasksKeyOf(t.SessionID, id), id).Err()
+		_ = s.st.UnindexSessionTasks(ctx, t.SessionID, id)
 	}
 	return nil
 }
