@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -28,8 +28,12 @@ install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your
 
 test: test-go test-cluster test-dsl ui-check test-ui ## Run every test (Go with -race, again on a Redis Cluster, the DSL's, the dashboard's build check and browser tests)
 
-test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go tests with -race against the real Redis/PostgreSQL
+test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go tests with -race against the real Redis/PostgreSQL, and the Go example module's
 	$(GO) test $(GOTEST_FLAGS) ./...
+	$(MAKE) test-examples
+
+test-examples: ## Build, vet and test the example module that uses taskflow as a library (examples/go-worker, its own go.mod)
+	cd examples/go-worker && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
 
 # The packages of every Lua script and every stream consumer; cmd/ and the
 # examples start processes and Node clients that read a single server.

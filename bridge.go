@@ -7,7 +7,7 @@ import (
 
 func init() {
 	bridge.WorkerOn = func(a *app.App, cfg any) any {
-		return &Worker{cfg: cfg.(Config), mux: NewMux(), app: a}
+		return &Worker{cfg: cfg.(Config), mux: NewMux(), app: a, orchestrated: true}
 	}
 	bridge.ClientOn = func(a *app.App, cfg any) (any, error) { return newClientOn(a, cfg.(Config)) }
 }

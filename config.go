@@ -40,8 +40,10 @@ type Config struct {
 	WorkerID string
 	// NoScheduler stops a Worker from also running the scheduler (due
 	// retries and delayed tasks to their queue, expired leases reaped, old
-	// tasks retired). Default false: every worker runs one; any number may
-	// run at once. At least one process of a deployment must run it.
+	// tasks retired) and the release of tasks enqueued with DependsOn once
+	// their dependencies complete. Default false: every worker runs both;
+	// any number may run at once (each step is idempotent). At least one
+	// process of a deployment must run them.
 	NoScheduler bool
 
 	// Types are task types a Client accepts before any worker has

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/app"
+	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -28,6 +29,9 @@ type Worker struct {
 	cfg Config
 	mux *Mux
 	app *app.App // a process's app to run on (taskflow's own binary); nil: Run opens one
+	// orchestrated: taskflow's orchestrator process releases dependent
+	// tasks, so the worker's scheduler part does not (taskflow's own binary)
+	orchestrated bool
 
 	ran  atomic.Bool
 	mu   sync.Mutex
@@ -140,21 +144,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 
 	var sc *scheduler.Scheduler
+	var releases *depend.Graph
 	if !w.cfg.NoScheduler {
 		scfg := eng.Scheduler
 		scfg.Logger = log.With("component", "scheduler")
 		if sc, err = scheduler.New(a.Store, scfg); err != nil {
 			return fmt.Errorf("taskflow: %w", err)
 		}
+		if !w.orchestrated {
+			releases = depend.New(a.Store, depend.Config{Logger: log.With("component", "dependencies")})
+		}
 	}
 	log.Info("taskflow worker running", "id", ew.ID(), "concurrency", wc.Concurrency, "types", w.mux.Types(),
 		"scheduler", sc != nil)
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	n := 1
 	go func() { errc <- ew.Run(ctx) }()
 	if sc != nil {
 		n++
 		go func() { errc <- sc.Run(ctx) }()
+	}
+	if releases != nil {
+		n++
+		go func() { errc <- releases.Run(ctx) }()
 	}
 	var errs []error
 	for range n {
