@@ -77,7 +77,7 @@ func openTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, func() error, error) {
 	if d.Plans != nil {
 		pc.Plans = *d.Plans
 	} else {
-		c, err := config.FromEnv(m.Getenv)
+		c, err := m.config()
 		if err != nil {
 			return nil, nil, err
 		}
@@ -95,21 +95,20 @@ func openTaskMux(m *Main, deps ...taskDeps) (*worker.Mux, func() error, error) {
 	return mux, pl.Close, nil
 }
 
-// newSummarize builds the summarize handler from OPENROUTER_* (extractive
-// when no key is set).
+// newSummarize builds the summarize handler from the configuration's
+// OPENROUTER_* settings (extractive when no key is set).
 func newSummarize(m *Main, d taskDeps) (*summarize.Handler, error) {
-	getenv := m.Getenv
-	if d.Redis == nil {
-		getenv = func(k string) string {
-			if k == summarize.EnvRateLimit {
-				return "0" // listing only: no calls are made here
-			}
-			return m.Getenv(k)
-		}
-		// nothing is written in a listing: any namespace will do
-		return summarize.FromEnv(getenv, nil, keyspace.Default)
+	cfg, err := m.config()
+	if err != nil {
+		return nil, err
 	}
-	return summarize.FromEnv(getenv, d.Redis, d.Namespace)
+	if d.Redis == nil {
+		s := cfg.Summarize
+		s.RateLimit = new(0) // listing only: no calls are made here
+		// nothing is written in a listing: any namespace will do
+		return summarize.Open(s, nil, keyspace.Default)
+	}
+	return summarize.Open(cfg.Summarize, d.Redis, d.Namespace)
 }
 
 // taskDependencies maps each task type whose handler declares an outside

@@ -72,7 +72,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	x.middleware = x.notifier.Middleware(om.delivery.Delivered)
 
 	// Result retrieval: get_task_result, list_user_tasks.
-	res, closeResults, err := openResults(m, st, cfg.DatabaseURL, cfg.ArtifactDir)
+	res, closeResults, err := openResults(st, cfg)
 	if err != nil {
 		x.plans.Close()
 		return x, err
