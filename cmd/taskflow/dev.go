@@ -17,6 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/devredis"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/redisconn"
+	"github.com/taskflow/taskflow/internal/rungroup"
 )
 
 // DevAddr is where `taskflow dev` listens when TASKFLOW_ADDR is unset.
@@ -168,27 +169,18 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 		fmt.Fprintf(out, "taskflow dev: plan curl -s -X POST %s/api/v1/plans/complex_dag/execute -d '{\"user_id\":1}'\n", base)
 	}
 
-	errc := make(chan error, 3)
-	go func() {
-		errc <- runEngine(ctx, m, ap, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
+	// the API, the engine and the orchestrator run as one group: the first
+	// part to end stops the others
+	g := rungroup.New(ctx)
+	g.Start("engine", func(ctx context.Context) error {
+		return runEngine(ctx, m, ap, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
 			grace: cfg.ShutdownGrace})
-	}()
-	go func() { errc <- a.serve(ctx, ln, cfg.ShutdownGrace) }()
+	})
+	g.Start("api", func(ctx context.Context) error { return a.serve(ctx, ln, cfg.ShutdownGrace) })
 	// External services' outcomes, cron, dependencies (orchestrator.go),
 	// counted on the API's /metrics: one process, one registry.
-	go func() { errc <- runOrchestrator(ctx, m, ap, "", a.extras.orch) }()
-	// the first part to end stops the others; a part that ended because
-	// of that stop (or the caller's) did not fail, even when the stop
-	// caught it starting up
-	errs := []error{<-errc}
-	cancel()
-	errs = append(errs, <-errc, <-errc)
-	for i, err := range errs {
-		if errors.Is(err, context.Canceled) {
-			errs[i] = nil
-		}
-	}
-	return errors.Join(errs...)
+	g.Start("orchestrator", func(ctx context.Context) error { return runOrchestrator(ctx, m, ap, "", a.extras.orch) })
+	return g.Wait()
 }
 
 // seedDevDemo loads the plans' demo data where the plans read: the Redis

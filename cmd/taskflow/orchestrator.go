@@ -29,6 +29,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/result"
+	"github.com/taskflow/taskflow/internal/rungroup"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/worker"
@@ -139,7 +140,8 @@ func newExternalMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, ns
 // runOrchestrator runs the agent side until ctx ends (also used by
 // `taskflow dev`): the outcome consumer (agent-group), the handoff
 // watcher, cron, dependency releases, the archiver (when DATABASE_URL is
-// set) and the in-process notifier. mt counts the outcomes it applies and
+// set) and the in-process notifier, as one group: the first to stop, or
+// the end of ctx, stops them all. mt counts the outcomes it applies and
 // the followers' gaps (nil: none are counted).
 //
 // It works on the process's one store (a.Store) and configuration
@@ -179,30 +181,22 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	if err != nil {
 		return err
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- w.Run(ctx) }()
+	g := rungroup.New(ctx)
+	g.Start("outcome consumer", o.Run)
+	g.Start("handoff watcher", w.Run)
 	// Recurring schedules fire from every orchestrator: each due time
 	// creates one task whatever the number of processes.
-	cr := cron.New(st, cron.Config{Logger: m.Logger})
-	cronDone := make(chan error, 1)
-	go func() { cronDone <- cr.Run(ctx) }()
+	g.Start("cron", cron.New(st, cron.Config{Logger: m.Logger}).Run)
 	// Tasks waiting for others are released (or cancelled) as their
 	// dependencies finish.
-	deps := depend.New(st, depend.Config{Logger: m.Logger})
-	depsDone := make(chan error, 1)
-	go func() { depsDone <- deps.Run(ctx) }()
+	g.Start("dependency releases", depend.New(st, depend.Config{Logger: m.Logger}).Run)
 	// Every finished task, in-process ones too, goes to the archive.
-	archDone := make(chan error, 1)
 	if arc != nil {
-		a := follower.NewArchiver(st, arc, m.Logger)
+		ar := follower.NewArchiver(st, arc, m.Logger)
 		if mt != nil {
-			a.OnGap(mt.gaps.Gap("archiver"))
+			ar.OnGap(mt.gaps.Gap("archiver"))
 		}
-		go func() { archDone <- a.Run(ctx) }()
-	} else {
-		archDone <- nil
+		g.Start("archiver", ar.Run)
 	}
 	// Sessions hear of their in-process tasks' ends as of external ones'
 	// (the outcome consumer announces those).
@@ -211,16 +205,8 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	if mt != nil {
 		nt.OnGap(mt.gaps.Gap("notifier"))
 	}
-	noticeDone := make(chan error, 1)
-	go func() { noticeDone <- nt.Run(ctx) }()
-	err = o.Run(ctx)
-	stop() // the consumer failed to start, or ctx ended: the others stop too
-	<-watchDone
-	<-cronDone
-	<-depsDone
-	<-archDone
-	<-noticeDone
-	return err
+	g.Start("in-process notifier", nt.Run)
+	return g.Wait()
 }
 
 // processStart is where the in-process notifier's first run starts (no
