@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -334,33 +335,24 @@ func Load(getenv func(string) string) (Config, error) {
 // named: nil when none of them is wrong.
 func Only(err error, vars ...string) error {
 	var errs []error
-	for _, e := range flatten(err) {
-		var ve *VarError
-		if errors.As(e, &ve) {
-			for _, v := range vars {
-				if ve.Var == v {
-					errs = append(errs, e)
-				}
+	var walk func(error)
+	walk = func(e error) {
+		if ve, ok := e.(*VarError); ok {
+			if slices.Contains(vars, ve.Var) {
+				errs = append(errs, ve)
+			}
+			return
+		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
 			}
 		}
+	}
+	if err != nil {
+		walk(err)
 	}
 	return errors.Join(errs...)
-}
-
-func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok && err != nil {
-		if _, isVar := err.(*VarError); !isVar {
-			var out []error
-			for _, e := range j.Unwrap() {
-				out = append(out, flatten(e)...)
-			}
-			return out
-		}
-	}
-	if err == nil {
-		return nil
-	}
-	return []error{err}
 }
 
 // The parse rules. Each reads the text of a variable or a flag; its

@@ -17,8 +17,8 @@ import (
 	"github.com/taskflow/taskflow/internal/llmfake"
 	"github.com/taskflow/taskflow/internal/ratelimit"
 	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 const key = "sk-or-test-KEY-42"
