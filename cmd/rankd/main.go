@@ -28,6 +28,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
@@ -64,6 +65,10 @@ type flagDef struct{ name, alias string }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	var o options
+	// REDIS_URL and RANKD_KEY_PREFIX, as the configuration table reads
+	// them (plain text: nothing to refuse), are the defaults of
+	// --redis-url and --key-prefix
+	cfg, _ := config.Load(getenv)
 	fs := flag.NewFlagSet("rankd", flag.ContinueOnError)
 	var defs []flagDef
 	def := func(name, alias string) string { defs = append(defs, flagDef{name, alias}); return name }
@@ -80,8 +85,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&o.trace, def("trace", ""), false, "print a per-node timeline to stderr")
 	fs.StringVar(&o.env, def("env", ""), "dev", "endpoint environment: dev, test or prod")
 	fs.StringVar(&o.registryDir, def("registry-dir", "registry_dir"), "", "registry folder (default: the registry built into rankd)")
-	fs.StringVar(&o.redisURL, def("redis-url", "redis_url"), getenv("REDIS_URL"), "Redis URL for every redis endpoint (default $REDIS_URL; empty: the registry's address)")
-	fs.StringVar(&o.keyPrefix, def("key-prefix", "key_prefix"), getenv("RANKD_KEY_PREFIX"), "prefix of every Redis key the plan reads (default $RANKD_KEY_PREFIX)")
+	fs.StringVar(&o.redisURL, def("redis-url", "redis_url"), cfg.RedisURL, "Redis URL for every redis endpoint (default $REDIS_URL; empty: the registry's address)")
+	fs.StringVar(&o.keyPrefix, def("key-prefix", "key_prefix"), cfg.Plans.KeyPrefix, "prefix of every Redis key the plan reads (default $RANKD_KEY_PREFIX)")
 	fs.StringVar(&o.cpuPolicy, def("cpu-policy", "cpu_policy"), plan.PolicyAuto, "where CPU nodes run: auto, pool or inline")
 	fs.IntVar(&o.inlineMaxRows, def("inline-max-rows", "inline_max_rows"), plan.DefaultInlineMaxRows, "auto policy: inputs up to this many rows run inline (-1: never)")
 	fs.IntVar(&o.maxInflight, def("max-inflight", "max_inflight"), 0, "Redis commands in flight per endpoint (0: the registry's policy)")

@@ -123,6 +123,7 @@ type benchOpts struct {
 func newBenchCommand(m *Main) *cobra.Command {
 	{
 		var o benchOpts
+		cfg, _ := m.config() // REDIS_URL only: plain text
 		cmd := &cobra.Command{
 			Use:   "bench",
 			Short: "Measure enqueue rate, processing rate and start latency against a Redis",
@@ -140,9 +141,7 @@ a completion guarded by it): drain and producer are reported as shares of
 it, taken in the same run.`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				if o.redisURL == "" {
-					o.redisURL = m.Getenv("REDIS_URL")
-				}
+				o.redisURL = cfg.RedisURL
 				if o.redisURL == "" {
 					return &ExitError{Code: 2, Err: errors.New("bench: set REDIS_URL or --redis-url")}
 				}
@@ -185,7 +184,7 @@ it, taken in the same run.`,
 			},
 		}
 		f := cmd.Flags()
-		f.StringVar(&o.redisURL, "redis-url", "", "Redis URL (default $REDIS_URL)")
+		cfg.BindFlags(f, "redis-url")
 		f.IntVar(&o.tasks, "tasks", 100000, "tasks per phase")
 		f.IntVar(&o.concurrency, "concurrency", 50, "worker handler goroutines (and single-enqueue goroutines)")
 		f.IntVar(&o.batch, "batch", 500, "tasks per batched enqueue call")

@@ -148,7 +148,7 @@ type fillResult struct {
 }
 
 func newFillCommand(m *Main) *cobra.Command {
-	cfg, envErr := app.Load(m.Getenv)
+	cfg, envErr := m.config()
 	var (
 		fc            FillConfig
 		types         string
@@ -181,7 +181,7 @@ keys (SCAN + UNLINK of {namespace}:*) and writes nothing.`,
 				return &ExitError{Code: 2, Err: errors.New("fill: set REDIS_URL or --redis-url")}
 			}
 			// never the default namespace by accident: it may be a deployment's
-			if !cmd.Flags().Changed("namespace") && m.Getenv("TASKFLOW_NAMESPACE") == "" {
+			if !cmd.Flags().Changed("namespace") && !cfg.Given("TASKFLOW_NAMESPACE") {
 				return &ExitError{Code: 2, Err: errors.New("fill: name the namespace to fill with --namespace (or TASKFLOW_NAMESPACE)")}
 			}
 			for _, t := range strings.Split(types, ",") {
@@ -220,8 +220,8 @@ keys (SCAN + UNLINK of {namespace}:*) and writes nothing.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis URL (REDIS_URL)")
-	f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "key namespace to fill; must hold no task (TASKFLOW_NAMESPACE)")
+	cfg.BindFlags(f, "redis-url", "namespace")
+	f.Lookup("namespace").Usage = "key namespace to fill; must hold no task (TASKFLOW_NAMESPACE)"
 	f.IntVar(&fc.Tasks, "tasks", 1_000_000, "tasks to create")
 	f.StringVar(&types, "types", "noop,sleep", "task types, given to the tasks in turn")
 	f.Float64Var(&completed, "completed-share", 0.7, "share of the tasks that end COMPLETED (the oldest)")

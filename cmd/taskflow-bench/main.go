@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/version"
 )
@@ -29,6 +30,19 @@ import (
 type Main struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+
+	cfg    *app.Config // read from Getenv once per Run (config)
+	cfgErr error
+}
+
+// config is the run's configuration, read from the environment once
+// (app.Load); each command binds its flags onto its own copy.
+func (m *Main) config() (app.Config, error) {
+	if m.cfg == nil {
+		c, err := app.Load(m.Getenv)
+		m.cfg, m.cfgErr = &c, err
+	}
+	return *m.cfg, m.cfgErr
 }
 
 // ExitError carries an exit code out of a subcommand.
@@ -57,6 +71,7 @@ func (m *Main) Root() *cobra.Command {
 
 // Run executes args.
 func (m *Main) Run(ctx context.Context, args []string) error {
+	m.cfg = nil
 	root := m.Root()
 	root.SetArgs(args)
 	return root.ExecuteContext(ctx)
@@ -71,13 +86,10 @@ type apiClient struct {
 // TASKFLOW_ADMIN_KEY), overridden by --url and --token, as taskflow's
 // client commands do.
 func clientCommand(m *Main, cmd *cobra.Command, run func(ctx context.Context, c *apiClient, args []string) error) *cobra.Command {
-	cfg, envErr := config.FromEnv(m.Getenv)
-	cfg.ClientFlags(cmd.Flags())
+	cfg, _ := m.config() // only the client settings concern it
+	cfg.BindFlags(cmd.Flags(), config.ClientFlags...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if envErr != nil {
-			return envErr
-		}
-		c := &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.Token}
+		c := &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.ClientToken()}
 		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, "GET", c.base+"/live", nil)

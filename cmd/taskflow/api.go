@@ -17,9 +17,9 @@ import (
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/auth"
 	"github.com/taskflow/taskflow/internal/builtin"
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/httpapi"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/planapi"
@@ -34,7 +34,7 @@ import (
 
 func init() {
 	register("api", func(m *Main) *cobra.Command {
-		cfg, envErr := app.Load(m.Getenv)
+		cfg, envErr := m.config()
 		cmd := &cobra.Command{
 			Use:   "api",
 			Short: "Serve the HTTP API (any number of API processes may share one Redis)",
@@ -60,7 +60,7 @@ every request without credentials acts as the admin).`,
 					return err
 				}
 				defer ap.Close()
-				tuneGC(m.Getenv)
+				tuneGC(cfg.GOGC)
 				a, err := newAPI(m, ap, cfg.Insecure && cfg.AdminKey == "")
 				if err != nil {
 					return err
@@ -77,7 +77,7 @@ every request without credentials acts as the admin).`,
 				return a.serve(cmd.Context(), ln, cfg.ShutdownGrace)
 			},
 		}
-		cfg.ServerFlags(cmd.Flags())
+		cfg.BindFlags(cmd.Flags(), config.ServerFlags...)
 		return cmd
 	})
 }
@@ -88,9 +88,10 @@ every request without credentials acts as the admin).`,
 // 400 measured ≈ 15 % more submits/s (docs/benchmarks.md).
 const apiGCPercent = 400
 
-// tuneGC applies apiGCPercent unless the operator set GOGC.
-func tuneGC(getenv func(string) string) {
-	if getenv("GOGC") == "" {
+// tuneGC applies apiGCPercent unless the operator set GOGC (gogc, the
+// configuration's copy of it; the Go runtime has read it already).
+func tuneGC(gogc string) {
+	if gogc == "" {
 		debug.SetGCPercent(apiGCPercent)
 	}
 }
@@ -110,7 +111,7 @@ type apiProc struct {
 // newAPI wires auth, service and HTTP server on the process's app (its
 // Redis client and store).
 func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
-	cfg, rdb, st := ap.Config.Config, ap.Redis, ap.Store
+	cfg, rdb, st := ap.Config, ap.Redis, ap.Store
 	au, err := auth.New(rdb, auth.Config{Namespace: st.Namespace(), AdminKey: cfg.AdminKey, Open: open, SessionTTL: cfg.SessionTTL})
 	if err != nil {
 		return nil, err
@@ -132,16 +133,9 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		}
 		return nil, err
 	}
-	inFlight, err := dispatch.InFlightFromEnv(m.Getenv)
-	if err != nil {
-		for _, c := range x.close {
-			c()
-		}
-		return nil, err
-	}
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
-		ExternalInFlight: inFlight,
+		ExternalInFlight: cfg.External.InFlight,
 		Types:            types,
 		Breakers:         newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs

@@ -32,7 +32,7 @@ func TestDevCancelAndTimeoutExternal(t *testing.T) {
 	rdb, ns := testredis.Client(t)
 	const admin = "dev-cancel-admin-key-0123456789"
 	base, printed := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns,
-		"TASKFLOW_ADMIN_KEY": admin, EnvExternalTypes: "slow.job"})
+		"TASKFLOW_ADMIN_KEY": admin, "TASKFLOW_EXTERNAL_TYPES": "slow.job"})
 
 	started := make(chan string, 4)
 	cancelled := make(chan string, 4)

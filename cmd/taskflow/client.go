@@ -44,17 +44,15 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// clientCommand builds a client subcommand: it reads the client config
+// clientCommand builds a client subcommand: it takes the client settings
 // (TASKFLOW_URL, TASKFLOW_TOKEN / TASKFLOW_ADMIN_KEY, --url, --token) and
-// hands run a ready client.
+// hands run a ready client. Only those settings concern it: a wrong
+// server setting in the environment does not stop a client command.
 func clientCommand(m *Main, cmd *cobra.Command, run func(ctx context.Context, c *apiClient, args []string) error) *cobra.Command {
-	cfg, envErr := config.FromEnv(m.Getenv)
-	cfg.ClientFlags(cmd.Flags())
+	cfg, _ := m.config()
+	cfg.BindFlags(cmd.Flags(), config.ClientFlags...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if envErr != nil {
-			return envErr
-		}
-		c := &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.Token, http: &http.Client{Timeout: 30 * time.Second}}
+		c := &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.ClientToken(), http: &http.Client{Timeout: 30 * time.Second}}
 		return run(cmd.Context(), c, args)
 	}
 	return cmd

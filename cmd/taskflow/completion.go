@@ -16,21 +16,20 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/task"
 )
 
 // completionClient is the client a completion uses: the environment's
 // TASKFLOW_URL/TASKFLOW_TOKEN, overridden by --url/--token when given.
 func completionClient(m *Main, cmd *cobra.Command) *apiClient {
-	cfg, _ := config.FromEnv(m.Getenv)
-	if v, err := cmd.Flags().GetString("url"); err == nil && cmd.Flags().Changed("url") {
-		cfg.APIURL = v
+	cfg, _ := m.config()
+	if f := cmd.Flags().Lookup("url"); f != nil && f.Changed {
+		cfg.APIURL = f.Value.String()
 	}
-	if v, err := cmd.Flags().GetString("token"); err == nil && cmd.Flags().Changed("token") {
-		cfg.Token = v
+	if f := cmd.Flags().Lookup("token"); f != nil && f.Changed {
+		cfg.Token = f.Value.String()
 	}
-	return &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.Token, http: &http.Client{Timeout: 2 * time.Second}}
+	return &apiClient{base: strings.TrimRight(cfg.APIURL, "/"), token: cfg.ClientToken(), http: &http.Client{Timeout: 2 * time.Second}}
 }
 
 // completeTaskIDs offers the ids of the newest tasks the caller may see

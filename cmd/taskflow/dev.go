@@ -15,9 +15,9 @@ import (
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/devredis"
-	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/redisconn"
+	"github.com/taskflow/taskflow/internal/rungroup"
 )
 
 // DevAddr is where `taskflow dev` listens when TASKFLOW_ADDR is unset.
@@ -25,8 +25,8 @@ const DevAddr = "127.0.0.1:8080"
 
 func init() {
 	register("dev", func(m *Main) *cobra.Command {
-		cfg, envErr := app.Load(m.Getenv)
-		if m.Getenv("TASKFLOW_ADDR") == "" {
+		cfg, envErr := m.config()
+		if !cfg.Given("TASKFLOW_ADDR") {
 			cfg.Addr = DevAddr
 		}
 		var opts devOptions
@@ -53,11 +53,6 @@ Redis this process uses (the plans read it there). ` + "`make run`" + ` passes b
 				if err := cfg.Validate(); err != nil {
 					return err
 				}
-				// Read again by the workers' dispatcher; checked here so a
-				// bad value stops dev before it serves anything.
-				if _, err := dispatch.InFlightFromEnv(m.Getenv); err != nil {
-					return &ExitError{Code: 2, Err: err}
-				}
 				host, port, err := net.SplitHostPort(cfg.Addr)
 				if err != nil {
 					return fmt.Errorf("--addr %q: %w", cfg.Addr, err)
@@ -77,14 +72,9 @@ Redis this process uses (the plans read it there). ` + "`make run`" + ` passes b
 			},
 		}
 		f := cmd.Flags()
-		f.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address, loopback only (TASKFLOW_ADDR)")
-		f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis URL (REDIS_URL); unset = embedded in-memory server")
-		f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
-		f.StringVar(&cfg.AdminKey, "admin-key", cfg.AdminKey, "admin bearer token (TASKFLOW_ADMIN_KEY); unset = open")
-		f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "handler goroutines (TASKFLOW_CONCURRENCY)")
+		cfg.BindFlags(f, "addr", "redis-url", "namespace", "admin-key", "concurrency", "output-dir")
 		f.StringVar(&opts.servicesFlag, "services", "", "example external services to run in this process: "+strings.Join(tools.Names(), ",")+", or all")
 		f.BoolVar(&opts.demoData, "demo-data", false, "load the plans' demo data into this process's Redis")
-		f.StringVar(&opts.outputDir, "output-dir", serviceEnvOr(m, "TASKFLOW_OUTPUT_DIR", "taskflow-output"), "where the example services write their files (TASKFLOW_OUTPUT_DIR)")
 		return cmd
 	})
 }
@@ -94,7 +84,6 @@ type devOptions struct {
 	servicesFlag string
 	services     []string // example services to run in process
 	demoData     bool
-	outputDir    string
 }
 
 // parseServices reads --services: names of extsvc/tools, comma-separated,
@@ -155,7 +144,7 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 	defer svcDone()
 	if len(opts.services) > 0 {
 		fmt.Fprintf(out, "taskflow dev: example services running in this process: %s (task types %s); files go to %s\n",
-			strings.Join(opts.services, ", "), strings.Join(serviceTypes(opts.services), ", "), opts.outputDir)
+			strings.Join(opts.services, ", "), strings.Join(serviceTypes(opts.services), ", "), cfg.OutputDir)
 	}
 	open := cfg.AdminKey == ""
 	a, err := newAPI(m, ap, open)
@@ -180,27 +169,18 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 		fmt.Fprintf(out, "taskflow dev: plan curl -s -X POST %s/api/v1/plans/complex_dag/execute -d '{\"user_id\":1}'\n", base)
 	}
 
-	errc := make(chan error, 3)
-	go func() {
-		errc <- runEngine(ctx, m, ap, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
+	// the API, the engine and the orchestrator run as one group: the first
+	// part to end stops the others
+	g := rungroup.New(ctx)
+	g.Start("engine", func(ctx context.Context) error {
+		return runEngine(ctx, m, ap, engineRun{workers: true, scheduler: true, concurrency: cfg.Concurrency,
 			grace: cfg.ShutdownGrace})
-	}()
-	go func() { errc <- a.serve(ctx, ln, cfg.ShutdownGrace) }()
+	})
+	g.Start("api", func(ctx context.Context) error { return a.serve(ctx, ln, cfg.ShutdownGrace) })
 	// External services' outcomes, cron, dependencies (orchestrator.go),
 	// counted on the API's /metrics: one process, one registry.
-	go func() { errc <- runOrchestrator(ctx, m, ap, "", a.extras.orch) }()
-	// the first part to end stops the others; a part that ended because
-	// of that stop (or the caller's) did not fail, even when the stop
-	// caught it starting up
-	errs := []error{<-errc}
-	cancel()
-	errs = append(errs, <-errc, <-errc)
-	for i, err := range errs {
-		if errors.Is(err, context.Canceled) {
-			errs[i] = nil
-		}
-	}
-	return errors.Join(errs...)
+	g.Start("orchestrator", func(ctx context.Context) error { return runOrchestrator(ctx, m, ap, "", a.extras.orch) })
+	return g.Wait()
 }
 
 // seedDevDemo loads the plans' demo data where the plans read: the Redis
@@ -236,7 +216,7 @@ func startDevServices(ctx context.Context, m *Main, ap *app.App, opts devOptions
 			stop()
 			return nil, err
 		}
-		spec.Register(svc, tools.Options{OutputDir: opts.outputDir})
+		spec.Register(svc, tools.Options{OutputDir: ap.Config.OutputDir})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -81,7 +81,7 @@ func registerTasks(m *Main, r taskflow.Registrar, deps ...taskDeps) (func() erro
 	if d.Plans != nil {
 		pc.Plans = *d.Plans
 	} else {
-		c, err := config.FromEnv(m.Getenv)
+		c, err := m.config()
 		if err != nil {
 			return nil, err
 		}
@@ -99,21 +99,20 @@ func registerTasks(m *Main, r taskflow.Registrar, deps ...taskDeps) (func() erro
 	return pl.Close, nil
 }
 
-// newSummarize builds the summarize handler from OPENROUTER_* (extractive
-// when no key is set).
+// newSummarize builds the summarize handler from the configuration's
+// OPENROUTER_* settings (extractive when no key is set).
 func newSummarize(m *Main, d taskDeps) (*summarize.Handler, error) {
-	getenv := m.Getenv
-	if d.Redis == nil {
-		getenv = func(k string) string {
-			if k == summarize.EnvRateLimit {
-				return "0" // listing only: no calls are made here
-			}
-			return m.Getenv(k)
-		}
-		// nothing is written in a listing: any namespace will do
-		return summarize.FromEnv(getenv, nil, keyspace.Default)
+	cfg, err := m.config()
+	if err != nil {
+		return nil, err
 	}
-	return summarize.FromEnv(getenv, d.Redis, d.Namespace)
+	if d.Redis == nil {
+		s := cfg.Summarize
+		s.RateLimit = new(0) // listing only: no calls are made here
+		// nothing is written in a listing: any namespace will do
+		return summarize.Open(s, nil, keyspace.Default)
+	}
+	return summarize.Open(cfg.Summarize, d.Redis, d.Namespace)
 }
 
 // taskDependencies maps each task type whose handler declared an outside

@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
@@ -28,7 +27,7 @@ func TestExternalInFlightBadValue(t *testing.T) {
 			t.Run(cmd+"/"+v, func(t *testing.T) {
 				t.Parallel()
 				_, ns := testredis.Client(t)
-				env := map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, dispatch.EnvInFlight: v}
+				env := map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_EXTERNAL_INFLIGHT": v}
 				args := []string{cmd}
 				if cmd == "dev" {
 					args = append(args, "--addr", "127.0.0.1:0")
@@ -36,7 +35,7 @@ func TestExternalInFlightBadValue(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				err := testMain(env, io.Discard).Run(ctx, args)
-				require.ErrorContains(t, err, dispatch.EnvInFlight)
+				require.ErrorContains(t, err, "TASKFLOW_EXTERNAL_INFLIGHT")
 				require.ErrorContains(t, err, fmt.Sprintf("%q", v))
 				var ee *ExitError
 				require.True(t, errors.As(err, &ee), "err = %v", err)
@@ -61,7 +60,7 @@ func TestExternalInFlightTakesEffect(t *testing.T) {
 			t.Parallel()
 			rdb, ns := testredis.Client(t)
 			env := map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_CONCURRENCY": "4",
-				"TASKFLOW_SHUTDOWN_GRACE": "1s", EnvExternalTypes: "slow.run", dispatch.EnvInFlight: c.inFlight}
+				"TASKFLOW_SHUTDOWN_GRACE": "1s", "TASKFLOW_EXTERNAL_TYPES": "slow.run", "TASKFLOW_EXTERNAL_INFLIGHT": c.inFlight}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- testMain(env, io.Discard).Run(ctx, []string{"worker", "--scheduler=false"}) }()

@@ -18,18 +18,38 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/version"
 )
 
-// Main holds what every subcommand shares: its streams and logger. Tests
-// build one with their own buffers.
+// Main holds what every subcommand shares: its streams, its logger and
+// the process's configuration. Tests build one with their own buffers and
+// environment.
 type Main struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
 	Logger *slog.Logger
 	Getenv func(string) string
+
+	// the configuration read from Getenv (config), once per Run
+	cfg    *app.Config
+	cfgErr error
+}
+
+// config is the process's configuration: every setting of
+// internal/config's table, read from the environment once (app.Load).
+// Each command binds its flags onto its own copy (cfg.BindFlags); the
+// parts built deeper down take the settings no flag overrides from here.
+// The error names every wrong variable; a command that runs the
+// deployment's parts refuses to start with it.
+func (m *Main) config() (app.Config, error) {
+	if m.cfg == nil {
+		c, err := app.Load(m.Getenv)
+		m.cfg, m.cfgErr = &c, err
+	}
+	return *m.cfg, m.cfgErr
 }
 
 // NewMain returns a Main wired to the process's streams and environment.
@@ -84,11 +104,17 @@ func (m *Main) Root() *cobra.Command {
 }
 
 // Run executes the command line args and returns the error to report.
-// LOG_LEVEL and LOG_FORMAT, when set, replace the logger every command
-// uses.
+// It reads the configuration first; LOG_LEVEL and LOG_FORMAT, when set,
+// replace the logger every command uses, and a wrong one stops every
+// command. A configuration error exits 2.
 func (m *Main) Run(ctx context.Context, args []string) error {
-	if lv, lf := m.Getenv("LOG_LEVEL"), m.Getenv("LOG_FORMAT"); lv != "" || lf != "" {
-		l, err := config.NewLogger(strings.ToLower(strings.TrimSpace(lv)), strings.ToLower(strings.TrimSpace(lf)), m.Stderr)
+	m.cfg = nil // read afresh: one Run is one process
+	cfg, cfgErr := m.config()
+	if err := config.Only(cfgErr, "LOG_LEVEL", "LOG_FORMAT"); err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	if cfg.Given("LOG_LEVEL") || cfg.Given("LOG_FORMAT") {
+		l, err := config.NewLogger(cfg.LogLevel, cfg.LogFormat, m.Stderr)
 		if err != nil {
 			return &ExitError{Code: 2, Err: err}
 		}
@@ -96,7 +122,12 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	}
 	root := m.Root()
 	root.SetArgs(args)
-	return root.ExecuteContext(ctx)
+	err := root.ExecuteContext(ctx)
+	var ee *ExitError
+	if errors.Is(err, config.ErrInvalid) && !errors.As(err, &ee) {
+		err = &ExitError{Code: 2, Err: err}
+	}
+	return err
 }
 
 // ExitError carries a specific exit code out of a subcommand.

@@ -47,8 +47,7 @@ func mcpMounts(h http.Handler) []httpapi.Mount {
 
 func init() {
 	register("mcp", func(m *Main) *cobra.Command {
-		cfg, envErr := app.Load(m.Getenv)
-		var token string
+		cfg, envErr := m.config()
 		cmd := &cobra.Command{
 			Use:   "mcp",
 			Short: "Serve the MCP tools over stdio, for a desktop agent (docs/mcp.md)",
@@ -66,9 +65,7 @@ process's life. Needs REDIS_URL (the deployment's Redis). Logs go to stderr.`,
 				if cfg.RedisURL == "" {
 					return &ExitError{Code: 2, Err: errors.New("REDIS_URL is not set: `taskflow mcp` serves the tools of the deployment on that Redis")}
 				}
-				if token == "" {
-					token = m.Getenv("TASKFLOW_TOKEN")
-				}
+				token := cfg.Token // --token, else TASKFLOW_TOKEN; none: a new session
 				ctx := cmd.Context()
 				ap, err := app.Open(ctx, cfg, m.Logger)
 				if err != nil {
@@ -105,7 +102,7 @@ process's life. Needs REDIS_URL (the deployment's Redis). Logs go to stderr.`,
 				return srv.RunStdio(ctx, p, &mcp.IOTransport{Reader: io.NopCloser(m.Stdin), Writer: nopWriteCloser{m.Stdout}})
 			},
 		}
-		cmd.Flags().StringVar(&token, "token", "", "act as this session token (or the admin key); default $TASKFLOW_TOKEN, else a new session")
+		cfg.BindFlags(cmd.Flags(), "token")
 		return cmd
 	})
 }

@@ -395,7 +395,7 @@ func TestMCPWaitReportsProgress(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
 	base, _ := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns,
-		"TASKFLOW_ADMIN_KEY": "mcp-progress-admin-key-0123456789", EnvExternalTypes: "slow.job"})
+		"TASKFLOW_ADMIN_KEY": "mcp-progress-admin-key-0123456789", "TASKFLOW_EXTERNAL_TYPES": "slow.job"})
 	reported, release := make(chan struct{}), make(chan struct{})
 	svc, err := extsvc.New(rdb, extsvc.Config{Name: "slow-service", Namespace: ns, Block: 100 * time.Millisecond})
 	require.NoError(t, err)

@@ -70,7 +70,7 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	x.run = append(x.run, x.hub.Run)
 
 	// Result retrieval: get_task_result, list_user_tasks.
-	res, closeResults, err := openResults(m, st, cfg.DatabaseURL, cfg.ArtifactDir)
+	res, closeResults, err := openResults(st, cfg)
 	if err != nil {
 		x.plans.Close()
 		return x, err

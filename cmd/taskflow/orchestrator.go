@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +21,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc/tools"
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/archive"
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/cron"
 	"github.com/taskflow/taskflow/internal/depend"
 	"github.com/taskflow/taskflow/internal/dispatch"
@@ -32,8 +31,7 @@ import (
 	"github.com/taskflow/taskflow/internal/notify"
 	"github.com/taskflow/taskflow/internal/outcome"
 	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/retry"
-	"github.com/taskflow/taskflow/internal/seconds"
+	"github.com/taskflow/taskflow/internal/rungroup"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/task"
@@ -41,34 +39,26 @@ import (
 
 func init() { register("orchestrator", newOrchestratorCommand) }
 
-// EnvExternalTypes lists the task types performed by external services
-// (comma-separated). Default: the example services' types and the Node
-// example's text.wordcount.
-const EnvExternalTypes = "TASKFLOW_EXTERNAL_TYPES"
-
-// externalTypes reads TASKFLOW_EXTERNAL_TYPES.
+// externalTypes are the task types external services perform: the
+// configuration's (TASKFLOW_EXTERNAL_TYPES), else the example services'
+// and the Node example's text.wordcount.
 func externalTypes(m *Main) []string {
-	v := strings.TrimSpace(m.Getenv(EnvExternalTypes))
-	if v == "" {
-		var out []string
-		for _, n := range tools.Names() {
-			out = append(out, tools.Catalog[n].Types...)
-		}
-		out = append(out, "text.wordcount")
-		sort.Strings(out)
-		return out
+	cfg, _ := m.config() // a list is always read; other variables' errors stop the commands that run parts
+	if cfg.External.Types != nil {
+		return cfg.External.Types
 	}
 	var out []string
-	for _, t := range strings.Split(v, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			out = append(out, t)
-		}
+	for _, n := range tools.Names() {
+		out = append(out, tools.Catalog[n].Types...)
 	}
+	out = append(out, "text.wordcount")
+	sort.Strings(out)
 	return out
 }
 
 // registerExternal makes the dispatcher the handler of every external task
-// type on mux (newTaskMux calls it), bounded by TASKFLOW_EXTERNAL_INFLIGHT.
+// type on mux (newTaskMux calls it), bounded by the configuration's
+// in-flight bound (TASKFLOW_EXTERNAL_INFLIGHT).
 // Without Redis (a process that only lists the types) the handlers are
 // placeholders that never run.
 func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
@@ -76,7 +66,7 @@ func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 	if l, ok := r.(interface{ Types() []string }); ok {
 		for _, t := range types {
 			if slices.Contains(l.Types(), t) {
-				return fmt.Errorf("%s: %q is already an in-process task type", EnvExternalTypes, t)
+				return fmt.Errorf("TASKFLOW_EXTERNAL_TYPES: %q is already an in-process task type", t)
 			}
 		}
 	}
@@ -88,7 +78,7 @@ func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 		}
 		return nil
 	}
-	inFlight, err := dispatch.InFlightFromEnv(m.Getenv)
+	cfg, err := m.config()
 	if err != nil {
 		return err
 	}
@@ -96,7 +86,7 @@ func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 	if st == nil {
 		return errors.New("external task types: the dispatcher needs the process's store")
 	}
-	disp := dispatch.New(st, dispatch.Config{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: inFlight})
+	disp := dispatch.New(st, dispatch.Config{DefaultTimeout: d.DefaultTimeout, Logger: m.Logger, InFlight: cfg.External.InFlight})
 	for _, t := range types {
 		r.Handle(t, disp)
 	}
@@ -107,19 +97,19 @@ func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 // and list_user_tasks) the service layer answers with. With a
 // DATABASE_URL, results that have left Redis are read back from the
 // archive; the returned func closes it.
-func openResults(m *Main, st *store.Store, databaseURL, artifactDir string) (*result.Results, func(), error) {
+func openResults(st *store.Store, cfg config.Config) (*result.Results, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
-	if databaseURL != "" {
+	if cfg.DatabaseURL != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var err error
-		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: databaseURL, Schema: m.Getenv("TASKFLOW_ARCHIVE_SCHEMA")}); err != nil {
+		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: cfg.DatabaseURL, Schema: cfg.ArchiveSchema}); err != nil {
 			return nil, nil, err
 		}
 		closeFn = arc.Close
 	}
-	return result.New(st, result.Config{Archive: arc, ArtifactDir: artifactDir}), closeFn, nil
+	return result.New(st, result.Config{Archive: arc, ArtifactDir: cfg.ArtifactDir}), closeFn, nil
 }
 
 // externalMetrics are the external path's series on one /metrics registry:
@@ -154,26 +144,24 @@ func newExternalMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, ns
 
 // runOrchestrator runs the agent side until ctx ends (also used by
 // `taskflow dev`): the outcome consumer (agent-group), the handoff
-// watcher, cron, dependency releases, the archiver and the in-process
-// notifier. databaseURL "" runs without the archive; mt counts the
-// outcomes it applies and the followers' gaps (nil: none are counted).
+// watcher, cron, dependency releases, the archiver (when DATABASE_URL is
+// set) and the in-process notifier, as one group: the first to stop, or
+// the end of ctx, stops them all. mt counts the outcomes it applies and
+// the followers' gaps (nil: none are counted).
 //
-// It works on the process's one store (a.Store): the transitions it applies
-// (failures of external tasks, cron firings, dependency releases) follow the
-// same MAX_TASK_AGE, MAX_RETRIES and retry ratios as the workers'.
+// It works on the process's one store (a.Store) and configuration
+// (a.Config): the transitions it applies (failures of external tasks,
+// cron firings, dependency releases) follow the same MAX_TASK_AGE,
+// MAX_RETRIES and retry ratios as the workers'.
 func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, mt *externalMetrics) error {
-	bo, err := backoffFromEnv(m.Getenv)
-	if err != nil {
-		return &ExitError{Code: 2, Err: err}
-	}
-	rdb, st, databaseURL := a.Redis, a.Store, a.Config.DatabaseURL
+	rdb, st, cfg := a.Redis, a.Store, a.Config
 	note, err := notify.New(rdb, notify.Config{Namespace: st.Namespace()})
 	if err != nil {
 		return err
 	}
 	var arc *archive.Archive
-	if databaseURL != "" {
-		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: databaseURL, Schema: m.Getenv("TASKFLOW_ARCHIVE_SCHEMA")}); err != nil {
+	if cfg.DatabaseURL != "" {
+		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: cfg.DatabaseURL, Schema: cfg.ArchiveSchema}); err != nil {
 			return err
 		}
 		defer arc.Close()
@@ -184,44 +172,36 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	if err != nil {
 		return &ExitError{Code: 2, Err: err}
 	}
-	cfg := outcome.Config{Consumer: consumer, Logger: m.Logger, Backoff: bo, Types: types}
+	oc := outcome.Config{Consumer: consumer, Logger: m.Logger, Backoff: cfg.External.Backoff, Types: types}
 	if mt != nil {
-		cfg.Observe = mt.outcomes.Observe
+		oc.Observe = mt.outcomes.Observe
 	}
-	o, err := outcome.New(st, note, arc, cfg)
+	o, err := outcome.New(st, note, arc, oc)
 	if err != nil {
 		return err
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
 	// The attempts handed off to the services: timeouts, dead services,
 	// cancels.
 	w, err := handoff.New(st, note, arc, handoff.Config{Logger: m.Logger})
 	if err != nil {
 		return err
 	}
-	watchDone := make(chan error, 1)
-	go func() { watchDone <- w.Run(ctx) }()
+	g := rungroup.New(ctx)
+	g.Start("outcome consumer", o.Run)
+	g.Start("handoff watcher", w.Run)
 	// Recurring schedules fire from every orchestrator: each due time
 	// creates one task whatever the number of processes.
-	cr := cron.New(st, cron.Config{Logger: m.Logger})
-	cronDone := make(chan error, 1)
-	go func() { cronDone <- cr.Run(ctx) }()
+	g.Start("cron", cron.New(st, cron.Config{Logger: m.Logger}).Run)
 	// Tasks waiting for others are released (or cancelled) as their
 	// dependencies finish.
-	deps := depend.New(st, depend.Config{Logger: m.Logger})
-	depsDone := make(chan error, 1)
-	go func() { depsDone <- deps.Run(ctx) }()
+	g.Start("dependency releases", depend.New(st, depend.Config{Logger: m.Logger}).Run)
 	// Every finished task, in-process ones too, goes to the archive.
-	archDone := make(chan error, 1)
 	if arc != nil {
-		a := follower.NewArchiver(st, arc, m.Logger)
+		ar := follower.NewArchiver(st, arc, m.Logger)
 		if mt != nil {
-			a.OnGap(mt.gaps.Gap("archiver"))
+			ar.OnGap(mt.gaps.Gap("archiver"))
 		}
-		go func() { archDone <- a.Run(ctx) }()
-	} else {
-		archDone <- nil
+		g.Start("archiver", ar.Run)
 	}
 	// Sessions hear of their in-process tasks' ends as of external ones'
 	// (the outcome consumer announces those).
@@ -230,16 +210,8 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 	if mt != nil {
 		nt.OnGap(mt.gaps.Gap("notifier"))
 	}
-	noticeDone := make(chan error, 1)
-	go func() { noticeDone <- nt.Run(ctx) }()
-	err = o.Run(ctx)
-	stop() // the consumer failed to start, or ctx ended: the others stop too
-	<-watchDone
-	<-cronDone
-	<-depsDone
-	<-archDone
-	<-noticeDone
-	return err
+	g.Start("in-process notifier", nt.Run)
+	return g.Wait()
 }
 
 // processStart is where the in-process notifier's first run starts (no
@@ -247,57 +219,16 @@ func runOrchestrator(ctx context.Context, m *Main, a *app.App, consumer string, 
 // not announced. `taskflow dev` serves requests only after it.
 var processStart = time.Now()
 
-// The environment variables of retry delay of external
-// tasks' transient failures (the number of retries is the task's
-// max_retries: MAX_RETRIES by default).
-const (
-	EnvBackoffInitial = "TASKFLOW_EXTERNAL_BACKOFF_INITIAL" // duration, default 1s
-	EnvBackoffMax     = "TASKFLOW_EXTERNAL_BACKOFF_MAX"     // duration, default 60s
-	EnvBackoffJitter  = "TASKFLOW_EXTERNAL_BACKOFF_JITTER"  // fraction in [0, 1), default 0.2
-)
-
-// backoffFromEnv reads the external retry delay; unset variables keep
-// defaults.
-func backoffFromEnv(getenv func(string) string) (retry.Backoff, error) {
-	var b retry.Backoff
-	for _, d := range []struct {
-		name string
-		into *time.Duration
-	}{{EnvBackoffInitial, &b.Initial}, {EnvBackoffMax, &b.Max}} {
-		v := strings.TrimSpace(getenv(d.name))
-		if v == "" {
-			continue
-		}
-		x, err := seconds.Parse(v) // the one rule: seconds or a duration
-		if err != nil || x <= 0 {
-			return b, fmt.Errorf("%s: %q is not a positive number of seconds or duration like 1, 0.5 or 500ms", d.name, v)
-		}
-		*d.into = x
-	}
-	if v := strings.TrimSpace(getenv(EnvBackoffJitter)); v != "" {
-		j, err := strconv.ParseFloat(v, 64)
-		if err != nil || j < 0 || j >= 1 {
-			return b, fmt.Errorf("%s: %q is not a fraction in [0, 1) like 0.2", EnvBackoffJitter, v)
-		}
-		b.Jitter = new(j) // 0: no jitter
-	}
-	b = b.WithDefaults()
-	if err := b.Validate(); err != nil {
-		return b, fmt.Errorf("%s / %s: %w", EnvBackoffInitial, EnvBackoffMax, err)
-	}
-	return b, nil
-}
-
 func newOrchestratorCommand(m *Main) *cobra.Command {
-	cfg, envErr := app.Load(m.Getenv)
-	var consumer, metricsAddr string
+	cfg, envErr := m.config()
+	var consumer string
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
 		Short: "Apply external services' outcomes (consumer group agent-group): results, notifications, archive",
 		Long: "Consumes agent:stream:task.completed / .failed / .timeout / .progress in the consumer group agent-group\n" +
 			"and applies each event through the store's transitions, then caches the result, notifies the session\n" +
 			"and archives the task (DATABASE_URL). Run any number of them. Workers dispatch the external types\n" +
-			"(" + EnvExternalTypes + ").",
+			"(TASKFLOW_EXTERNAL_TYPES).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if envErr != nil {
@@ -313,8 +244,8 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 			defer a.Close()
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-			if metricsAddr != "" {
-				ln, err := net.Listen("tcp", metricsAddr)
+			if cfg.MetricsAddr != "" {
+				ln, err := net.Listen("tcp", cfg.MetricsAddr)
 				if err != nil {
 					return &ExitError{Code: 2, Err: fmt.Errorf("orchestrator: --metrics-addr: %w", err)}
 				}
@@ -333,9 +264,7 @@ func newOrchestratorCommand(m *Main) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis to use (REDIS_URL)")
-	f.StringVar(&cfg.Config.Namespace, "namespace", cfg.Config.Namespace, "key namespace (TASKFLOW_NAMESPACE)")
+	cfg.BindFlags(f, "redis-url", "namespace", "metrics-addr")
 	f.StringVar(&consumer, "consumer", "", "consumer name in agent-group (default agent-<host>-<pid>)")
-	f.StringVar(&metricsAddr, "metrics-addr", serviceEnvOr(m, "TASKFLOW_ORCHESTRATOR_METRICS_ADDR", ""), "serve Prometheus metrics here, e.g. 127.0.0.1:9102 (TASKFLOW_ORCHESTRATOR_METRICS_ADDR)")
 	return cmd
 }

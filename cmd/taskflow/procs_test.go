@@ -54,9 +54,9 @@ func TestSchedulerAndWorkerCommands(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	eng, err := app.EngineFromEnv(func(k string) string { return env[k] }, ns)
+	cfg, err := app.Load(func(k string) string { return env[k] })
 	require.NoError(t, err)
-	st, err := store.New(rdb, eng.Store)
+	st, err := store.New(rdb, cfg.Engine.Store) // the namespace: TASKFLOW_NAMESPACE
 	require.NoError(t, err)
 	state := func(id string) task.State {
 		tk, err := st.Get(ctx, id)

@@ -10,7 +10,7 @@ import (
 
 func init() {
 	register("scheduler", func(m *Main) *cobra.Command {
-		cfg, envErr := app.Load(m.Getenv)
+		cfg, envErr := m.config()
 		cmd := &cobra.Command{
 			Use:   "scheduler",
 			Short: "Run the scheduler alone: due retries, delayed tasks, expired leases, the max-age rule, retention",
@@ -34,13 +34,11 @@ script over a bounded batch, so any number of schedulers may run at once
 					return err
 				}
 				defer a.Close()
-				m.Logger.Info("taskflow scheduler running", "namespace", cfg.Config.Namespace)
+				m.Logger.Info("taskflow scheduler running", "namespace", cfg.Namespace)
 				return runEngine(cmd.Context(), m, a, engineRun{scheduler: true})
 			},
 		}
-		f := cmd.Flags()
-		f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis URL (REDIS_URL)")
-		f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
+		cfg.BindFlags(cmd.Flags(), "redis-url", "namespace")
 		return cmd
 	})
 }

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	register("seed-demo", func(m *Main) *cobra.Command {
-		var redisURL, prefix string
+		cfg, _ := m.config() // its settings have no parse rules
 		cmd := &cobra.Command{
 			Use:   "seed-demo",
 			Short: "Load the plan engine's demo data (users, follow/recommendation/media lists) into the Redis you name",
@@ -25,16 +25,14 @@ anything; running it twice is harmless.`,
   taskflow seed-demo --redis-url redis://127.0.0.1:6379/0 --key-prefix demo:`,
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
-				for _, v := range []string{"TASKFLOW_PLAN_REDIS_URL", "REDIS_URL"} {
-					if redisURL == "" {
-						redisURL = m.Getenv(v)
-					}
+				// --redis-url, else the plans' Redis: TASKFLOW_PLAN_REDIS_URL,
+				// else REDIS_URL
+				redisURL, prefix := cfg.PlanRedisURL(), cfg.Plans.KeyPrefix
+				if cmd.Flags().Changed("redis-url") {
+					redisURL = cfg.RedisURL
 				}
 				if redisURL == "" {
 					return fmt.Errorf("seed-demo writes only to a Redis you name: give --redis-url or set REDIS_URL (e.g. the address `taskflow dev` prints)")
-				}
-				if !cmd.Flags().Changed("key-prefix") {
-					prefix = m.Getenv("RANKD_KEY_PREFIX")
 				}
 				addr, err := redisconn.Addrs(redisURL)
 				if err != nil {
@@ -55,8 +53,8 @@ anything; running it twice is harmless.`,
 				return err
 			},
 		}
-		cmd.Flags().StringVar(&redisURL, "redis-url", "", "Redis to write to (default $TASKFLOW_PLAN_REDIS_URL, else $REDIS_URL; one of them is required)")
-		cmd.Flags().StringVar(&prefix, "key-prefix", "", "prefix of every key written (default $RANKD_KEY_PREFIX)")
+		cfg.BindFlags(cmd.Flags(), "redis-url", "key-prefix")
+		cmd.Flags().Lookup("redis-url").Usage = "Redis to write to (default TASKFLOW_PLAN_REDIS_URL, else REDIS_URL; one of them is required)"
 		return cmd
 	})
 }

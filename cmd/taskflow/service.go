@@ -17,10 +17,11 @@ func init() { register("service", newServiceCommand) }
 // newServiceCommand runs one of the example external services
 // (extsvc/tools) against REDIS_URL until interrupted.
 func newServiceCommand(m *Main) *cobra.Command {
+	// Only settings without parse rules concern a service (Redis,
+	// namespace, output and artifact directories): the others' errors are
+	// for the commands that read them.
+	cfg, _ := m.config()
 	var (
-		redisURL    string
-		namespace   string
-		outputDir   string
 		consumer    string
 		concurrency int
 	)
@@ -36,38 +37,28 @@ func newServiceCommand(m *Main) *cobra.Command {
 			if !ok {
 				return &ExitError{Code: 2, Err: fmt.Errorf("service: unknown service %q (want one of %s)", args[0], strings.Join(tools.Names(), ", "))}
 			}
-			if redisURL == "" {
+			if cfg.RedisURL == "" {
 				return &ExitError{Code: 2, Err: errors.New("service: REDIS_URL (or --redis-url) is required")}
 			}
-			rdb, err := redisconn.Open(cmd.Context(), redisURL, redisconn.Options{NoPing: true})
+			rdb, err := redisconn.Open(cmd.Context(), cfg.RedisURL, redisconn.Options{NoPing: true})
 			if err != nil {
 				return &ExitError{Code: 2, Err: fmt.Errorf("service: REDIS_URL: %w", err)}
 			}
 			defer rdb.Close()
-			svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: namespace, Consumer: consumer,
-				Concurrency: concurrency, Logger: m.Logger, ArtifactDir: m.Getenv("TASKFLOW_ARTIFACT_DIR")})
+			svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: cfg.Namespace, Consumer: consumer,
+				Concurrency: concurrency, Logger: m.Logger, ArtifactDir: cfg.ArtifactDir})
 			if err != nil {
 				return &ExitError{Code: 2, Err: err}
 			}
-			spec.Register(svc, tools.Options{OutputDir: outputDir})
+			spec.Register(svc, tools.Options{OutputDir: cfg.OutputDir})
 			fmt.Fprintf(m.Stdout, "%s (%s) consuming %s as %s; output in %s\n", spec.Service, strings.Join(spec.Types, ", "),
-				"agent:stream:task.create", svc.Consumer(), tools.Options{OutputDir: outputDir}.WithDefaults().OutputDir)
+				"agent:stream:task.create", svc.Consumer(), tools.Options{OutputDir: cfg.OutputDir}.WithDefaults().OutputDir)
 			return svc.Run(cmd.Context())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&redisURL, "redis-url", m.Getenv("REDIS_URL"), "Redis to use (REDIS_URL)")
-	f.StringVar(&namespace, "namespace", serviceEnvOr(m, "TASKFLOW_NAMESPACE", "taskflow"), "key namespace (TASKFLOW_NAMESPACE)")
-	f.StringVar(&outputDir, "output-dir", serviceEnvOr(m, "TASKFLOW_OUTPUT_DIR", "taskflow-output"), "where output files go (TASKFLOW_OUTPUT_DIR)")
+	cfg.BindFlags(f, "redis-url", "namespace", "output-dir")
 	f.StringVar(&consumer, "consumer", "", "consumer name in the group (default NAME-worker-<host>-<pid>)")
 	f.IntVar(&concurrency, "concurrency", 5, "tasks run at once")
 	return cmd
-}
-
-// serviceEnvOr is getenv with a default, local to the service command.
-func serviceEnvOr(m *Main, name, def string) string {
-	if v := m.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

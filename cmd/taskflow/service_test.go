@@ -5,13 +5,13 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/testredis"
 )
 
@@ -26,7 +26,7 @@ func TestServiceCommandErrors(t *testing.T) {
 		"NoRedis":        {[]string{"service", "report"}, nil, "REDIS_URL"},
 		"BadRedisURL":    {[]string{"service", "report"}, map[string]string{"REDIS_URL": "http://x"}, "REDIS_URL"},
 		"OrchNoRedis":    {[]string{"orchestrator"}, nil, "REDIS_URL"},
-		"OrchBadBackoff": {[]string{"orchestrator"}, map[string]string{"REDIS_URL": testredis.URL(), EnvBackoffJitter: "1.5"}, EnvBackoffJitter},
+		"OrchBadBackoff": {[]string{"orchestrator"}, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_EXTERNAL_BACKOFF_JITTER": "1.5"}, "TASKFLOW_EXTERNAL_BACKOFF_JITTER"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -46,13 +46,15 @@ func TestExternalTypes(t *testing.T) {
 	def := externalTypes(testMain(nil, nil))
 	require.Contains(t, def, "report.generate")
 	require.Contains(t, def, "text.wordcount")
-	got := externalTypes(testMain(map[string]string{EnvExternalTypes: " a.b , c "}, nil))
+	require.Equal(t, config.Lookup("TASKFLOW_EXTERNAL_TYPES").Default, strings.Join(def, ","),
+		"the configuration table documents the binary's default")
+	got := externalTypes(testMain(map[string]string{"TASKFLOW_EXTERNAL_TYPES": " a.b , c "}, nil))
 	require.Equal(t, []string{"a.b", "c"}, got)
 
 	// A type both in-process and external is refused.
-	_, err := newTaskMux(testMain(map[string]string{EnvExternalTypes: "summarize"}, nil))
+	_, err := newTaskMux(testMain(map[string]string{"TASKFLOW_EXTERNAL_TYPES": "summarize"}, nil))
 	require.ErrorContains(t, err, "already an in-process task type")
-	_, err = taskTypes(testMain(map[string]string{EnvExternalTypes: "summarize"}, nil), nil, nil, keyspace.Default)
+	_, err = taskTypes(testMain(map[string]string{"TASKFLOW_EXTERNAL_TYPES": "summarize"}, nil), nil, nil, keyspace.Default)
 	require.ErrorContains(t, err, "already an in-process task type")
 }
 
@@ -62,7 +64,7 @@ func TestExternalTypes(t *testing.T) {
 // type has a description.
 func TestRegistryMatchesWorkers(t *testing.T) {
 	t.Parallel()
-	for _, env := range []map[string]string{nil, {EnvExternalTypes: "x.one,y.two"}} {
+	for _, env := range []map[string]string{nil, {"TASKFLOW_EXTERNAL_TYPES": "x.one,y.two"}} {
 		m := testMain(env, nil)
 		mux, err := newTaskMux(m)
 		require.NoError(t, err)
@@ -75,31 +77,6 @@ func TestRegistryMatchesWorkers(t *testing.T) {
 			if !tt.External {
 				require.NotEmpty(t, tt.Description, tt.Name)
 			}
-		}
-	}
-}
-
-// TestBackoffFromEnv: defaults when unset; each variable
-// overrides its field; a bad value is refused naming the variable.
-func TestBackoffFromEnv(t *testing.T) {
-	t.Parallel()
-	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	b, err := backoffFromEnv(env(nil))
-	require.NoError(t, err)
-	require.Equal(t, retry.Backoff{Initial: time.Second, Max: time.Minute, Jitter: new(0.2)}, b)
-	b, err = backoffFromEnv(env(map[string]string{EnvBackoffInitial: "250ms", EnvBackoffMax: "5s", EnvBackoffJitter: "0"}))
-	require.NoError(t, err)
-	require.Equal(t, retry.Backoff{Initial: 250 * time.Millisecond, Max: 5 * time.Second, Jitter: new(0.0)}, b)
-	for name, kv := range map[string]map[string]string{
-		EnvBackoffInitial: {EnvBackoffInitial: "soon"},
-		EnvBackoffMax:     {EnvBackoffMax: "-1s"},
-		EnvBackoffJitter:  {EnvBackoffJitter: "x"},
-		"MaxBelowInitial": {EnvBackoffInitial: "10s", EnvBackoffMax: "1s"},
-	} {
-		_, err := backoffFromEnv(env(kv))
-		require.Error(t, err, name)
-		for k := range kv {
-			require.ErrorContains(t, err, k, name)
 		}
 	}
 }

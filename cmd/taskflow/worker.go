@@ -10,13 +10,12 @@ import (
 	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/app"
 	"github.com/taskflow/taskflow/internal/bridge"
-	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/scheduler"
 )
 
 func init() {
 	register("worker", func(m *Main) *cobra.Command {
-		cfg, envErr := app.Load(m.Getenv)
+		cfg, envErr := m.config()
 		var withScheduler bool
 		var id string
 		cmd := &cobra.Command{
@@ -36,11 +35,6 @@ several schedulers at once do no harm.`,
 				if cfg.RedisURL == "" {
 					return errors.New("REDIS_URL is not set: `taskflow worker` needs a Redis")
 				}
-				// Read again by the dispatcher; checked here so a bad value
-				// stops the process before it connects.
-				if _, err := dispatch.InFlightFromEnv(m.Getenv); err != nil {
-					return &ExitError{Code: 2, Err: err}
-				}
 				a, err := app.Open(cmd.Context(), cfg, m.Logger)
 				if err != nil {
 					return err
@@ -53,9 +47,7 @@ several schedulers at once do no harm.`,
 			},
 		}
 		f := cmd.Flags()
-		f.StringVar(&cfg.RedisURL, "redis-url", cfg.RedisURL, "Redis URL (REDIS_URL)")
-		f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
-		f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "handler goroutines (TASKFLOW_CONCURRENCY)")
+		cfg.BindFlags(f, "redis-url", "namespace", "concurrency")
 		f.BoolVar(&withScheduler, "scheduler", true, "also run the scheduler in this process")
 		f.StringVar(&id, "id", "", "worker id (default <host>-<pid>-<random>)")
 		return cmd

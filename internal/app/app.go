@@ -19,21 +19,17 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 )
 
-// Config is everything a process reads: the server and client settings
-// (config.Config) and the engine's.
-type Config struct {
-	config.Config
-	Engine Engine
-}
+// Config is everything a process reads: the one configuration of
+// internal/config (server, client, engine, external path, plans,
+// summarize).
+type Config = config.Config
 
-// Load reads the configuration from the environment through getenv. The
-// values are the defaults of the command's flags, which may override
-// them before Open. An error names every variable that is wrong.
-func Load(getenv func(string) string) (Config, error) {
-	c, err := config.FromEnv(getenv)
-	eng, engErr := EngineFromEnv(getenv, c.Namespace)
-	return Config{Config: c, Engine: eng}, errors.Join(err, engErr)
-}
+// Load reads the configuration from the environment through getenv, once
+// per process: every setting of internal/config's table. The values are
+// the defaults of the command's flags (config.Config.BindFlags), which
+// may override them before Open. An error names every variable that is
+// wrong.
+func Load(getenv func(string) string) (Config, error) { return config.Load(getenv) }
 
 // App is what one process builds once from its Config: the Redis client
 // and the task store every component shares.
@@ -70,7 +66,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*App, error) {
 	}
 	a := &App{Config: cfg, Logger: logger, Redis: rdb}
 	sc := cfg.Engine.Store
-	sc.Namespace = cfg.Config.Namespace
+	sc.Namespace = cfg.Namespace
 	sc.SessionIndexTTL = cfg.SessionTTL // a session's task index lives as long as the session
 	if a.Store, err = store.New(rdb, sc); err != nil {
 		_ = rdb.Close()

@@ -1,8 +1,17 @@
-// Package config holds the one configuration struct of the taskflow binary:
-// where it listens, which Redis it uses, how clients authenticate, and the
-// limits of the HTTP API. Values come from environment variables (the original
-// names where it has them) and are overridden by command-line flags.
+// Package config is the one configuration of taskflow's binaries: the
+// typed Config every part of a process is built from, and the table
+// (Settings) that fills it in — for each setting its environment
+// variable, its flag, its default, its documentation, its parse rule and
+// its place in Config. Load reads the table once per process; BindFlags
+// binds the flags of the settings a command uses, so a flag overrides its
+// variable by the same rule; the README's configuration table is
+// generated from the same table (go run ./internal/config/gen).
+//
+// Nothing else in the product reads the environment (internal/layering
+// checks it).
 package config
+
+//go:generate go run ./gen
 
 import (
 	"errors"
@@ -11,18 +20,22 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/seconds"
+	"github.com/taskflow/taskflow/internal/retry"
+	"github.com/taskflow/taskflow/internal/scheduler"
+	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/summarize"
+	"github.com/taskflow/taskflow/internal/worker"
 )
 
-// Config is the configuration shared by `taskflow api`, `taskflow dev` and
-// the client commands. The zero value is not ready: call WithDefaults.
+// Config is the whole configuration of a process: the server's and the
+// client commands', the engine's, the external path's, the plan engine's
+// and the summarize task's. Load fills it in from the environment; the
+// zero value is not ready: call WithDefaults. Each field names its
+// variable; the table (Settings) says how it is read.
 type Config struct {
 	// Addr is the HTTP listen address (TASKFLOW_ADDR, --addr).
 	// Default ":8080"; `taskflow dev` forces a loopback host.
@@ -73,8 +86,10 @@ type Config struct {
 	// APIURL is where client commands send requests (TASKFLOW_URL, --url).
 	// Default "http://127.0.0.1:8080".
 	APIURL string
-	// Token is the bearer token client commands send (TASKFLOW_TOKEN,
-	// --token; falls back to TASKFLOW_ADMIN_KEY). Default empty.
+	// Token is the bearer token given to the client commands and `taskflow
+	// mcp` (TASKFLOW_TOKEN, --token). Default empty: the client commands
+	// then send the admin key (ClientToken), `taskflow mcp` opens a
+	// session.
 	Token string
 	// SessionRateLimit is how many sessions one client address may open
 	// per minute (TASKFLOW_SESSION_RATE_LIMIT), shared by every API
@@ -90,6 +105,55 @@ type Config struct {
 	// LogFormat is how log lines are written (LOG_FORMAT: text or json).
 	// Default "text".
 	LogFormat string
+	// GOGC is the Go runtime's GC target as the environment sets it
+	// (GOGC). Default empty: `taskflow api` then runs with 400.
+	GOGC string
+	// ArchiveSchema is the PostgreSQL schema of the archive's table
+	// (TASKFLOW_ARCHIVE_SCHEMA). Default empty: the archive's ("taskflow").
+	ArchiveSchema string
+	// OutputDir is where the example services write their files
+	// (TASKFLOW_OUTPUT_DIR, --output-dir). Default "taskflow-output".
+	OutputDir string
+	// MetricsAddr is where `taskflow orchestrator` serves Prometheus
+	// metrics (TASKFLOW_ORCHESTRATOR_METRICS_ADDR, --metrics-addr).
+	// Default empty: none.
+	MetricsAddr string
+	// Engine are the store's, the workers' and the scheduler's settings.
+	Engine Engine
+	// External are the settings of the external path: which task types
+	// the services perform, the in-flight bound, the retry delay.
+	External External
+	// Summarize are the summarize task's LLM and its rate limit
+	// (OPENROUTER_*).
+	Summarize summarize.Settings
+
+	// given are the variables the environment set (not blank).
+	given map[string]bool
+}
+
+// Engine is the engine's configuration: the store, the workers and the
+// scheduler. Unset variables leave a field at its zero value, so the
+// packages' own defaults apply.
+type Engine struct {
+	Store     store.Config
+	Worker    worker.Config
+	Scheduler scheduler.Config
+}
+
+// External is the configuration of the external path (docs/protocol.md).
+type External struct {
+	// Types are the task types performed by external services
+	// (TASKFLOW_EXTERNAL_TYPES, comma-separated). nil: the example
+	// services' types and text.wordcount (the binary knows them).
+	Types []string
+	// InFlight bounds the attempts of one external type dispatched and
+	// unfinished at once (TASKFLOW_EXTERNAL_INFLIGHT). 0: the dispatcher's
+	// default (64); -1: no bound.
+	InFlight int
+	// Backoff is the retry delay of an external task's transient failure
+	// (TASKFLOW_EXTERNAL_BACKOFF_INITIAL, _MAX, _JITTER), defaults filled
+	// in.
+	Backoff retry.Backoff
 }
 
 // Defaults, named so that docs and tests can refer to them.
@@ -106,9 +170,10 @@ const (
 	DefaultSessionRateLimit = 30
 	DefaultLogLevel         = "info"
 	DefaultLogFormat        = "text"
+	DefaultOutputDir        = "taskflow-output"
 )
 
-// ErrInvalid is wrapped by every error Validate and FromEnv return.
+// ErrInvalid is wrapped by every error Validate and Load return.
 var ErrInvalid = errors.New("invalid configuration")
 
 // WithDefaults returns c with every unset field set to its default.
@@ -152,7 +217,23 @@ func (c Config) WithDefaults() Config {
 	if c.LogFormat == "" {
 		c.LogFormat = DefaultLogFormat
 	}
+	if c.OutputDir == "" {
+		c.OutputDir = DefaultOutputDir
+	}
 	return c
+}
+
+// Given says whether the environment Load read set the variable (to
+// something other than blanks).
+func (c Config) Given(env string) bool { return c.given[env] }
+
+// ClientToken is the bearer token of the client commands: TASKFLOW_TOKEN
+// (or --token), else the admin key.
+func (c Config) ClientToken() string {
+	if c.Token != "" {
+		return c.Token
+	}
+	return c.AdminKey
 }
 
 // Validate says in words what is wrong with c (after WithDefaults).
@@ -204,136 +285,6 @@ func (c Config) Validate() error {
 		bad("TASKFLOW_URL", "%q is not an http(s) URL", c.APIURL)
 	}
 	return errors.Join(errs...)
-}
-
-// FromEnv reads the environment through getenv and returns the config with
-// defaults filled in. A variable that is set but cannot be parsed is an error
-// naming it.
-func FromEnv(getenv func(string) string) (Config, error) {
-	var c Config
-	var errs []error
-	unparsed := map[string]bool{}
-	c.Addr = getenv("TASKFLOW_ADDR")
-	c.RedisURL = getenv("REDIS_URL")
-	c.Namespace = getenv("TASKFLOW_NAMESPACE")
-	c.AdminKey = getenv("TASKFLOW_ADMIN_KEY")
-	c.DatabaseURL = getenv("DATABASE_URL")
-	c.ArtifactDir = getenv("TASKFLOW_ARTIFACT_DIR")
-	c.Plans.RedisURL = getenv("TASKFLOW_PLAN_REDIS_URL")
-	c.Plans.KeyPrefix = getenv("RANKD_KEY_PREFIX")
-	c.Plans.Dir = getenv("TASKFLOW_PLAN_DIR")
-	if v := strings.TrimSpace(getenv("TASKFLOW_PLAN_DEADLINE_MS")); v != "" {
-		ms, err := strconv.Atoi(v)
-		if err != nil || ms <= 0 {
-			errs = append(errs, fmt.Errorf("%w: TASKFLOW_PLAN_DEADLINE_MS: %q is not a positive number of milliseconds", ErrInvalid, v))
-		} else {
-			c.Plans.Deadline = time.Duration(ms) * time.Millisecond
-		}
-	}
-	c.APIURL = getenv("TASKFLOW_URL")
-	c.Token = getenv("TASKFLOW_TOKEN")
-	if c.Token == "" {
-		c.Token = c.AdminKey
-	}
-	if v := getenv("TASKFLOW_MAX_BODY_BYTES"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: TASKFLOW_MAX_BODY_BYTES: %q is not an integer", ErrInvalid, v))
-			unparsed["TASKFLOW_MAX_BODY_BYTES"] = true
-		}
-		c.MaxBodyBytes = n
-	}
-	if v := getenv("TASKFLOW_MAX_CONTENT_BYTES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: TASKFLOW_MAX_CONTENT_BYTES: %q is not an integer", ErrInvalid, v))
-			unparsed["TASKFLOW_MAX_CONTENT_BYTES"] = true
-		}
-		c.MaxContentBytes = n
-	}
-	if v := getenv("TASKFLOW_CONCURRENCY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: TASKFLOW_CONCURRENCY: %q is not an integer", ErrInvalid, v))
-			unparsed["TASKFLOW_CONCURRENCY"] = true
-		}
-		c.Concurrency = n
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"TASKFLOW_SESSION_TTL", &c.SessionTTL}, {"TASKFLOW_SHUTDOWN_GRACE", &c.ShutdownGrace}, {"TASKFLOW_REQUEST_TIMEOUT", &c.RequestTimeout}} {
-		if v := getenv(d.name); v != "" {
-			x, err := seconds.Parse(v) // the one rule: seconds or a Go duration
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s: %v", ErrInvalid, d.name, err))
-				unparsed[d.name] = true
-			}
-			*d.dst = x
-		}
-	}
-	c.ClientIPHeader = strings.TrimSpace(getenv("TASKFLOW_CLIENT_IP_HEADER"))
-	c.LogLevel = strings.ToLower(strings.TrimSpace(getenv("LOG_LEVEL")))
-	c.LogFormat = strings.ToLower(strings.TrimSpace(getenv("LOG_FORMAT")))
-	if v := strings.TrimSpace(getenv("TASKFLOW_SESSION_RATE_LIMIT")); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%w: TASKFLOW_SESSION_RATE_LIMIT: %q is not a count of sessions per minute (0 = no limit)", ErrInvalid, v))
-		}
-		if err == nil && n >= 0 {
-			c.SessionRateLimit = new(n) // 0: off
-		}
-	}
-	// 0 is the fields' "unset": refuse it rather than serve the default
-	for name, zero := range map[string]bool{"TASKFLOW_MAX_BODY_BYTES": c.MaxBodyBytes == 0,
-		"TASKFLOW_MAX_CONTENT_BYTES": c.MaxContentBytes == 0, "TASKFLOW_CONCURRENCY": c.Concurrency == 0,
-		"TASKFLOW_SESSION_TTL": c.SessionTTL == 0, "TASKFLOW_SHUTDOWN_GRACE": c.ShutdownGrace == 0,
-		"TASKFLOW_REQUEST_TIMEOUT": c.RequestTimeout == 0} {
-		if v := getenv(name); v != "" && zero && !unparsed[name] {
-			errs = append(errs, fmt.Errorf("%w: %s: %q must be more than 0", ErrInvalid, name, v))
-		}
-	}
-	if v := getenv("TASKFLOW_INSECURE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: TASKFLOW_INSECURE: %q is not a boolean", ErrInvalid, v))
-		}
-		c.Insecure = b
-	}
-	return c.WithDefaults(), errors.Join(errs...)
-}
-
-// ServerFlags binds the server's flags to c; the current values of c (from
-// the environment) are the flags' defaults, so a flag overrides a variable.
-func (c *Config) ServerFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (TASKFLOW_ADDR)")
-	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis URL (REDIS_URL)")
-	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Redis key namespace (TASKFLOW_NAMESPACE)")
-	fs.StringVar(&c.AdminKey, "admin-key", c.AdminKey, "operator bearer token (TASKFLOW_ADMIN_KEY)")
-	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "run without an admin key: unauthenticated requests act as the admin")
-	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", c.MaxBodyBytes, "largest request body accepted (TASKFLOW_MAX_BODY_BYTES)")
-	fs.Var((*durationFlag)(&c.SessionTTL), "session-ttl", "lifetime of a session token: seconds or a duration (TASKFLOW_SESSION_TTL)")
-}
-
-// durationFlag is a duration flag read by the same rule as the variables:
-// seconds ("86400") or a Go duration ("24h").
-type durationFlag time.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-func (d *durationFlag) Type() string   { return "duration" }
-func (d *durationFlag) Set(v string) error {
-	x, err := seconds.Parse(v)
-	if err != nil {
-		return err
-	}
-	*d = durationFlag(x)
-	return nil
-}
-
-// ClientFlags binds the client commands' flags to c.
-func (c *Config) ClientFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.APIURL, "url", c.APIURL, "taskflow API base URL (TASKFLOW_URL)")
-	fs.StringVar(&c.Token, "token", c.Token, "bearer token: a session token or the admin key (TASKFLOW_TOKEN, else TASKFLOW_ADMIN_KEY)")
 }
 
 // NewLogger builds the process's logger: level is debug, info, warn or

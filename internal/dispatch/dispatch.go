@@ -16,8 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +47,8 @@ type Config struct {
 	// worker (FIFO per type and process) for a place, so the backlog stays
 	// in the core's priority queues, where high/normal/low are honoured,
 	// instead of draining into the FIFO task.create stream. Default
-	// DefaultInFlight (64); negative: unbounded.
+	// DefaultInFlight (64); negative: unbounded. The binary's processes
+	// take it from TASKFLOW_EXTERNAL_INFLIGHT (internal/config).
 	InFlight int
 	// AdmitPoll is how often a task waiting for a place looks again.
 	// Default 50ms.
@@ -120,23 +119,6 @@ type Dispatcher struct {
 
 // DefaultInFlight is Config.InFlight's default.
 const DefaultInFlight = 64
-
-// EnvInFlight names the setting of Config.InFlight for the
-// programs that run workers (a positive integer, or -1 for unbounded).
-const EnvInFlight = "TASKFLOW_EXTERNAL_INFLIGHT"
-
-// InFlightFromEnv reads EnvInFlight; unset gives 0 (the default).
-func InFlightFromEnv(getenv func(string) string) (int, error) {
-	v := strings.TrimSpace(getenv(EnvInFlight))
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n == 0 || n < -1 {
-		return 0, fmt.Errorf("%s: %q is not a positive number of tasks (or -1 for no bound)", EnvInFlight, v)
-	}
-	return n, nil
-}
 
 // New returns the dispatcher of st's namespace.
 func New(st *store.Store, cfg Config) *Dispatcher {

@@ -136,15 +136,8 @@ func TestUnboundedDispatchKeepsNoPlaces(t *testing.T) {
 	require.EqualValues(t, 3, n)
 }
 
-func TestInFlightFromEnv(t *testing.T) {
-	for v, want := range map[string]int{"": 0, "64": 64, " 8 ": 8, "-1": -1} {
-		got, err := InFlightFromEnv(func(string) string { return v })
-		require.NoError(t, err, "%q", v)
-		require.Equal(t, want, got, "%q", v)
-	}
-	for _, v := range []string{"0", "-2", "many", "1.5"} {
-		_, err := InFlightFromEnv(func(string) string { return v })
-		require.ErrorContains(t, err, EnvInFlight, "%q", v)
-	}
+// TestInFlightDefault: an unset bound is DefaultInFlight (the binary's
+// TASKFLOW_EXTERNAL_INFLIGHT is read by internal/config).
+func TestInFlightDefault(t *testing.T) {
 	require.Equal(t, DefaultInFlight, Config{}.withDefaults().InFlight)
 }

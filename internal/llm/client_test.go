@@ -258,24 +258,18 @@ func TestParseResponse(t *testing.T) {
 
 func TestConfig(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{llm.EnvAPIKey: testKey, llm.EnvTimeout: "2.5"}
-	cfg, err := llm.ConfigFromEnv(func(k string) string { return env[k] })
-	require.NoError(t, err)
+	cfg := llm.Config{APIKey: testKey, Timeout: 2500 * time.Millisecond}.WithDefaults()
 	require.Equal(t, 2500*time.Millisecond, cfg.Timeout)
 	require.Equal(t, llm.DefaultBaseURL, cfg.BaseURL)
 	require.Equal(t, llm.DefaultModel, cfg.Model)
 	require.NoError(t, cfg.Validate())
 	require.NotContains(t, cfg.String(), testKey)
 
-	env[llm.EnvTimeout] = "soon"
-	_, err = llm.ConfigFromEnv(func(k string) string { return env[k] })
-	require.ErrorContains(t, err, llm.EnvTimeout)
-
 	require.ErrorIs(t, llm.Config{}.WithDefaults().Validate(), llm.ErrNoAPIKey)
 	bad := llm.Config{APIKey: "k", BaseURL: "ftp://x"}.WithDefaults()
 	require.ErrorContains(t, bad.Validate(), llm.EnvBaseURL)
 	creds := llm.Config{APIKey: "k", BaseURL: "https://u:p@x/v1"}.WithDefaults()
-	err = creds.Validate()
+	err := creds.Validate()
 	require.Error(t, err)
 	require.False(t, strings.Contains(err.Error(), "u:p"))
 }

@@ -112,23 +112,3 @@ func (c Config) GoString() string { return c.String() }
 
 // LogValue keeps log/slog from printing the API key.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
-
-// ConfigFromEnv reads variables through getenv (os.Getenv in
-// production). OPENROUTER_TIMEOUT is seconds ("30", "2.5") or a Go duration
-// ("1m"). Unset variables keep their defaults; an unset key leaves APIKey
-// empty (the caller then uses the extractive summarizer).
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{
-		APIKey:  strings.TrimSpace(getenv(EnvAPIKey)),
-		BaseURL: strings.TrimSpace(getenv(EnvBaseURL)),
-		Model:   strings.TrimSpace(getenv(EnvModel)),
-	}
-	if v := strings.TrimSpace(getenv(EnvTimeout)); v != "" {
-		d, err := ParseSeconds(v)
-		if err != nil || d <= 0 {
-			return Config{}, fmt.Errorf("llm: %s=%q: want seconds (e.g. 30) or a duration (e.g. 45s)", EnvTimeout, v)
-		}
-		c.Timeout = d
-	}
-	return c.WithDefaults(), nil
-}

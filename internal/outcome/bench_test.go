@@ -20,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/agenttest"
 	"github.com/taskflow/taskflow/internal/auth"
+	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/notify"
@@ -76,8 +77,9 @@ func waitAllCompleted(b *testing.B, bb *agenttest.Bundle, ids []string, timeout 
 // (docs/benchmarks.md has the default bound's figure).
 func BenchmarkConcurrentExternalTasks(b *testing.B) {
 	const n, svcConc = 1000, 200
-	inFlight, err := dispatch.InFlightFromEnv(os.Getenv)
+	cfg, err := config.Load(os.Getenv) // TASKFLOW_EXTERNAL_INFLIGHT, as the binary reads it
 	require.NoError(b, err)
+	inFlight := cfg.External.InFlight
 	if inFlight == 0 {
 		inFlight = svcConc
 	}

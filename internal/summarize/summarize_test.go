@@ -203,7 +203,7 @@ func TestInvalidInputIsPermanentBeforeAnyCall(t *testing.T) {
 
 func TestExtractiveHandler(t *testing.T) {
 	t.Parallel()
-	h, err := summarize.FromEnv(func(string) string { return "" }, nil, keyspace.Default)
+	h, err := summarize.Open(summarize.Settings{}, nil, keyspace.Default)
 	require.NoError(t, err)
 	require.Empty(t, h.Dependencies(), "the extractive path needs no outside service")
 	require.Equal(t, summarize.SummarizerExtractive, h.Summarizer())
@@ -221,34 +221,27 @@ func TestExtractiveHandler(t *testing.T) {
 	require.Equal(t, len([]rune(text)), res.InputChars)
 }
 
-func TestFromEnv(t *testing.T) {
+// TestOpen: a key makes the LLM path, rate-limited through Redis; a
+// limit without Redis is refused naming its variable, no limit needs
+// none; a bad base URL is refused naming its variable, without the key.
+func TestOpen(t *testing.T) {
 	t.Parallel()
 	rdb, ns := testredis.Client(t)
-	env := map[string]string{
-		llm.EnvAPIKey:             key,
-		llm.EnvBaseURL:            "http://127.0.0.1:1/v1",
-		summarize.EnvRateLimit:    "5",
-		summarize.EnvRateInterval: "2s",
-	}
-	getenv := func(k string) string { return env[k] }
-	h, err := summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
+	s := summarize.Settings{LLM: llm.Config{APIKey: key, BaseURL: "http://127.0.0.1:1/v1"}, RateLimit: new(5), RateInterval: 2 * time.Second}
+	h, err := summarize.Open(s, rdb, keyspace.MustParse(ns))
 	require.NoError(t, err)
 	require.Equal(t, summarize.SummarizerLLM, h.Summarizer())
 	require.Equal(t, []string{summarize.Dependency}, h.Dependencies())
 
-	_, err = summarize.FromEnv(getenv, nil, keyspace.MustParse(ns))
-	require.ErrorContains(t, err, summarize.EnvRateLimit, "a limit needs Redis")
-	env[summarize.EnvRateLimit] = "0"
-	_, err = summarize.FromEnv(getenv, nil, keyspace.MustParse(ns))
+	_, err = summarize.Open(s, nil, keyspace.MustParse(ns))
+	require.ErrorContains(t, err, "OPENROUTER_RATE_LIMIT", "a limit needs Redis")
+	_, err = summarize.Open(summarize.Settings{LLM: s.LLM}, nil, keyspace.MustParse(ns))
+	require.ErrorContains(t, err, "OPENROUTER_RATE_LIMIT", "unset: the default limit, which needs Redis")
+	s.RateLimit = new(0)
+	_, err = summarize.Open(s, nil, keyspace.MustParse(ns))
 	require.NoError(t, err, "no limit, no Redis needed")
-	env[summarize.EnvRateLimit] = "lots"
-	_, err = summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
-	require.ErrorContains(t, err, summarize.EnvRateLimit)
-	env[summarize.EnvRateLimit], env[summarize.EnvRateInterval] = "5", "never"
-	_, err = summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
-	require.ErrorContains(t, err, summarize.EnvRateInterval)
-	env[summarize.EnvRateInterval], env[llm.EnvBaseURL] = "", "not a url"
-	_, err = summarize.FromEnv(getenv, rdb, keyspace.MustParse(ns))
+	s.LLM.BaseURL = "not a url"
+	_, err = summarize.Open(s, rdb, keyspace.MustParse(ns))
 	require.ErrorContains(t, err, llm.EnvBaseURL)
 	require.NotContains(t, err.Error(), key)
 }
