@@ -206,7 +206,7 @@ func BenchmarkSustainedRate(b *testing.B) {
 // end to end: from the moment the service's handler returns (its task is
 // done) to the notification arriving at the session's connected WebSocket
 // client, through task.completed, the orchestrator's transition, the
-// notification stream and the Hub. Target p95 ≤ 100 ms (spec: ≤ 5 s).
+// notification stream and the Hub. Target p95 ≤ 100 ms (the requirement: ≤ 5 s).
 func BenchmarkCompletionToWebSocket(b *testing.B) {
 	var doneAt sync.Map
 	work := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
