@@ -17,8 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/task"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
