@@ -3,6 +3,7 @@ package extsvc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -45,8 +47,10 @@ func (b *bundle) create(t *testing.T, id, typ, params string) {
 // the outcome of task id.
 func (b *bundle) waitOutcome(t *testing.T, id string) stream.Event {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var out stream.Event
+	others := 0 // outcomes of other tasks at the last look
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		others = 0
 		for _, s := range []string{b.keys.Completed(), b.keys.Failed()} {
 			xs, err := b.rdb.XRange(context.Background(), s, "-", "+").Result()
 			require.NoError(t, err)
@@ -58,14 +62,15 @@ func (b *bundle) waitOutcome(t *testing.T, id string) stream.Event {
 				}
 				require.NoError(t, json.Unmarshal(e.Data, &d))
 				if d.TaskID == id {
-					return e
+					out = e
+					return true
 				}
+				others++
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no outcome for %s", id)
-	return stream.Event{}
+		return false
+	}, func() string { return fmt.Sprintf("no outcome for %s (%d of other tasks)", id, others) })
+	return out
 }
 
 func (b *bundle) start(t *testing.T, svc *Server) (stop func()) {

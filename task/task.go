@@ -13,8 +13,9 @@ import (
 // State is where a task is in its lifecycle.
 type State string
 
-// The states of ARCHITECTURE.md. Spec 003 calls ACTIVE "PROCESSING"; that
-// name is accepted at the edges by ParseState and never stored.
+// The states of docs/state_machine.md. Some clients call ACTIVE
+// "PROCESSING"; ParseState accepts that name at the edges, and it is never
+// stored.
 const (
 	StatePending   State = "PENDING"
 	StateActive    State = "ACTIVE"
@@ -106,8 +107,9 @@ type StateChange struct {
 	Cause string    `json:"cause,omitempty"`
 }
 
-// Task is the single source of truth about one task: metadata
-// plus what the original design needs. Times are UTC; optional times are nil when unset.
+// Task is the single source of truth about one task: its metadata, state
+// and history, attempts and outcome. Times are UTC; optional times are nil
+// when unset.
 type Task struct {
 	ID          string          `json:"task_id"`
 	Type        string          `json:"task_type"`

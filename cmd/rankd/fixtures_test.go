@@ -14,8 +14,8 @@ import (
 // concat with a column union, a string in-list, null rows and traces,
 // parallel sleeps, sort, follow → media), through rankd on the demo data,
 // and compares the whole output line. The expected candidates are worked
-// out from BEHAVIOUR.md's data and op rules (see each case's comment), not
-// taken from a run.
+// out by hand from the demo data (plan.DemoData) and the ops' rules in
+// docs/plan.md (see each case's comment), not taken from a run.
 func TestFixturePlans(t *testing.T) {
 	t.Parallel()
 	us := func(id int) string { return `{"id":` + strconv.Itoa(id) + `,"fields":{"country":"US"}}` }

@@ -110,9 +110,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	fs.SetOutput(usageOut)
 	fs.Usage = func() { usage(usageOut, fs, defs) }
-	// Every error exits 1 (BEHAVIOUR.md), a bad flag too (Go's flag
-	// package would say 2); the flag package has printed the message and
-	// the usage.
+	// Every error exits 1, as the reference rankd's do (docs/plan.md), a
+	// bad flag too (Go's flag package would say 2); the flag package has
+	// printed the message and the usage.
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -158,8 +158,9 @@ func TestRequestErrorsOnStdout(t *testing.T) {
 	}
 }
 
-// TestRequestEdgeCases: whole stdout lines for the request forms
-// BEHAVIOUR.md does not settle; docs/plan.md records each decision.
+// TestRequestEdgeCases: whole stdout lines for the request forms whose
+// answer the reference rankd leaves open; docs/plan.md ("Request
+// parsing") records each decision.
 func TestRequestEdgeCases(t *testing.T) {
 	t.Parallel()
 	viewer := filepath.Join(plans, "simple_viewer.plan.json")
@@ -258,8 +259,8 @@ func TestPlanAndRunErrorsOnStderr(t *testing.T) {
 			"Error: unsupported capability: cap.does.not.exist.v1\n"},
 		{"NodeFails", []string{"--plan", planOf(`{"node_id":"s","op":"test::fixed_source","inputs":[],"params":{}},{"node_id":"n1","op":"test::sleep","inputs":["s"],"params":{"duration_ms":1,"fail_after_sleep":true}}`, "")},
 			"Error: Node 'n1' (test::sleep) failed: sleep: failed after sleeping (fail_after_sleep)\n"},
-		// BEHAVIOUR.md gives only "Error: <message>" for a failed run; the
-		// message names the node and op, then the op's own words (docs/plan.md).
+		// A failed run prints "Error: <message>"; the message names the node
+		// and op, then the op's own words (docs/plan.md).
 		{"VMNullIntoNonNullable", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::vm","inputs":["v"],"params":{"expr_id":"e","out_key":2001}}`, `"expr_table":{"e":{"op":"key_ref","key_id":1001}},`)},
 			"Error: Node 'n1' (core::vm) failed: vm: null written to non-nullable key 'final_score' (row id 1)\n"},
 		{"VMNonFinite", []string{"--plan", planOf(v+`,{"node_id":"n1","op":"core::vm","inputs":["v"],"params":{"expr_id":"e","out_key":2001}}`, `"expr_table":{"e":{"op":"mul","a":{"op":"const_number","value":1e308},"b":{"op":"const_number","value":10}}},`)},
@@ -267,8 +268,8 @@ func TestPlanAndRunErrorsOnStderr(t *testing.T) {
 		{"RegexParamUnset", []string{"--plan_dir", plans, "--plan_name", "regex_param_country"},
 			"Error: Node 'by_pattern' (core::filter) failed: evaluation failed: regex: param pattern is null or missing (param_id=2)\n"},
 		{"Deadline", []string{"--plan", slow, "--deadline_ms", "30"}, "Error: Request deadline exceeded\n"},
-		// Spec 002's example 6: the deadline passing during a CPU node is
-		// that node's timeout.
+		// The deadline passing during a CPU node is that node's timeout
+		// (docs/plan.md, "The deadline during a CPU node").
 		{"DeadlineDuringCPUNode", []string{"--plan", spin, "--deadline_ms", "30"}, "Error: Node execution timeout\n"},
 		{"NodeTimeoutCPUNode", []string{"--plan", spin, "--node_timeout_ms", "30"}, "Error: Node execution timeout\n"},
 		{"NodeTimeout", []string{"--plan", slow, "--node_timeout_ms", "30"}, "Error: Node execution timeout\n"},

@@ -41,8 +41,8 @@ func TestBenchCommand(t *testing.T) {
 	m := testMain(map[string]string{"REDIS_URL": testredis.URL()}, &out)
 	err := m.Run(context.Background(), []string{"bench", "--tasks", "300", "--concurrency", "4", "--rate", "200", "--latency-duration", "500ms", "--json"})
 	require.NoError(t, err)
-	// one JSON object on one line, with the key names the issue and
-	// docs/benchmarks.md promise (decoded without benchResult, so renaming
+	// one JSON object on one line, with the key names docs/benchmarks.md
+	// promises (decoded without benchResult, so renaming
 	// a struct tag fails here)
 	require.Equal(t, 1, bytes.Count(out.Bytes(), []byte("\n")), "one line: %s", out.String())
 	require.True(t, bytes.HasSuffix(out.Bytes(), []byte("\n")))

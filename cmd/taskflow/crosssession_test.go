@@ -22,8 +22,8 @@ import (
 // /openapi.json lists with session A's ids — a completed external task, a
 // scheduled one, one waiting on it, a schedule — and is refused each time
 // (404, as for ids that do not exist), never shown A's data, and changes nothing of A's. Routes
-// without ids answer B with B's own data only. Spec 003 §10: a session
-// sees only its own tasks, results and notifications.
+// without ids answer B with B's own data only. The rule: a session sees
+// only its own tasks, results and notifications.
 func TestCrossSessionEveryRoute(t *testing.T) {
 	t.Parallel()
 	_, ns := testredis.Client(t)

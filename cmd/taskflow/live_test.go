@@ -118,7 +118,7 @@ func TestDevLiveNotifications(t *testing.T) {
 	_, raw, err = wsB.Read(short)
 	require.Error(t, err, "another session's WebSocket got %s", raw)
 
-	// Spec 003 §9's delivery latency, observed for both live paths.
+	// The notification delivery latency on /metrics, observed for both live paths.
 	require.Eventually(t, func() bool {
 		req, err := http.NewRequest("GET", base+"/metrics", nil)
 		require.NoError(t, err)

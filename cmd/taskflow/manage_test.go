@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/testwait"
 )
 
 // TestManageCommands drives the client commands that cover the rest of the
@@ -108,13 +111,10 @@ func TestManageCommands(t *testing.T) {
 	nid, _, err := client(t, base, "", "submit", "--type", "noop", "--token", sess.Token)
 	require.NoError(t, err, nid)
 	var errOut string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(t, 10*time.Second, 50*time.Millisecond, func() bool {
 		out, errOut, err = client(t, base, "", "notifications", "--token", sess.Token, "--keep-unread", "--after", "0")
-		if err == nil && strings.Contains(out, "noop") {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the session hears of its noop task: %q %q %v", out, errOut, err)
-	}
+		return err == nil && strings.Contains(out, "noop")
+	}, func() string { return fmt.Sprintf("the session hears of its noop task: %q %q %v", out, errOut, err) })
 	out, _, err = client(t, base, "", "notifications", "--token", sess.Token, "--json", "--after", "0")
 	require.NoError(t, err)
 	require.Contains(t, out, `"task_id":"`+strings.TrimSpace(nid)+`"`)

@@ -44,9 +44,10 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	var x apiExtras
 	x.registry = prometheus.NewRegistry()
 	x.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// Spec 003 §9's series on the API's /metrics: notification delivery
-	// latency (observed here, where notifications are delivered) and the
-	// streams' consumer lag and DLQ size (read at scrape).
+	// The external-service path's series on the API's /metrics:
+	// notification delivery latency (observed here, where notifications
+	// are delivered) and the streams' consumer lag and DLQ size (read at
+	// scrape).
 	om, err := newExternalMetrics(x.registry, rdb, st.Namespace())
 	if err != nil {
 		return x, err

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 )
 
 func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
@@ -79,8 +81,7 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	create("n3", "text.wordcount", `{"text":""}`)
 
 	outcomes := map[string]stream.Event{}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(outcomes) < 2 && time.Now().Before(deadline) {
+	testwait.Until(t, 20*time.Second, 20*time.Millisecond, func() bool {
 		for _, s := range []string{k.Completed(), k.Failed()} {
 			xs, err := rdb.XRange(ctx, s, "-", "+").Result()
 			require.NoError(t, err)
@@ -97,8 +98,8 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(outcomes) >= 2
+	}, func() string { return fmt.Sprintf("%d outcomes, want 2; stderr: %s", len(outcomes), stderr.String()) })
 	require.Len(t, outcomes, 2, "stderr: %s", stderr.String())
 	c, err := stream.As[stream.CompletedData](outcomes["n1"])
 	require.NoError(t, err)

@@ -53,7 +53,7 @@ const HEARTBEAT_MS = Number(process.env.HEARTBEAT_MS || 2000);
 const CLAIM_IDLE_MS = Number(process.env.CLAIM_IDLE_MS || 15000);
 
 const now = () => new Date();
-// Spec 003's timestamp: UTC, milliseconds, Z.
+// The protocol's timestamp (docs/protocol.md): UTC, milliseconds, Z.
 const ts = (d) => d.toISOString();
 
 function log(level, msg, fields) {

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -45,8 +47,7 @@ func run(t *testing.T, name string, params map[string]string) (map[string]stream
 		require.NoError(t, err)
 	}
 	got := map[string]stream.Event{}
-	deadline := time.Now().Add(15 * time.Second)
-	for len(got) < len(params) && time.Now().Before(deadline) {
+	testwait.Until(t, 15*time.Second, 20*time.Millisecond, func() bool {
 		for _, s := range []string{k.Completed(), k.Failed()} {
 			xs, err := rdb.XRange(ctx, s, "-", "+").Result()
 			require.NoError(t, err)
@@ -60,8 +61,8 @@ func run(t *testing.T, name string, params map[string]string) (map[string]stream
 				got[d.TaskID] = e
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(got) >= len(params)
+	}, func() string { return fmt.Sprintf("%d outcomes of %d tasks", len(got), len(params)) })
 	require.Len(t, got, len(params))
 	// Each result file is in the artifact store, as file_url says, and
 	// the same as the local copy.

@@ -13,6 +13,7 @@ package agenttest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/stream"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/internal/worker"
 	"github.com/taskflow/taskflow/task"
 )
@@ -290,37 +292,30 @@ func (b *Bundle) Enqueue(t testing.TB, typ, session, params string, timeout time
 // WaitState polls (deadline 20 s) until the task is in want.
 func (b *Bundle) WaitState(t testing.TB, id string, want task.State) *task.Task {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var last *task.Task
-	for time.Now().Before(deadline) {
-		tk, err := b.Store.Get(context.Background(), id)
+	var tk *task.Task
+	testwait.Until(t, 20*time.Second, 10*time.Millisecond, func() bool {
+		var err error
+		tk, err = b.Store.Get(context.Background(), id)
 		require.NoError(t, err)
-		if tk.State == want {
-			return tk
-		}
-		last = tk
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("task %s never reached %s (last %s, error %q)", id, want, last.State, last.LastError)
-	return nil
+		return tk.State == want
+	}, func() string {
+		return fmt.Sprintf("task %s never reached %s (last %s, error %q)", id, want, tk.State, tk.LastError)
+	})
+	return tk
 }
 
-// WaitNotes polls until the session has n notifications and returns them.
+// WaitNotes polls (deadline 20 s) until the session has n notifications
+// and returns them.
 func (b *Bundle) WaitNotes(t testing.TB, session string, n int) []notify.Notification {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	var got []notify.Notification
-	for time.Now().Before(deadline) {
+	testwait.Until(t, 20*time.Second, 10*time.Millisecond, func() bool {
 		var err error
 		got, err = b.Notifier.List(context.Background(), session, "", 1000)
 		require.NoError(t, err)
-		if len(got) >= n {
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("session %s has %d notifications, want %d", session, len(got), n)
-	return nil
+		return len(got) >= n
+	}, func() string { return fmt.Sprintf("session %s has %d notifications, want %d", session, len(got), n) })
+	return got
 }
 
 // WaitTimeoutNotices polls (deadline 5 s) until the task.timeout stream

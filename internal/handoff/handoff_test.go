@@ -2,6 +2,7 @@ package handoff_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/taskflow/taskflow/internal/dispatch"
 	"github.com/taskflow/taskflow/internal/handoff"
 	"github.com/taskflow/taskflow/internal/notify"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -48,9 +50,10 @@ func TestHandedOffTaskReapedWithoutOrchestrator(t *testing.T) {
 	b := agenttest.Setup(t, agenttest.Options{NoService: true, NoOrchestrator: true, SkipArchive: true, ExtraTypes: []string{"lost.run"},
 		Dispatch: dispatch.Config{Grace: 50 * time.Millisecond}})
 	tk := b.Enqueue(t, "lost.run", "s1", `{}`, 200*time.Millisecond)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cur, err := b.Store.Get(context.Background(), tk.ID)
+	var cur *task.Task
+	testwait.Until(t, 20*time.Second, 10*time.Millisecond, func() bool {
+		var err error
+		cur, err = b.Store.Get(context.Background(), tk.ID)
 		require.NoError(t, err)
 		var reaped int
 		for _, h := range cur.StateHistory {
@@ -58,13 +61,9 @@ func TestHandedOffTaskReapedWithoutOrchestrator(t *testing.T) {
 				reaped++
 			}
 		}
-		if reaped >= 1 && cur.State == task.StateActive && cur.HandedOff {
-			require.Zero(t, cur.RetryCount, "a requeue spends no retry")
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "never reaped and dispatched again (state %s)", cur.State)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return reaped >= 1 && cur.State == task.StateActive && cur.HandedOff
+	}, func() string { return fmt.Sprintf("never reaped and dispatched again (state %s)", cur.State) })
+	require.Zero(t, cur.RetryCount, "a requeue spends no retry")
 	xs, err := b.Redis.XLen(context.Background(), b.Streams.Create()).Result()
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, xs, int64(2), "dispatched again")
@@ -79,9 +78,10 @@ func TestNoLiveServiceRequeuesBeforeTimeout(t *testing.T) {
 	b := agenttest.Setup(t, agenttest.Options{NoService: true, SkipArchive: true, ExtraTypes: []string{"late.run"},
 		Dispatch: dispatch.Config{Grace: 100 * time.Millisecond}, Handoff: handoff.Config{ServiceGrace: 100 * time.Millisecond}})
 	tk := b.Enqueue(t, "late.run", "s1", `{"word":"x"}`, time.Hour)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		cur, err := b.Store.Get(context.Background(), tk.ID)
+	var cur *task.Task
+	testwait.Until(t, 20*time.Second, 10*time.Millisecond, func() bool {
+		var err error
+		cur, err = b.Store.Get(context.Background(), tk.ID)
 		require.NoError(t, err)
 		n := 0
 		for _, h := range cur.StateHistory {
@@ -89,14 +89,10 @@ func TestNoLiveServiceRequeuesBeforeTimeout(t *testing.T) {
 				n++
 			}
 		}
-		if n >= 2 {
-			require.Zero(t, cur.RetryCount, "waiting for a service spends no retry")
-			require.Empty(t, cur.ErrorHistory)
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "never requeued twice (state %s)", cur.State)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n >= 2
+	}, func() string { return fmt.Sprintf("never requeued twice (state %s)", cur.State) })
+	require.Zero(t, cur.RetryCount, "waiting for a service spends no retry")
+	require.Empty(t, cur.ErrorHistory)
 	b.StartService(t, extsvc.Config{Name: "late", HeartbeatInterval: 20 * time.Millisecond},
 		map[string]extsvc.HandlerFunc{"late.run": agenttest.Echo})
 	done := b.WaitState(t, tk.ID, task.StateCompleted)

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/service"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/internal/worker"
 	"github.com/taskflow/taskflow/task"
 )
@@ -140,13 +142,14 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	// The other type runs; the guarded task is handed back (several times:
 	// the breaker is looked at again every 100 ms) and never reaches its
 	// handler, without spending a retry.
-	deadline := time.Now().Add(10 * time.Second)
-	for state(other)["state"] != "COMPLETED" || w.Stats().Released < 3 {
-		require.True(t, time.Now().Before(deadline), "noop not completed or guarded task not released: %+v", w.Stats())
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		if state(other)["state"] == "COMPLETED" && w.Stats().Released >= 3 {
+			return true
+		}
 		_, err := wst.PromoteDue(ctx, 100) // the scheduler's step: waits back to the queue
 		require.NoError(t, err)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("noop not completed or guarded task not released: %+v", w.Stats()) })
 	require.Zero(t, calls.Load(), "no guarded task started while the breaker was forced open")
 	g := state(guarded)
 	require.Contains(t, []any{"PENDING", "ACTIVE"}, g["state"])
@@ -156,13 +159,15 @@ func TestBreakerControlReachesWorkers(t *testing.T) {
 	r = b.do("POST", "/api/v1/workers/reset-circuit-breaker", adminKey, map[string]any{"dependency": "upstream"})
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.Equal(t, map[string]any{"dependency": "upstream", "state": "CLOSED", "workers": float64(1)}, r.body)
-	deadline = time.Now().Add(10 * time.Second)
-	for state(guarded)["state"] != "COMPLETED" {
-		require.True(t, time.Now().Before(deadline), "guarded task did not run after the reset")
+	var seen any
+	testwait.Until(t, 10*time.Second, 10*time.Millisecond, func() bool {
+		if seen = state(guarded)["state"]; seen == "COMPLETED" {
+			return true
+		}
 		_, err := wst.PromoteDue(ctx, 100)
 		require.NoError(t, err)
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("guarded task did not run after the reset (state %v)", seen) })
 	require.EqualValues(t, 1, calls.Load())
 	require.Eventually(t, func() bool { return breakers()["upstream"] == "CLOSED" }, 10*time.Second, 10*time.Millisecond)
 

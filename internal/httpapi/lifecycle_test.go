@@ -154,7 +154,7 @@ func TestListing(t *testing.T) {
 	r := b.do("POST", "/api/v1/tasks", tok, map[string]any{"task_type": "noop"})
 	require.Equal(t, http.StatusCreated, r.code)
 
-	// Spec 001's form: status + limit.
+	// The short form: status + limit (limit is page_size's other name).
 	r = b.do("GET", "/api/v1/tasks/?status=PENDING&limit=2", adminKey, nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
 	require.EqualValues(t, 6, r.body["total"])

@@ -105,8 +105,9 @@ func hasPrefix(path string, prefixes []string) bool {
 
 func local(path string) string { return strings.TrimPrefix(path, module) }
 
-// isFrontEnd: a package whose path is a front end or under one
-// (internal/mcpserver, internal/webui/api, ...).
+// isFrontEnd: a package whose path is a front end or under one (a
+// package such as internal/webui/api, were one added, counts as the
+// dashboard's).
 func isFrontEnd(path string) bool {
 	for _, f := range frontEnds {
 		if p := local(path); p == f || strings.HasPrefix(p, f) {

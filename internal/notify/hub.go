@@ -94,17 +94,6 @@ func (s *Subscription) Close() {
 	h.mu.Unlock()
 }
 
-// Connections counts the live subscriptions.
-func (h *Hub) Connections() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, m := range h.subs {
-		n += len(m)
-	}
-	return n
-}
-
 func (h *Hub) wake(session string) {
 	h.mu.Lock()
 	for s := range h.subs[session] {

@@ -42,8 +42,10 @@ const (
 	KindCancelled Kind = "task_cancelled"
 )
 
-// Notification is message format. ID is the stream entry id
-// (the cursor for polling and resuming), not part of the spec's object.
+// Notification is one notification as a session reads it
+// (docs/notifications.md). ID is the stream entry id (the cursor for
+// polling and resuming), set on what is read back; the other fields are
+// the notification itself.
 type Notification struct {
 	ID             string    `json:"id,omitempty"`
 	NotificationID string    `json:"notification_id"`

@@ -100,7 +100,7 @@ func TestNotifyListUnreadMarkRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, other)
 
-	// The spec's JSON shape.
+	// The JSON shape docs/notifications.md shows.
 	raw, err := json.Marshal(taken[0])
 	require.NoError(t, err)
 	var m map[string]any
@@ -110,7 +110,7 @@ func TestNotifyListUnreadMarkRead(t *testing.T) {
 	}
 	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, m["timestamp"])
 
-	// Spec 003's retention: the session's stream and its read cursor live
+	// Retention: the session's stream and its read cursor live
 	// 24 h (TTL) after the newest notification / read.
 	for _, k := range []string{b.n.keys.stream("s1"), b.n.keys.cursor("s1")} {
 		ttl, err := b.rdb.TTL(ctx, k).Result()

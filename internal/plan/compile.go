@@ -304,7 +304,7 @@ func (cc *compileCtx) endpoint(n *Node, kind string) (string, error) {
 	id := n.Params.str("endpoint")
 	ep := cc.reg.Endpoints[id]
 	if ep == nil {
-		// the original design writes EP.redis.redis_default: accept the name too.
+		// a plan in the prose form names it (EP.redis.redis_default): accept the name too.
 		for _, e := range cc.reg.Endpoints {
 			if e.Name == id {
 				ep = e

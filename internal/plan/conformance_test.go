@@ -19,8 +19,8 @@ import (
 
 // TestConformance runs the reference engine's compiled plans, with the
 // reference's own registry files, on the demo data, and checks our answers
-// and errors against BEHAVIOUR.md and the op rules. `make conformance`
-// runs it when ../shared/reference/rankd exists.
+// and errors against the output, error and op rules of docs/plan.md.
+// `make conformance` runs it when ../shared/reference/rankd exists.
 func TestConformance(t *testing.T) {
 	ref := os.Getenv("RANKD_REFERENCE_DIR")
 	if ref == "" {

@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DemoData is the data the reference's plans expect (BEHAVIOUR.md): user
-// hashes with a country, and follow / recommendation / media lists.
+// DemoData is the data the reference's plans expect: user hashes with a
+// country, and follow / recommendation / media lists.
 type DemoData struct {
 	Users map[int64]string   // user id → country
 	Lists map[string][]int64 // "follow:1" style name (without prefix) → ids

@@ -7,7 +7,7 @@ import (
 )
 
 // TestIntegralFloatIsAnInt: an int param accepts an integral float (3.0,
-// 2e0), as BEHAVIOUR.md says, and the value is the integer's.
+// 2e0), and the value is the integer's (docs/plan.md, "Plans").
 func TestIntegralFloatIsAnInt(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

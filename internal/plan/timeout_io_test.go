@@ -44,9 +44,9 @@ func TestTimeoutsDuringRedisReads(t *testing.T) {
 		{"DeadlineOnGroup", ioGroupPlan, "LRANGE", plan.RunOptions{Deadline: 100 * time.Millisecond}, plan.ErrDeadlineExceeded, map[string]int{"src": 1}},
 		{"NodeTimeoutOnGroupRest", ioGroupPlan, "HGET", plan.RunOptions{NodeTimeout: 150 * time.Millisecond}, plan.ErrNodeTimeout, map[string]int{"src": 1, "m": 3}},
 		{"DeadlineOnGroupRest", ioGroupPlan, "HGET", plan.RunOptions{Deadline: 150 * time.Millisecond}, plan.ErrDeadlineExceeded, map[string]int{"src": 1, "m": 3}},
-		// Spec 002's example 6 with a deadline that expires while its
-		// follow and recommendation lists are being read (the viewer's
-		// country is dead there: it reads nothing and finishes).
+		// complex_dag (the 10-node example) with a deadline that expires
+		// while its follow and recommendation lists are being read (the
+		// viewer's country is dead there: it reads nothing and finishes).
 		{"ComplexDAGDeadline", complexDAG, "LRANGE", plan.RunOptions{Deadline: 100 * time.Millisecond}, plan.ErrDeadlineExceeded, map[string]int{"v": 1}},
 		{"ComplexDAGNodeTimeout", complexDAG, "LRANGE", plan.RunOptions{NodeTimeout: 100 * time.Millisecond}, plan.ErrNodeTimeout, map[string]int{"v": 1}},
 	}

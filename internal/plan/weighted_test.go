@@ -12,6 +12,7 @@ func TestWeighted(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newWeighted(10)
+	waiters := func() int { w.mu.Lock(); defer w.mu.Unlock(); return len(w.waiters) }
 	require.NoError(t, w.acquire(ctx, 6))
 	require.NoError(t, w.acquire(ctx, 4))
 
@@ -19,9 +20,9 @@ func TestWeighted(t *testing.T) {
 	// even when 1 unit is free.
 	got := make(chan int, 2)
 	go func() { _ = w.acquire(ctx, 5); got <- 5 }()
-	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.waiters) == 1 })
+	require.Eventually(t, func() bool { return waiters() == 1 }, 5*time.Second, time.Millisecond, "the request for 5 never waited")
 	go func() { _ = w.acquire(ctx, 1); got <- 1 }()
-	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.waiters) == 2 })
+	require.Eventually(t, func() bool { return waiters() == 2 }, 5*time.Second, time.Millisecond, "the request for 1 never queued behind it")
 	w.release(1) // 9 held: the 1 would fit, but it is behind the 5
 	w.mu.Lock()
 	require.Len(t, w.waiters, 2)
@@ -38,7 +39,7 @@ func TestWeighted(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- w.acquire(cctx, 10) }()
-	waitFor(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return len(w.waiters) == 1 })
+	require.Eventually(t, func() bool { return waiters() == 1 }, 5*time.Second, time.Millisecond, "the request for 10 never waited")
 	cancel()
 	require.ErrorIs(t, <-errc, context.Canceled)
 	w.mu.Lock()
@@ -49,16 +50,4 @@ func TestWeighted(t *testing.T) {
 	w.mu.Lock()
 	require.EqualValues(t, 10, w.cur)
 	w.mu.Unlock()
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
 }

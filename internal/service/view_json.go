@@ -8,11 +8,10 @@ import (
 	"github.com/taskflow/taskflow/task"
 )
 
-// taskViewJSON is the wire form of a TaskView. Spec 001's task metadata
+// taskViewJSON is the wire form of a TaskView. The API's task object
 // shows last_error, error_type, retry_after, completed_at and result as
 // null until they are known; these fields shadow the embedded task's
-// (omitted when empty) so that a client written against the original design finds
-// every key.
+// (omitted when empty) so that a client finds every key, set or not.
 type taskViewJSON struct {
 	*task.Task
 	TimeoutSeconds float64         `json:"timeout,omitempty"`

@@ -25,8 +25,8 @@ import (
 // Type is an event_type.
 type Type string
 
-// The event types. Create, Completed, Failed, Timeout and DLQ are spec
-// 003's; Progress and Cancel are our extensions (docs/protocol.md).
+// The event types (docs/protocol.md): Create, Completed, Failed, Timeout
+// and DLQ are the base protocol; Progress and Cancel are its extensions.
 const (
 	TypeCreate    Type = "task.create"
 	TypeCompleted Type = "task.completed"

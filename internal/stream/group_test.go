@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/taskflow/taskflow/internal/keyspace"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"go.uber.org/goleak"
 )
 
@@ -82,16 +83,14 @@ func TestTouchKeepsEntriesFromBeingClaimed(t *testing.T) {
 
 	// Wait (polling with a deadline) until the entry is idle ≥ 50 ms.
 	waitIdle := func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			ps, err := rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: k.Create(), Group: "svc-group", Start: "-", End: "+", Count: 10}).Result()
+		t.Helper()
+		var ps []redis.XPendingExt
+		testwait.Until(t, 5*time.Second, 10*time.Millisecond, func() bool {
+			var err error
+			ps, err = rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: k.Create(), Group: "svc-group", Start: "-", End: "+", Count: 10}).Result()
 			require.NoError(t, err)
-			if len(ps) == 1 && ps[0].Idle >= 50*time.Millisecond {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		t.Fatal("entry never became idle")
+			return len(ps) == 1 && ps[0].Idle >= 50*time.Millisecond
+		}, func() string { return fmt.Sprintf("entry never became idle (pending %+v)", ps) })
 	}
 	waitIdle()
 	require.NoError(t, Touch(ctx, rdb, k.Create(), "svc-group", "w1", ids...))

@@ -19,6 +19,7 @@ import (
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/internal/worker"
 	"github.com/taskflow/taskflow/task"
 )
@@ -74,17 +75,20 @@ func TestBreakerHoldsTasksDuringOutage(t *testing.T) {
 	wg.Go(func() { require.NoError(t, sch.Run(ctx)) })
 
 	// The breaker opens, and a few half-open probes fail.
-	waitFor(t, "the breaker to open", func() bool { return w.Breakers().State(summarize.Dependency) == breaker.Open })
+	require.Eventually(t, func() bool { return w.Breakers().State(summarize.Dependency) == breaker.Open }, time.Minute, 10*time.Millisecond,
+		"timed out waiting for the breaker to open")
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
 	require.NoError(t, fake.WaitRequests(wctx, fake.Stats().Requests+3))
 	fake.SetRatio([]llmfake.Weighted{{Outcome: llmfake.Outcome{Kind: llmfake.OK}, Weight: 1}})
 
-	waitFor(t, "every task to end", func() bool {
-		qs, err := st.QueueStatus(ctx)
+	var qs *store.QueueStatus
+	testwait.Until(t, time.Minute, 10*time.Millisecond, func() bool {
+		var err error
+		qs, err = st.QueueStatus(ctx)
 		require.NoError(t, err)
 		return qs.States[task.StateCompleted]+qs.States[task.StateDLQ] == n
-	})
+	}, func() string { return fmt.Sprintf("timed out waiting for every task to end: %v", qs.States) })
 	cancel()
 	wg.Wait()
 
@@ -112,14 +116,4 @@ func TestBreakerHoldsTasksDuringOutage(t *testing.T) {
 	require.Equal(t, completed, stats.ByKind[llmfake.OK])
 	require.Less(t, unavailable, 100, "the breaker stopped the retry storm (without it: %d calls)", n*4)
 	t.Logf("503s %d, completed %d, dead-lettered %d, released by the breaker %d", unavailable, completed, dlq, w.Stats().Released)
-}
-
-// waitFor polls cond until it holds, failing after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(10 * time.Millisecond)
-	}
 }

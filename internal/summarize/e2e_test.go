@@ -31,6 +31,7 @@ import (
 	"github.com/taskflow/taskflow/internal/summarize"
 	"github.com/taskflow/taskflow/internal/tasktype"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/internal/worker"
 	"github.com/taskflow/taskflow/task"
 )
@@ -153,16 +154,11 @@ func TestEndToEnd(t *testing.T) {
 		States map[task.State]int64 `json:"states"`
 	}
 	start := time.Now()
-	deadline := start.Add(2 * time.Minute)
 	var qs queueStatus
-	for {
+	testwait.Until(t, 2*time.Minute, 50*time.Millisecond, func() bool {
 		require.Equal(t, http.StatusOK, api.do(t, http.MethodGet, "/api/v1/queues/status", nil, &qs))
-		if qs.States[task.StateCompleted]+qs.States[task.StateDLQ] == n {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "tasks not final in time: %+v", qs.States)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return qs.States[task.StateCompleted]+qs.States[task.StateDLQ] == n
+	}, func() string { return fmt.Sprintf("tasks not final in time: %+v", qs.States) })
 	cancel()
 	wg.Wait()
 

@@ -2,6 +2,7 @@ package testredis
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/testwait"
 )
 
 // Cluster is a Redis Cluster of three masters (no replicas) owned by one
@@ -45,23 +48,30 @@ func StartClusterWithReplicas(t testing.TB, replicas int, extra ...string) *Clus
 	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("testredis: redis-cli --cluster create: %v: %s", err, out)
 	}
+	// every node says cluster_state:ok, checked in turn (20 s for all)
 	ctx := context.Background()
-	deadline := time.Now().Add(20 * time.Second)
-	for _, n := range c.Nodes {
-		nc := redis.NewClient(&redis.Options{Addr: n.Addr})
-		for {
-			info, err := nc.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				_ = nc.Close()
-				t.Fatalf("testredis: cluster node %s not ok: %v %s", n.Addr, err, info)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		_ = nc.Close()
+	clients := make([]*redis.Client, len(c.Nodes))
+	for i, n := range c.Nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr})
 	}
+	defer func() {
+		for _, nc := range clients {
+			_ = nc.Close()
+		}
+	}()
+	ok := 0
+	var info string
+	testwait.Until(t, 20*time.Second, 50*time.Millisecond, func() bool {
+		for ; ok < len(clients); ok++ {
+			info, err = clients[ok].ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false
+			}
+		}
+		return true
+	}, func() string {
+		return fmt.Sprintf("testredis: cluster node %s not ok: %v %s", c.Nodes[ok].Addr, err, info)
+	})
 	return c
 }
 

@@ -23,6 +23,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/testwait"
 )
 
 // URL is the shared test server: TASKFLOW_TEST_REDIS_URL, or the local
@@ -244,17 +246,16 @@ func (s *Server) start(bin string, extraArgs []string) {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("testredis: start redis-server: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(s.t, 10*time.Second, 20*time.Millisecond, func() bool {
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
 			_ = c.Close()
-			return
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-	s.t.Fatalf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(string(log)))
+		return err == nil
+	}, func() string {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		return fmt.Sprintf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(string(log)))
+	})
 }
 
 // URL is the server's redis:// URL.

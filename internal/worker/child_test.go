@@ -77,15 +77,10 @@ func TestSIGKILLedWorkerTaskRecoveredOnce(t *testing.T) {
 	})
 
 	// wait until the child runs the task
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		n, _ := rdb.HGet(ctx, runsKey(ns), tk.ID).Int()
-		if n == 1 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the child never started the task")
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n == 1
+	}, 20*time.Second, 10*time.Millisecond, "the child never started the task")
 	got, err := st.Get(ctx, tk.ID)
 	require.NoError(t, err)
 	require.Equal(t, task.StateActive, got.State)

@@ -17,6 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/scheduler"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -71,16 +72,14 @@ func TestClusterFailover(t *testing.T) {
 			for j := i; j < min(i+20, to); j++ {
 				reqs = append(reqs, store.EnqueueRequest{ID: fmt.Sprintf("f%05d", j), Type: "fo"})
 			}
-			for try := 0; ; try++ {
+			// (7 min: the 200 tries of up to 2 s each it had before)
+			var err error
+			testwait.Until(t, 7*time.Minute, 50*time.Millisecond, func() bool {
 				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				_, err := st.EnqueueBatch(cctx, reqs)
+				_, err = st.EnqueueBatch(cctx, reqs)
 				cancel()
-				if err == nil || errors.Is(err, task.ErrDuplicateTaskID) {
-					break
-				}
-				require.Less(t, try, 200, "Redis never came back: %v", err)
-				time.Sleep(50 * time.Millisecond)
-			}
+				return err == nil || errors.Is(err, task.ErrDuplicateTaskID)
+			}, func() string { return fmt.Sprintf("Redis never came back: %v", err) })
 			now := time.Now()
 			for _, r := range reqs {
 				ackedAt[r.ID] = now
@@ -106,15 +105,11 @@ func TestClusterFailover(t *testing.T) {
 
 	// everything acknowledged and kept completes
 	lost := missing(t, st, ackedAt)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		qs, err := st.QueueStatus(ctx)
-		if err == nil && qs.States[task.StateCompleted] == int64(len(ackedAt)-len(lost)) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "not all acknowledged tasks completed: %+v (%v)", qs, err)
-		time.Sleep(100 * time.Millisecond)
-	}
+	var qs *store.QueueStatus
+	testwait.Until(t, 90*time.Second, 100*time.Millisecond, func() bool {
+		qs, err = st.QueueStatus(ctx)
+		return err == nil && qs.States[task.StateCompleted] == int64(len(ackedAt)-len(lost))
+	}, func() string { return fmt.Sprintf("not all acknowledged tasks completed: %+v (%v)", qs, err) })
 	for id := range lost {
 		require.WithinDuration(t, killedAt, ackedAt[id], time.Second, "task %s was lost though acknowledged long before the crash", id)
 	}
@@ -169,17 +164,14 @@ func replicaOf(t *testing.T, cl *testredis.Cluster, master string) string {
 	mc := cl.Node(master).Client()
 	id, err := mc.Do(ctx, "CLUSTER", "MYID").Text()
 	require.NoError(t, err)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		lines, err := mc.ClusterSlaves(ctx, id).Result()
-		if err == nil && len(lines) > 0 {
-			addr, _, _ := strings.Cut(strings.Fields(lines[0])[1], "@")
-			waitLinkUp(t, addr)
-			return addr
-		}
-		require.True(t, time.Now().Before(deadline), "master %s has no replica: %v", master, err)
-		time.Sleep(50 * time.Millisecond)
-	}
+	var lines []string
+	testwait.Until(t, 10*time.Second, 50*time.Millisecond, func() bool {
+		lines, err = mc.ClusterSlaves(ctx, id).Result()
+		return err == nil && len(lines) > 0
+	}, func() string { return fmt.Sprintf("master %s has no replica: %v", master, err) })
+	addr, _, _ := strings.Cut(strings.Fields(lines[0])[1], "@")
+	waitLinkUp(t, addr)
+	return addr
 }
 
 // waitLinkUp waits until the replica at addr is in sync with its master.
@@ -199,18 +191,14 @@ func waitInfo(t *testing.T, addr, want string) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	require.Eventually(t, func() bool {
 		info, err := c.Info(context.Background(), "replication").Result()
-		if err == nil && strings.Contains(info, want) {
-			ci, err := c.ClusterInfo(context.Background()).Result()
-			if err == nil && strings.Contains(ci, "cluster_state:ok") {
-				return
-			}
+		if err != nil || !strings.Contains(info, want) {
+			return false
 		}
-		require.True(t, time.Now().Before(deadline), "%s never showed %s", addr, want)
-		time.Sleep(50 * time.Millisecond)
-	}
+		ci, err := c.ClusterInfo(context.Background()).Result()
+		return err == nil && strings.Contains(ci, "cluster_state:ok")
+	}, 30*time.Second, 50*time.Millisecond, "%s never showed %s", addr, want)
 }
 
 // missing is the acknowledged tasks the store does not have.
@@ -222,13 +210,11 @@ func missing(t *testing.T, st *store.Store, acked map[string]time.Time) map[stri
 	}
 	var tasks []*task.Task
 	var err error
-	for try := 0; try < 100; try++ {
-		if tasks, err = st.GetMany(context.Background(), ids); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.NoError(t, err)
+	// (1 min: the 100 tries 100 ms apart it had before, with time for the calls)
+	testwait.Until(t, time.Minute, 100*time.Millisecond, func() bool {
+		tasks, err = st.GetMany(context.Background(), ids)
+		return err == nil
+	}, func() string { return fmt.Sprintf("GetMany never answered: %v", err) })
 	out := map[string]bool{}
 	for _, id := range ids {
 		out[id] = true

@@ -17,6 +17,7 @@ import (
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -226,62 +227,60 @@ func TestPartitionedClusterMasterCrash(t *testing.T) {
 	all := append(append(append(before, slow...), others...), after...)
 	// (60 s: a completion the old master acknowledged and had not yet
 	// replicated runs again after its lease)
-	for deadline := time.Now().Add(60 * time.Second); completed(all) != len(all); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			ts, err := st.GetMany(ctx, all)
-			states := map[task.State]int{}
-			for _, tk := range ts {
-				states[tk.State]++
-			}
-			var stuck []string
-			for _, tk := range ts {
-				if tk.State != task.StateCompleted && len(stuck) < 3 {
-					stuck = append(stuck, fmt.Sprintf("%s %s (partition %d) %+v", tk.ID, tk.State, store.PartitionOf(tk.ID, 3), tk.StateHistory))
-				}
-			}
-			// which are missing: their group, partition, and whether any
-			// node of the cluster holds the key
-			found := map[string]bool{}
-			for _, tk := range ts {
-				found[tk.ID] = true
-			}
-			group := func(id string) string {
-				for _, g := range []struct {
-					name string
-					ids  []string
-				}{{"before", before}, {"others", others}, {"after", after}} {
-					if slices.Contains(g.ids, id) {
-						return g.name
-					}
-				}
-				return "?"
-			}
-			missing := map[string]int{}
-			var example string
-			for _, id := range all {
-				if !found[id] {
-					missing[fmt.Sprintf("%s/p%d", group(id), store.PartitionOf(id, 3))]++
-					if example == "" {
-						example = id
-					}
-				}
-			}
-			if example != "" {
-				key := prefixes[store.PartitionOf(example, 3)] + "task:" + example
-				for _, node := range cl.Nodes {
-					addr := node.Addr
-					n, err := cl.Node(addr).Client().Exists(ctx, key).Result()
-					role, _ := cl.Node(addr).Client().Do(ctx, "ROLE").Slice()
-					r := ""
-					if len(role) > 0 {
-						r = fmt.Sprint(role[0])
-					}
-					example += fmt.Sprintf(" [%s %s: exists %d %v]", addr, r, n, err)
-				}
-			}
-			t.Fatalf("not every task completed within 60 s of the failover: %d of %d found (%v), states %v; %v; missing by group/partition %v, e.g. %s", len(ts), len(all), err, states, stuck, missing, example)
+	testwait.Until(t, 60*time.Second, 50*time.Millisecond, func() bool { return completed(all) == len(all) }, func() string {
+		ts, err := st.GetMany(ctx, all)
+		states := map[task.State]int{}
+		for _, tk := range ts {
+			states[tk.State]++
 		}
-	}
+		var stuck []string
+		for _, tk := range ts {
+			if tk.State != task.StateCompleted && len(stuck) < 3 {
+				stuck = append(stuck, fmt.Sprintf("%s %s (partition %d) %+v", tk.ID, tk.State, store.PartitionOf(tk.ID, 3), tk.StateHistory))
+			}
+		}
+		// which are missing: their group, partition, and whether any
+		// node of the cluster holds the key
+		found := map[string]bool{}
+		for _, tk := range ts {
+			found[tk.ID] = true
+		}
+		group := func(id string) string {
+			for _, g := range []struct {
+				name string
+				ids  []string
+			}{{"before", before}, {"others", others}, {"after", after}} {
+				if slices.Contains(g.ids, id) {
+					return g.name
+				}
+			}
+			return "?"
+		}
+		missing := map[string]int{}
+		var example string
+		for _, id := range all {
+			if !found[id] {
+				missing[fmt.Sprintf("%s/p%d", group(id), store.PartitionOf(id, 3))]++
+				if example == "" {
+					example = id
+				}
+			}
+		}
+		if example != "" {
+			key := prefixes[store.PartitionOf(example, 3)] + "task:" + example
+			for _, node := range cl.Nodes {
+				addr := node.Addr
+				n, err := cl.Node(addr).Client().Exists(ctx, key).Result()
+				role, _ := cl.Node(addr).Client().Do(ctx, "ROLE").Slice()
+				r := ""
+				if len(role) > 0 {
+					r = fmt.Sprint(role[0])
+				}
+				example += fmt.Sprintf(" [%s %s: exists %d %v]", addr, r, n, err)
+			}
+		}
+		return fmt.Sprintf("not every task completed within 60 s of the failover: %d of %d found (%v), states %v; %v; missing by group/partition %v, e.g. %s", len(ts), len(all), err, states, stuck, missing, example)
+	})
 	ts, err := st.GetMany(ctx, all)
 	require.NoError(t, err)
 	again := completedOnce(t, ts, &runs).ranAgain

@@ -45,7 +45,7 @@ func (h *failedCompletions) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 	return next
 }
 
-// TestCompletionSurvivesRedisOutage is guarantees.md's "Redis command
+// TestCompletionSurvivesRedisOutage is docs/guarantees.md's "Redis command
 // fails during a completion": Redis goes away (killed) between the
 // handler's end and its acknowledgement; the worker retries the batch with
 // backoff, Redis comes back (its append-only file replayed), and the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/retry"
 	"github.com/taskflow/taskflow/internal/store"
 	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testwait"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -58,18 +60,14 @@ func (b *bundle) start(t *testing.T, h Handler, cfg Config) (*Worker, func()) {
 // waitState polls the task until it is in want or the deadline passes.
 func (b *bundle) waitState(t *testing.T, id string, want task.State) *task.Task {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		tk, err := b.st.Get(b.ctx, id)
+	var tk *task.Task
+	testwait.Until(t, 15*time.Second, 5*time.Millisecond, func() bool {
+		var err error
+		tk, err = b.st.Get(b.ctx, id)
 		require.NoError(t, err)
-		if tk.State == want {
-			return tk
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s stayed %s, want %s", id, tk.State, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return tk.State == want
+	}, func() string { return fmt.Sprintf("task %s stayed %s, want %s", id, tk.State, want) })
+	return tk
 }
 
 func TestProcessesTasks(t *testing.T) {

@@ -1,6 +1,7 @@
-// An independent reading of the plan semantics (docs/dsl.md, the engine's
-// BEHAVIOUR): given the Redis data and a compiled plan, the candidates rankd
-// must print. Small and slow on purpose; it shares no code with the engine.
+// An independent reading of the plan semantics (docs/dsl.md, and docs/plan.md's
+// ops, expressions and predicates): given the Redis data and a compiled
+// plan, the candidates rankd must print. Small and slow on purpose; it
+// shares no code with the engine.
 import { KEYS, PARAMS } from "../../src/generated/registry.js";
 
 export interface Data {

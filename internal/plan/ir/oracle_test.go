@@ -9,7 +9,8 @@ import (
 	"github.com/taskflow/taskflow/internal/plan/ir"
 )
 
-// interp is a direct tree-walking evaluator of the IR rules (BEHAVIOUR.md),
+// interp is a direct tree-walking evaluator of the IR rules (docs/plan.md,
+// "Expressions and predicates"),
 // written independently of the compiler, as the oracle the compiled
 // closures are checked against.
 type interp struct {

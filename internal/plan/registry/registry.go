@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -144,16 +143,6 @@ type Registry struct {
 	Endpoints    map[string]*Endpoint
 	Capabilities map[string]*Capability
 	Validation   Validation
-}
-
-// KeyIDs returns the key ids in ascending order.
-func (r *Registry) KeyIDs() []int {
-	out := make([]int, 0, len(r.Keys))
-	for id := range r.Keys {
-		out = append(out, id)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // Default loads the embedded registry (the repository's registry/) for env.
