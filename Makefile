@@ -85,7 +85,7 @@ plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.jso
 web-deps: # Install web/node_modules from the lock file when missing
 	@if [ ! -d web/node_modules ]; then cd web && npm ci --no-audit --no-fund; fi
 
-ui: web-deps ## Regenerate the API types and rebuild the web dashboard into internal/webui/dist (embedded in the binary)
+ui: web-deps ## Regenerate the API types and rebuild the web dashboard into internal/frontend/webui/dist (embedded in the binary)
 	cd web && npm run --silent types && npm run --silent build
 
 ui-types: web-deps ## Regenerate web/src/api/schema.d.ts from the API's /openapi.json
@@ -95,8 +95,8 @@ ui-check: web-deps ## Fail when the committed dashboard build or its API types d
 	cd web && npm run --silent types
 	git diff --exit-code --stat -- web/src/api
 	cd web && npm run --silent build
-	git diff --exit-code --stat -- internal/webui/dist
-	@test -z "$$(git status --porcelain -- internal/webui/dist)" || (git status --porcelain -- internal/webui/dist && false)
+	git diff --exit-code --stat -- internal/frontend/webui/dist
+	@test -z "$$(git status --porcelain -- internal/frontend/webui/dist)" || (git status --porcelain -- internal/frontend/webui/dist && false)
 
 test-ui: web-deps ## Run the dashboard's unit tests (vitest), then its end-to-end tests in Chromium against a real taskflow dev
 	cd web && npx tsc --noEmit && npm test && npm run test:e2e
@@ -112,7 +112,7 @@ ui-bench: web-deps ## Measure the dashboard against running servers (not part of
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-fuzz: ## Run every Fuzz* target for FUZZTIME each (default 10s; FUZZPKGS=./internal/httpapi/ for some packages only)
+fuzz: ## Run every Fuzz* target for FUZZTIME each (default 10s; FUZZPKGS=./internal/frontend/httpapi/ for some packages only)
 	@set -e; for pkg in $$($(GO) list $(FUZZPKGS)); do \
 		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "== $$pkg $$fz ($(FUZZTIME))"; \

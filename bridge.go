@@ -1,8 +1,8 @@
 package taskflow
 
 import (
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/bridge"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/bridge"
 )
 
 func init() {

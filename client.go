@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/service"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/tasktype"
+	"github.com/taskflow/taskflow/internal/engine/depend"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
+	"github.com/taskflow/taskflow/internal/frontdoor/service"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/tasktypes"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -56,12 +56,12 @@ func newClientOn(a *app.App, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	local := make([]tasktype.Type, 0, len(cfg.Types))
+	local := make([]tasktypes.Type, 0, len(cfg.Types))
 	for _, ti := range cfg.Types {
 		local = append(local, declared(ti))
 	}
-	types, err := tasktype.New(tasktype.Config{Local: local, External: cfg.ExternalTypes, Redis: a.Redis,
-		Keys: stream.NewKeys(st.Namespace()), WorkerTypes: st.WorkerTypesKey(), Logger: a.Logger})
+	types, err := tasktypes.New(tasktypes.Config{Local: local, External: cfg.ExternalTypes, Redis: a.Redis,
+		Keys: protocol.NewKeys(st.Namespace()), WorkerTypes: st.WorkerTypesKey(), Logger: a.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("taskflow: %w", err)
 	}
@@ -74,8 +74,8 @@ func newClientOn(a *app.App, cfg Config) (*Client, error) {
 }
 
 // declared is the registry's view of what a handler declares.
-func declared(ti TypeInfo) tasktype.Type {
-	return tasktype.Declared(ti.Name, ti.Description, ti.Params, ti.JSONSchema, ti.Check, ti.Notify)
+func declared(ti TypeInfo) tasktypes.Type {
+	return tasktypes.Declared(ti.Name, ti.Description, ti.Params, ti.JSONSchema, ti.Check, ti.Notify)
 }
 
 // Close waits for the enqueues in flight and releases the connection.

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/app"
+	"github.com/taskflow/taskflow/internal/platform/app"
 )
 
 // Config is what a Client or a Worker needs to reach a deployment. The

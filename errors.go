@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/taskflow/taskflow/internal/service"
+	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/task"
 )
 

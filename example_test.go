@@ -10,7 +10,7 @@ import (
 
 	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/extsvc/param"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/extsvc/param"
-	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/external/protocol"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -183,7 +183,7 @@ func NewMux() *Mux { return &Mux{types: map[string]TypeInfo{}, handlers: map[str
 // invalid or already registered name panics, as http.ServeMux does,
 // because it is a programming error.
 func (m *Mux) Handle(taskType string, h Handler, opts ...TypeOption) {
-	if !stream.ValidTaskType(taskType) {
+	if !protocol.ValidTaskType(taskType) {
 		panic(fmt.Sprintf("taskflow: %q is not a task type name (1-64 of a-z, 0-9, '.', '_', '-', starting with a letter)", taskType))
 	}
 	if h == nil {

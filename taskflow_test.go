@@ -15,11 +15,11 @@ import (
 
 	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/extsvc/param"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/tasktype"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/tasktypes"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -189,10 +189,10 @@ func TestPublishedTypeReachesTheRegistry(t *testing.T) {
 	d.run(t, w)
 	rdb, _ := testredis.Client(t)
 	ns := keyspace.MustParse(d.cfg.Namespace)
-	reg, err := tasktype.New(tasktype.Config{Redis: rdb, Keys: stream.NewKeys(ns), WorkerTypes: store.WorkerTypesKeyOf(ns),
+	reg, err := tasktypes.New(tasktypes.Config{Redis: rdb, Keys: protocol.NewKeys(ns), WorkerTypes: store.WorkerTypesKeyOf(ns),
 		Refresh: time.Millisecond})
 	require.NoError(t, err)
-	var got tasktype.Type
+	var got tasktypes.Type
 	require.Eventually(t, func() bool {
 		var ok bool
 		got, ok = reg.Lookup(d.ctx, "email.send")
@@ -201,7 +201,7 @@ func TestPublishedTypeReachesTheRegistry(t *testing.T) {
 	require.False(t, got.External)
 	require.Equal(t, "Sends one email.", got.Description)
 	require.EqualValues(t, []any{"to"}, got.Schema()["required"])
-	require.Equal(t, "Sent to ada", tasktype.Render(got.Notify, json.RawMessage(`{"to":"ada"}`)))
+	require.Equal(t, "Sent to ada", tasktypes.Render(got.Notify, json.RawMessage(`{"to":"ada"}`)))
 	var pe *param.Error
 	require.ErrorAs(t, got.CheckParams(json.RawMessage(`{"subject":"x"}`)), &pe)
 	require.Equal(t, "to", pe.Field)

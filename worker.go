@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/scheduler"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/internal/engine/depend"
+	"github.com/taskflow/taskflow/internal/engine/maintenance"
+	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/platform/app"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -133,7 +133,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		maps.Copy(deps, wc.Dependencies) // the engine's own setting wins
 	}
 	wc.Dependencies = deps
-	w.prog = progressWriter{a: a, keys: result.NewKeys(a.Store.Namespace())}
+	w.prog = progressWriter{a: a, keys: resultview.NewKeys(a.Store.Namespace())}
 	ew, err := worker.New(a.Store, entry{w}, wc)
 	if err != nil {
 		return fmt.Errorf("taskflow: %w", err)
@@ -143,12 +143,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.eng = ew
 	w.mu.Unlock()
 
-	var sc *scheduler.Scheduler
+	var sc *maintenance.Scheduler
 	var releases *depend.Graph
 	if !w.cfg.NoScheduler {
 		scfg := eng.Scheduler
 		scfg.Logger = log.With("component", "scheduler")
-		if sc, err = scheduler.New(a.Store, scfg); err != nil {
+		if sc, err = maintenance.New(a.Store, scfg); err != nil {
 			return fmt.Errorf("taskflow: %w", err)
 		}
 		if !w.orchestrated {
@@ -193,7 +193,7 @@ func (e entry) Types() []string { return e.w.mux.Types() }
 func (w *Worker) publishTypes(ctx context.Context, a *app.App) error {
 	specs := make(map[string]string, len(w.mux.types))
 	for _, ti := range w.mux.TypeInfos() {
-		b, err := json.Marshal(stream.TypeSpec{Description: ti.Description, Params: ti.Schema(), Notify: ti.Notify})
+		b, err := json.Marshal(protocol.TypeSpec{Description: ti.Description, Params: ti.Schema(), Notify: ti.Notify})
 		if err != nil {
 			return fmt.Errorf("taskflow: %s: %w", ti.Name, err)
 		}
@@ -209,7 +209,7 @@ func (w *Worker) publishTypes(ctx context.Context, a *app.App) error {
 // reads it.
 type progressWriter struct {
 	a      *app.App
-	keys   result.Keys
+	keys   resultview.Keys
 	worker string
 }
 
@@ -217,6 +217,6 @@ func (p progressWriter) write(ctx context.Context, id string, pr Progress) error
 	if p.a == nil {
 		return ErrNoProgress
 	}
-	return result.WriteProgress(ctx, p.a.Redis, p.keys, id, result.Progress{Percent: pr.Percent, Message: pr.Message,
-		ETASeconds: pr.ETA, ReportedBy: p.worker, At: time.Now()}, result.ProgressTTL)
+	return resultview.WriteProgress(ctx, p.a.Redis, p.keys, id, resultview.Progress{Percent: pr.Percent, Message: pr.Message,
+		ETASeconds: pr.ETA, ReportedBy: p.worker, At: time.Now()}, resultview.ProgressTTL)
 }

@@ -26,15 +26,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/protocol"
 )
 
 // Config configures a Server.
 type Config struct {
 	// ArtifactDir is a directory shared with the API processes
 	// (TASKFLOW_ARTIFACT_DIR) where PutFile puts files larger than
-	// stream.MaxArtifactBytes, as <dir>/<task id>/<name>. Default empty:
+	// protocol.MaxArtifactBytes, as <dir>/<task id>/<name>. Default empty:
 	// PutFile refuses those (ErrFileTooLarge).
 	ArtifactDir string
 	// Name is the service's name; its consumer group is Name+"-group" and
@@ -96,7 +96,7 @@ func (c Config) WithDefaults() Config {
 		c.Grace = 30 * time.Second
 	}
 	if c.Retention == 0 {
-		c.Retention = stream.DefaultRetention
+		c.Retention = protocol.DefaultRetention
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -148,7 +148,7 @@ type Task struct {
 // Progress publishes a task.progress event: percent done (0–100), a short
 // message and an estimate of the time left (0 when unknown).
 func (t *Task) Progress(ctx context.Context, percent float64, message string, eta time.Duration) error {
-	e, err := stream.New(stream.TypeProgress, t.svc.cfg.Now(), stream.ProgressData{
+	e, err := protocol.New(protocol.TypeProgress, t.svc.cfg.Now(), protocol.ProgressData{
 		TaskID: t.ID, Percent: percent, Message: message, ETASeconds: eta.Seconds(),
 		ReportedBy: t.svc.cfg.Name, Token: t.token,
 	})
@@ -159,23 +159,23 @@ func (t *Task) Progress(ctx context.Context, percent float64, message string, et
 	return err
 }
 
-// ErrFileTooLarge: a file over stream.MaxArtifactBytes with no
+// ErrFileTooLarge: a file over protocol.MaxArtifactBytes with no
 // Config.ArtifactDir to put it in.
 var ErrFileTooLarge = errors.New("extsvc: file too large for the artifact store")
 
 // PutFile stores data as the task's result file name (its content type,
 // e.g. "text/csv") in taskflow's artifact store and returns the URL the API
 // serves it at to the task's session: put it in the result's file_url. A
-// file up to stream.MaxArtifactBytes goes into Redis; a larger one into
+// file up to protocol.MaxArtifactBytes goes into Redis; a larger one into
 // Config.ArtifactDir (ErrFileTooLarge without one), its entry in Redis.
-// Either is kept stream.ArtifactTTL. name is one path segment
-// (stream.CheckArtifactName). Storing the same name again replaces the
+// Either is kept protocol.ArtifactTTL. name is one path segment
+// (protocol.CheckArtifactName). Storing the same name again replaces the
 // file (a redone attempt).
 func (t *Task) PutFile(ctx context.Context, name, contentType string, data []byte) (string, error) {
-	if err := stream.CheckArtifactName(name); err != nil {
+	if err := protocol.CheckArtifactName(name); err != nil {
 		return "", err
 	}
-	if err := stream.CheckArtifactName(t.ID); err != nil {
+	if err := protocol.CheckArtifactName(t.ID); err != nil {
 		return "", fmt.Errorf("task id %q cannot name a file: %w", t.ID, err)
 	}
 	if contentType == "" {
@@ -183,29 +183,29 @@ func (t *Task) PutFile(ctx context.Context, name, contentType string, data []byt
 	}
 	sum := sha256.Sum256(data)
 	fields := []any{"content_type", contentType, "size", len(data), "sha256", hex.EncodeToString(sum[:])}
-	if len(data) <= stream.MaxArtifactBytes {
+	if len(data) <= protocol.MaxArtifactBytes {
 		fields = append(fields, "data", data)
 	} else {
 		if t.svc.cfg.ArtifactDir == "" {
 			return "", fmt.Errorf("%w: %s is %d bytes, the store keeps up to %d without an artifact directory (TASKFLOW_ARTIFACT_DIR)",
-				ErrFileTooLarge, name, len(data), stream.MaxArtifactBytes)
+				ErrFileTooLarge, name, len(data), protocol.MaxArtifactBytes)
 		}
-		if err := stream.WriteArtifactFile(t.svc.cfg.ArtifactDir, t.ID, name, data); err != nil {
+		if err := protocol.WriteArtifactFile(t.svc.cfg.ArtifactDir, t.ID, name, data); err != nil {
 			return "", err
 		}
-		fields = append(fields, "location", stream.ArtifactInDir)
+		fields = append(fields, "location", protocol.ArtifactInDir)
 	}
 	key := t.svc.keys.Artifact(t.ID, name)
 	_, err := t.svc.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.Del(ctx, key) // a replaced file leaves no field of the old one
 		pl.HSet(ctx, key, fields...)
-		pl.PExpire(ctx, key, stream.ArtifactTTL)
+		pl.PExpire(ctx, key, protocol.ArtifactTTL)
 		return nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("store artifact %s: %w", name, err)
 	}
-	return stream.FileURL(t.ID, name), nil
+	return protocol.FileURL(t.ID, name), nil
 }
 
 // UnmarshalParams decodes the task's params into v, rejecting unknown

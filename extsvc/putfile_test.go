@@ -9,14 +9,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestPutFile: a small file goes into Redis, a large one into the shared
-// artifact directory (its entry in Redis); the API's reader (result.File)
+// artifact directory (its entry in Redis); the API's reader (resultview.File)
 // gets the same bytes from either; without a directory a large file is
 // refused with ErrFileTooLarge, and a bad name is refused.
 func TestPutFile(t *testing.T) {
@@ -28,7 +28,7 @@ func TestPutFile(t *testing.T) {
 	require.NoError(t, err)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	require.NoError(t, err)
-	reader := result.New(st, result.Config{ArtifactDir: dir})
+	reader := resultview.New(st, resultview.Config{ArtifactDir: dir})
 	task := &Task{ID: "0193-task", Type: "report.generate", svc: svc}
 
 	small := []byte("quarter,revenue\nQ4,60\n")
@@ -41,24 +41,24 @@ func TestPutFile(t *testing.T) {
 	require.Equal(t, "text/csv", f.ContentType)
 	ttl, err := rdb.PTTL(ctx, svc.keys.Artifact(task.ID, "r.csv")).Result()
 	require.NoError(t, err)
-	require.InDelta(t, stream.ArtifactTTL.Seconds(), ttl.Seconds(), 60)
+	require.InDelta(t, protocol.ArtifactTTL.Seconds(), ttl.Seconds(), 60)
 
-	large := bytes.Repeat([]byte("0123456789abcdef"), stream.MaxArtifactBytes/16+1)
+	large := bytes.Repeat([]byte("0123456789abcdef"), protocol.MaxArtifactBytes/16+1)
 	_, err = task.PutFile(ctx, "big.bin", "", large)
 	require.NoError(t, err)
 	h, err := rdb.HGetAll(ctx, svc.keys.Artifact(task.ID, "big.bin")).Result()
 	require.NoError(t, err)
-	require.Equal(t, stream.ArtifactInDir, h["location"])
+	require.Equal(t, protocol.ArtifactInDir, h["location"])
 	require.NotContains(t, h, "data", "the bytes are in the directory, not in Redis")
-	onDisk, err := os.ReadFile(stream.ArtifactPath(dir, task.ID, "big.bin"))
+	onDisk, err := os.ReadFile(protocol.ArtifactPath(dir, task.ID, "big.bin"))
 	require.NoError(t, err)
 	require.Equal(t, len(large), len(onDisk))
 	f, err = reader.File(ctx, task.ID, "big.bin")
 	require.NoError(t, err)
 	require.Equal(t, "application/octet-stream", f.ContentType)
 	require.True(t, bytes.Equal(large, f.Data))
-	_, err = result.New(st, result.Config{}).File(ctx, task.ID, "big.bin")
-	require.ErrorIs(t, err, result.ErrNoArtifactDir, "an API without the directory says so")
+	_, err = resultview.New(st, resultview.Config{}).File(ctx, task.ID, "big.bin")
+	require.ErrorIs(t, err, resultview.ErrNoArtifactDir, "an API without the directory says so")
 
 	// A redone attempt replaces the file whole, wherever it was.
 	_, err = task.PutFile(ctx, "big.bin", "text/plain", []byte("now small"))
@@ -76,5 +76,5 @@ func TestPutFile(t *testing.T) {
 		require.Error(t, err, "%q", bad)
 	}
 	_, err = reader.File(ctx, task.ID, "missing.csv")
-	require.ErrorIs(t, err, result.ErrNoFile)
+	require.ErrorIs(t, err, resultview.ErrNoFile)
 }

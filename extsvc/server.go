@@ -14,23 +14,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/extsvc/param"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/protocol"
 )
 
 // Server is one instance of an external service: it consumes the task
 // types registered on it. Register handlers, then call Run once. (Service
 // is the protocol's word for the program; in Go it is a Server, so that it
-// is not mistaken for internal/service, taskflow's business rules.)
+// is not mistaken for internal/frontdoor/service, taskflow's business rules.)
 type Server struct {
 	rdb      redis.UniversalClient
 	cfg      Config
-	keys     stream.Keys
-	pub      *stream.Publisher
+	keys     protocol.Keys
+	pub      *protocol.Publisher
 	group    string
 	handlers map[string]Handler
 
-	specs map[string]stream.TypeSpec // task type → what register publishes
+	specs map[string]protocol.TypeSpec // task type → what register publishes
 
 	mu        sync.Mutex
 	inflight  map[string]*running  // stream entry id → running task
@@ -54,13 +54,13 @@ func New(rdb redis.UniversalClient, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("extsvc: Namespace: %w", err)
 	}
-	k := stream.NewKeys(ns)
+	k := protocol.NewKeys(ns)
 	return &Server{
 		rdb: rdb, cfg: cfg, keys: k,
-		pub:       stream.NewPublisher(rdb, cfg.Retention, cfg.Now),
-		group:     stream.ServiceGroup(cfg.Name),
+		pub:       protocol.NewPublisher(rdb, cfg.Retention, cfg.Now),
+		group:     protocol.ServiceGroup(cfg.Name),
 		handlers:  map[string]Handler{},
-		specs:     map[string]stream.TypeSpec{},
+		specs:     map[string]protocol.TypeSpec{},
 		inflight:  map[string]*running{},
 		cancelled: map[string]time.Time{},
 		slot:      make(chan struct{}, 1),
@@ -70,7 +70,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Server, error) {
 // Handle registers h for taskType. Registering a type twice panics (a
 // programming error, as with http.ServeMux).
 func (s *Server) Handle(taskType string, h Handler) {
-	if !stream.ValidTaskType(taskType) {
+	if !protocol.ValidTaskType(taskType) {
 		panic(fmt.Sprintf("extsvc: %q is not a task type name", taskType))
 	}
 	if _, dup := s.handlers[taskType]; dup {
@@ -102,7 +102,7 @@ func (s *Server) Describe(taskType string, info TypeInfo) {
 	if err != nil {
 		panic(fmt.Sprintf("extsvc: %s: params schema: %v", taskType, err)) // only maps of plain values
 	}
-	s.specs[taskType] = stream.TypeSpec{Service: s.cfg.Name, Description: info.Description, Params: sch, Notify: info.Notify}
+	s.specs[taskType] = protocol.TypeSpec{Service: s.cfg.Name, Description: info.Description, Params: sch, Notify: info.Notify}
 }
 
 // HandleFunc registers f for taskType.
@@ -135,7 +135,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	// "0": a service started after tasks were published still gets them.
-	if err := stream.EnsureGroup(ctx, s.rdb, s.keys.Create(), s.group, "0"); err != nil {
+	if err := protocol.EnsureGroup(ctx, s.rdb, s.keys.Create(), s.group, "0"); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: not a failure
 		}
@@ -191,15 +191,15 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// loop reads the service's group on task.create (stream.Loop: new
+// loop reads the service's group on task.create (protocol.Loop: new
 // entries, entries of dead workers claimed after ClaimIdle, a backoff
 // while Redis fails) and starts a task per entry, never more at once
 // than Concurrency.
 func (s *Server) loop(ctx context.Context) error {
-	l := &stream.Loop{Client: s.rdb, Group: s.group, Consumer: s.cfg.Consumer, Streams: []string{s.keys.Create()},
+	l := &protocol.Loop{Client: s.rdb, Group: s.group, Consumer: s.cfg.Consumer, Streams: []string{s.keys.Create()},
 		Count: int64(s.cfg.Concurrency), Room: s.room, Block: s.cfg.Block, ClaimIdle: s.cfg.ClaimIdle,
 		Logger: s.cfg.Logger.With("service", s.cfg.Name)}
-	return l.Run(ctx, func(ctx context.Context, msgs []stream.Message) error {
+	return l.Run(ctx, func(ctx context.Context, msgs []protocol.Message) error {
 		for _, m := range msgs {
 			s.dispatch(ctx, m)
 		}
@@ -230,9 +230,9 @@ func (s *Server) running() int {
 
 // dispatch starts the task of m, or acknowledges m at once when it is not
 // this service's (another type, malformed, already cancelled).
-func (s *Server) dispatch(ctx context.Context, m stream.Message) {
+func (s *Server) dispatch(ctx context.Context, m protocol.Message) {
 	ack := func() {
-		if err := stream.Ack(context.WithoutCancel(ctx), s.rdb, s.keys.Create(), s.group, m.ID); err != nil {
+		if err := protocol.Ack(context.WithoutCancel(ctx), s.rdb, s.keys.Create(), s.group, m.ID); err != nil {
 			s.cfg.Logger.Warn("ack failed", "service", s.cfg.Name, "entry", m.ID, "err", err)
 		}
 	}
@@ -241,7 +241,7 @@ func (s *Server) dispatch(ctx context.Context, m stream.Message) {
 		ack()
 		return
 	}
-	d, err := stream.As[stream.CreateData](m.Event)
+	d, err := protocol.As[protocol.CreateData](m.Event)
 	if err != nil {
 		s.cfg.Logger.Warn("malformed task.create entry skipped", "service", s.cfg.Name, "entry", m.ID, "err", err)
 		ack()
@@ -318,14 +318,14 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 	ctx = context.WithoutCancel(ctx)
 	now := s.cfg.Now()
 	dur := now.Sub(t.started).Milliseconds()
-	var e stream.Event
+	var e protocol.Event
 	var target string
 	var err error
 	if herr == nil {
 		if len(res) == 0 || string(res) == "null" {
 			res = json.RawMessage(`{}`)
 		}
-		e, err = stream.New(stream.TypeCompleted, now, stream.CompletedData{
+		e, err = protocol.New(protocol.TypeCompleted, now, protocol.CompletedData{
 			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token})
 		target = s.keys.Completed()
 		if err == nil {
@@ -339,7 +339,7 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 	}
 	if herr != nil {
 		info := toErrorInfo(herr)
-		e, err = stream.New(stream.TypeFailed, now, stream.FailedData{
+		e, err = protocol.New(protocol.TypeFailed, now, protocol.FailedData{
 			TaskID: t.ID, Status: "failed", Error: info, DurationMS: dur, FailedBy: s.cfg.Name, Token: t.token})
 		target = s.keys.Failed()
 		s.cfg.Logger.Error("Task failed", "task_id", t.ID, "error", info.Code, "service", s.cfg.Name)
@@ -352,15 +352,15 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 		s.cfg.Logger.Error("cannot publish outcome; the entry stays pending for a retry", "task_id", t.ID, "err", err)
 		return
 	}
-	if err := stream.Ack(ctx, s.rdb, s.keys.Create(), s.group, entryID); err != nil {
+	if err := protocol.Ack(ctx, s.rdb, s.keys.Create(), s.group, entryID); err != nil {
 		s.cfg.Logger.Warn("ack failed", "task_id", t.ID, "err", err)
 	}
 }
 
-func toErrorInfo(err error) stream.ErrorInfo {
+func toErrorInfo(err error) protocol.ErrorInfo {
 	var e *Error
 	if errors.As(err, &e) {
-		info := stream.ErrorInfo{Code: e.Code, Message: e.Message}
+		info := protocol.ErrorInfo{Code: e.Code, Message: e.Message}
 		r := e.Retryable
 		info.Retryable = &r
 		if len(e.Details) > 0 {
@@ -371,12 +371,12 @@ func toErrorInfo(err error) stream.ErrorInfo {
 	f := false
 	switch {
 	case errors.Is(err, ErrCancelled):
-		return stream.ErrorInfo{Code: "CANCELLED", Message: "cancelled at the agent's request", Retryable: &f}
+		return protocol.ErrorInfo{Code: "CANCELLED", Message: "cancelled at the agent's request", Retryable: &f}
 	case errors.Is(err, context.DeadlineExceeded):
 		t := true
-		return stream.ErrorInfo{Code: "TIMEOUT", Message: err.Error(), Retryable: &t}
+		return protocol.ErrorInfo{Code: "TIMEOUT", Message: err.Error(), Retryable: &t}
 	}
-	return stream.ErrorInfo{Code: "INTERNAL_ERROR", Message: err.Error(), Retryable: &f}
+	return protocol.ErrorInfo{Code: "INTERNAL_ERROR", Message: err.Error(), Retryable: &f}
 }
 
 // heartbeatLoop touches the entries held by running tasks, so that no
@@ -401,7 +401,7 @@ func (s *Server) heartbeatLoop(ctx context.Context) {
 			}
 		}
 		s.mu.Unlock()
-		if err := stream.Touch(ctx, s.rdb, s.keys.Create(), s.group, s.cfg.Consumer, ids...); err != nil && ctx.Err() == nil {
+		if err := protocol.Touch(ctx, s.rdb, s.keys.Create(), s.group, s.cfg.Consumer, ids...); err != nil && ctx.Err() == nil {
 			s.cfg.Logger.Warn("heartbeat failed", "service", s.cfg.Name, "err", err)
 		}
 		if err := s.register(ctx); err != nil && ctx.Err() == nil {
@@ -427,11 +427,11 @@ func (s *Server) cancelLoop(ctx context.Context, from string) {
 		for _, st := range res {
 			for _, x := range st.Messages {
 				from = x.ID
-				e, err := stream.Decode(x.ID, x.Values)
+				e, err := protocol.Decode(x.ID, x.Values)
 				if err != nil {
 					continue
 				}
-				d, err := stream.As[stream.CancelData](e)
+				d, err := protocol.As[protocol.CancelData](e)
 				if err != nil {
 					continue
 				}

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/testredis"
-	"github.com/taskflow/taskflow/internal/testwait"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -24,19 +24,19 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type bundle struct {
 	rdb  redis.UniversalClient
 	ns   string
-	keys stream.Keys
-	pub  *stream.Publisher
+	keys protocol.Keys
+	pub  *protocol.Publisher
 }
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	return &bundle{rdb: rdb, ns: ns, keys: stream.NewKeys(keyspace.MustParse(ns)), pub: stream.NewPublisher(rdb, 0, nil)}
+	return &bundle{rdb: rdb, ns: ns, keys: protocol.NewKeys(keyspace.MustParse(ns)), pub: protocol.NewPublisher(rdb, 0, nil)}
 }
 
 func (b *bundle) create(t *testing.T, id, typ, params string) {
 	t.Helper()
-	e, err := stream.New(stream.TypeCreate, time.Now(), stream.CreateData{TaskID: id, TaskType: typ,
+	e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: id, TaskType: typ,
 		Params: json.RawMessage(params), SessionID: "s1", Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: "tok-" + id})
 	require.NoError(t, err)
 	_, err = b.pub.Publish(context.Background(), b.keys.Create(), e)
@@ -45,9 +45,9 @@ func (b *bundle) create(t *testing.T, id, typ, params string) {
 
 // waitOutcome polls the completed and failed streams (deadline 10 s) for
 // the outcome of task id.
-func (b *bundle) waitOutcome(t *testing.T, id string) stream.Event {
+func (b *bundle) waitOutcome(t *testing.T, id string) protocol.Event {
 	t.Helper()
-	var out stream.Event
+	var out protocol.Event
 	others := 0 // outcomes of other tasks at the last look
 	testwait.Until(t, 10*time.Second, 10*time.Millisecond, func() bool {
 		others = 0
@@ -55,7 +55,7 @@ func (b *bundle) waitOutcome(t *testing.T, id string) stream.Event {
 			xs, err := b.rdb.XRange(context.Background(), s, "-", "+").Result()
 			require.NoError(t, err)
 			for _, x := range xs {
-				e, err := stream.Decode(x.ID, x.Values)
+				e, err := protocol.Decode(x.ID, x.Values)
 				require.NoError(t, err)
 				var d struct {
 					TaskID string `json:"task_id"`
@@ -106,15 +106,15 @@ func TestServiceCompletesOnlyItsTypes(t *testing.T) {
 	b.create(t, "t2", "echo.run", `{"bogus":1}`)
 
 	e := b.waitOutcome(t, "t1")
-	require.Equal(t, stream.TypeCompleted, e.Type)
-	d, err := stream.As[stream.CompletedData](e)
+	require.Equal(t, protocol.TypeCompleted, e.Type)
+	d, err := protocol.As[protocol.CompletedData](e)
 	require.NoError(t, err)
 	require.Equal(t, "tok-t1", d.Token)
 	require.Equal(t, "echo", d.CompletedBy)
 	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{}}`, string(d.Result))
 
 	e = b.waitOutcome(t, "t2")
-	f, err := stream.As[stream.FailedData](e)
+	f, err := protocol.As[protocol.FailedData](e)
 	require.NoError(t, err)
 	require.Equal(t, "INVALID_PARAMS", f.Error.Code)
 	require.False(t, f.Error.IsTransient())
@@ -129,7 +129,7 @@ func TestServiceCompletesOnlyItsTypes(t *testing.T) {
 	// entry acknowledged: wait for the last ack), and the service is
 	// registered with its types.
 	require.Eventually(t, func() bool {
-		_, pending, err := stream.Lag(context.Background(), b.rdb, b.keys.Create(), "echo-group")
+		_, pending, err := protocol.Lag(context.Background(), b.rdb, b.keys.Create(), "echo-group")
 		return err == nil && pending == 0
 	}, 5*time.Second, 10*time.Millisecond)
 	types, err := b.rdb.HGet(context.Background(), b.keys.Service("echo"), "types").Result()
@@ -152,11 +152,11 @@ func TestServiceCancel(t *testing.T) {
 	defer stop()
 	b.create(t, "c1", "slow.run", `{}`)
 	<-started
-	e, err := stream.New(stream.TypeCancel, time.Now(), stream.CancelData{TaskID: "c1", Reason: "user"})
+	e, err := protocol.New(protocol.TypeCancel, time.Now(), protocol.CancelData{TaskID: "c1", Reason: "user"})
 	require.NoError(t, err)
 	_, err = b.pub.Publish(context.Background(), b.keys.Cancel(), e)
 	require.NoError(t, err)
-	f, err := stream.As[stream.FailedData](b.waitOutcome(t, "c1"))
+	f, err := protocol.As[protocol.FailedData](b.waitOutcome(t, "c1"))
 	require.NoError(t, err)
 	require.Equal(t, "CANCELLED", f.Error.Code)
 }
@@ -167,9 +167,9 @@ func TestDeadWorkerEntriesAreClaimed(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	require.NoError(t, stream.EnsureGroup(ctx, b.rdb, b.keys.Create(), "claim-group", "0"))
+	require.NoError(t, protocol.EnsureGroup(ctx, b.rdb, b.keys.Create(), "claim-group", "0"))
 	b.create(t, "d1", "claim.run", `{}`)
-	msgs, err := stream.ReadGroup(ctx, b.rdb, "claim-group", "dead-worker", []string{b.keys.Create()}, 10, 0)
+	msgs, err := protocol.ReadGroup(ctx, b.rdb, "claim-group", "dead-worker", []string{b.keys.Create()}, 10, 0)
 	require.NoError(t, err)
 	require.Len(t, msgs, 1)
 
@@ -181,7 +181,7 @@ func TestDeadWorkerEntriesAreClaimed(t *testing.T) {
 	})
 	stop := b.start(t, svc)
 	defer stop()
-	require.Equal(t, stream.TypeCompleted, b.waitOutcome(t, "d1").Type)
+	require.Equal(t, protocol.TypeCompleted, b.waitOutcome(t, "d1").Type)
 }
 
 // TestGracefulStopLeavesUnfinishedWork: past the grace period a running
@@ -201,7 +201,7 @@ func TestGracefulStopLeavesUnfinishedWork(t *testing.T) {
 	b.create(t, "g1", "stop.run", `{}`)
 	<-started
 	stop()
-	_, pending, err := stream.Lag(context.Background(), b.rdb, b.keys.Create(), "stop-group")
+	_, pending, err := protocol.Lag(context.Background(), b.rdb, b.keys.Create(), "stop-group")
 	require.NoError(t, err)
 	require.EqualValues(t, 1, pending)
 	n, err := b.rdb.XLen(context.Background(), b.keys.Failed()).Result()
@@ -256,7 +256,7 @@ func TestHeartbeatKeepsALongTaskFromBeingClaimed(t *testing.T) {
 	stop2 := b.start(t, newWorker("hb-2"))
 	defer stop2()
 
-	require.Equal(t, stream.TypeCompleted, b.waitOutcome(t, "long-1").Type)
+	require.Equal(t, protocol.TypeCompleted, b.waitOutcome(t, "long-1").Type)
 	// every entry acknowledged: nothing is left for hb-2 to claim later
 	require.Eventually(t, func() bool {
 		p, err := b.rdb.XPending(ctx, b.keys.Create(), "hb-group").Result()

@@ -28,11 +28,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/taskflow/taskflow/internal/config"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
-	"github.com/taskflow/taskflow/internal/version"
+	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/platform/version"
 	builtin "github.com/taskflow/taskflow/plans"
 )
 

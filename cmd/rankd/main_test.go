@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/internal/plan"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 func TestMain(m *testing.M) {

@@ -22,11 +22,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow"
-	"github.com/taskflow/taskflow/internal/builtin"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/redisconn"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/tasktypes/builtin"
 	"github.com/taskflow/taskflow/task"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 

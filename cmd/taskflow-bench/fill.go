@@ -14,10 +14,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/clock"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/worker"
+	"github.com/taskflow/taskflow/internal/engine/clock"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/platform/app"
 	"github.com/taskflow/taskflow/task"
 )
 

@@ -14,22 +14,22 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/builtin"
-	"github.com/taskflow/taskflow/internal/config"
-	"github.com/taskflow/taskflow/internal/cron"
-	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/httpapi"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/planapi"
-	"github.com/taskflow/taskflow/internal/ratelimit"
-	"github.com/taskflow/taskflow/internal/service"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/internal/tasktype"
-	"github.com/taskflow/taskflow/internal/version"
+	"github.com/taskflow/taskflow/internal/engine/cron"
+	"github.com/taskflow/taskflow/internal/engine/depend"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/ratelimit"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
+	"github.com/taskflow/taskflow/internal/frontdoor/service"
+	"github.com/taskflow/taskflow/internal/frontend/httpapi"
+	"github.com/taskflow/taskflow/internal/plan/planapi"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/platform/version"
+	"github.com/taskflow/taskflow/internal/tasktypes"
+	"github.com/taskflow/taskflow/internal/tasktypes/builtin"
+	"github.com/taskflow/taskflow/internal/tasktypes/summarize"
 )
 
 func init() {
@@ -231,8 +231,8 @@ func (a *apiProc) serve(ctx context.Context, ln net.Listener, grace time.Duratio
 // external ones TASKFLOW_EXTERNAL_TYPES names, described by what their
 // services publish when they register, and the ones the deployment's
 // workers publish (a user's own Go program's types, package taskflow).
-func taskTypes(m *Main, plans *planapi.Service, rdb redis.UniversalClient, ns keyspace.Namespace) (*tasktype.Registry, error) {
+func taskTypes(m *Main, plans *planapi.Service, rdb redis.UniversalClient, ns keyspace.Namespace) (*tasktypes.Registry, error) {
 	local := append(builtin.Types(), summarize.Type, planapi.Type(plans))
-	return tasktype.New(tasktype.Config{Local: local, External: externalTypes(m),
-		Redis: rdb, Keys: stream.NewKeys(ns), WorkerTypes: store.WorkerTypesKeyOf(ns), Logger: m.Logger})
+	return tasktypes.New(tasktypes.Config{Local: local, External: externalTypes(m),
+		Redis: rdb, Keys: protocol.NewKeys(ns), WorkerTypes: store.WorkerTypesKeyOf(ns), Logger: m.Logger})
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/cron"
-	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/cron"
+	"github.com/taskflow/taskflow/internal/engine/depend"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/archive"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/archive"
+	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // testDatabaseURL is the test PostgreSQL: TASKFLOW_TEST_DATABASE_URL or the
@@ -106,7 +106,7 @@ func TestDevArchiveReadBack(t *testing.T) {
 	// The task and its result cache leave Redis (retention, here at once).
 	code, body = do("DELETE", "/api/v1/tasks/"+id, owner, "")
 	require.Equal(t, http.StatusOK, code, body)
-	require.NoError(t, rdb.Del(ctx, result.NewKeys(keyspace.MustParse(ns)).Cache(id)).Err())
+	require.NoError(t, rdb.Del(ctx, resultview.NewKeys(keyspace.MustParse(ns)).Cache(id)).Err())
 	code, _ = do("GET", "/api/v1/tasks/"+id, owner, "")
 	require.Equal(t, http.StatusNotFound, code, "gone from Redis")
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // authRow is how the matrix tries one route of the assembled server.

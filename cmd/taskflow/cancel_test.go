@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
-	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/external/notify"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestDevCancelAndTimeoutExternal: cancellation and timeout

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/config"
+	"github.com/taskflow/taskflow/internal/platform/config"
 )
 
 // apiClient is the HTTP client the client commands share.

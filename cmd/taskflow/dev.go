@@ -13,11 +13,11 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/extsvc/tools"
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/devredis"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/plan"
-	"github.com/taskflow/taskflow/internal/redisconn"
-	"github.com/taskflow/taskflow/internal/rungroup"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/devredis"
+	"github.com/taskflow/taskflow/internal/platform/rungroup"
 )
 
 // DevAddr is where `taskflow dev` listens when TASKFLOW_ADDR is unset.

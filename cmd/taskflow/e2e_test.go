@@ -21,8 +21,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/archive"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/external/archive"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 

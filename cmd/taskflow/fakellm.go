@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/llmfake"
+	"github.com/taskflow/taskflow/internal/tasktypes/llmfake"
 )
 
 func init() {

@@ -7,12 +7,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow"
-	"github.com/taskflow/taskflow/internal/builtin"
-	"github.com/taskflow/taskflow/internal/config"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/planapi"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/summarize"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/plan/planapi"
+	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/tasktypes/builtin"
+	"github.com/taskflow/taskflow/internal/tasktypes/summarize"
 )
 
 // taskDeps is what handlers need from the process that runs them.

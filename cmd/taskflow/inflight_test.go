@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -81,7 +81,7 @@ func TestExternalInFlightTakesEffect(t *testing.T) {
 				require.NoError(t, err)
 				ids = append(ids, tk.ID)
 			}
-			create := stream.NewKeys(keyspace.MustParse(ns)).Create()
+			create := protocol.NewKeys(keyspace.MustParse(ns)).Create()
 			published := func() int64 {
 				n, err := rdb.XLen(context.Background(), create).Result()
 				require.NoError(t, err)

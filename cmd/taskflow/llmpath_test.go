@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/llmfake"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/tasktypes/llmfake"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestDevSummarizesWithTheLLM: the assembled program's LLM path. `taskflow

@@ -18,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/config"
-	"github.com/taskflow/taskflow/internal/version"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/platform/version"
 )
 
 // Main holds what every subcommand shares: its streams, its logger and
@@ -39,7 +39,7 @@ type Main struct {
 }
 
 // config is the process's configuration: every setting of
-// internal/config's table, read from the environment once (app.Load).
+// internal/platform/config's table, read from the environment once (app.Load).
 // Each command binds its flags onto its own copy (cfg.BindFlags); the
 // parts built deeper down take the settings no flag overrides from here.
 // The error names every wrong variable; a command that runs the

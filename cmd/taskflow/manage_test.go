@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/testwait"
+	"github.com/taskflow/taskflow/internal/testrig/testwait"
 )
 
 // TestManageCommands drives the client commands that cover the rest of the

@@ -11,12 +11,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/httpapi"
-	"github.com/taskflow/taskflow/internal/mcpserver"
-	"github.com/taskflow/taskflow/internal/service"
-	"github.com/taskflow/taskflow/internal/version"
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
+	"github.com/taskflow/taskflow/internal/frontdoor/service"
+	"github.com/taskflow/taskflow/internal/frontend/httpapi"
+	"github.com/taskflow/taskflow/internal/frontend/mcpserver"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/version"
 )
 
 // newMCPHandler is the MCP server's streamable HTTP transport over svc;

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestMCPWithTypeScriptSDK: a second, independent client — the official

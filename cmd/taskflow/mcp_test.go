@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // bearer adds a token to every request of an HTTP client.

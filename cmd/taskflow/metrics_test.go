@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/notify"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestAPIMetricsNotificationDelivery: `taskflow api` observes notification

@@ -7,14 +7,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/internal/auth"
-	"github.com/taskflow/taskflow/internal/config"
-	"github.com/taskflow/taskflow/internal/httpapi"
-	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/planapi"
-	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/service"
-	"github.com/taskflow/taskflow/internal/store"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/notify"
+	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
+	"github.com/taskflow/taskflow/internal/frontdoor/service"
+	"github.com/taskflow/taskflow/internal/frontend/httpapi"
+	"github.com/taskflow/taskflow/internal/plan/planapi"
+	"github.com/taskflow/taskflow/internal/platform/config"
 )
 
 // apiExtras is what other packages add to the API server: the parts the
@@ -32,7 +32,7 @@ type apiExtras struct {
 	plans    *planapi.Service
 	notifier *notify.Notifier
 	hub      *notify.Hub
-	results  *result.Results
+	results  *resultview.Results
 	run      []func(ctx context.Context) error
 	close    []func()
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/external/notify"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestDevInProcessTaskNotifies: on the assembled `taskflow dev`, a session

@@ -19,21 +19,21 @@ import (
 
 	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/extsvc/tools"
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/archive"
-	"github.com/taskflow/taskflow/internal/config"
-	"github.com/taskflow/taskflow/internal/cron"
-	"github.com/taskflow/taskflow/internal/depend"
-	"github.com/taskflow/taskflow/internal/dispatch"
-	"github.com/taskflow/taskflow/internal/follower"
-	"github.com/taskflow/taskflow/internal/handoff"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/notify"
-	"github.com/taskflow/taskflow/internal/outcome"
-	"github.com/taskflow/taskflow/internal/result"
-	"github.com/taskflow/taskflow/internal/rungroup"
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/stream"
+	"github.com/taskflow/taskflow/internal/engine/cron"
+	"github.com/taskflow/taskflow/internal/engine/depend"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/archive"
+	"github.com/taskflow/taskflow/internal/external/dispatch"
+	"github.com/taskflow/taskflow/internal/external/follower"
+	"github.com/taskflow/taskflow/internal/external/handoff"
+	"github.com/taskflow/taskflow/internal/external/notify"
+	"github.com/taskflow/taskflow/internal/external/outcome"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/platform/rungroup"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -97,7 +97,7 @@ func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 // and list_user_tasks) the service layer answers with. With a
 // DATABASE_URL, results that have left Redis are read back from the
 // archive; the returned func closes it.
-func openResults(st *store.Store, cfg config.Config) (*result.Results, func(), error) {
+func openResults(st *store.Store, cfg config.Config) (*resultview.Results, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
 	if cfg.DatabaseURL != "" {
@@ -109,14 +109,14 @@ func openResults(st *store.Store, cfg config.Config) (*result.Results, func(), e
 		}
 		closeFn = arc.Close
 	}
-	return result.New(st, result.Config{Archive: arc, ArtifactDir: cfg.ArtifactDir}), closeFn, nil
+	return resultview.New(st, resultview.Config{Archive: arc, ArtifactDir: cfg.ArtifactDir}), closeFn, nil
 }
 
 // externalMetrics are the external path's series on one /metrics registry:
-// the outcomes applied (internal/outcome), the followers' gaps
-// (internal/follower), the notifications' delivery latency
-// (internal/notify) and the streams' lag, pending entries and DLQ size,
-// read at scrape (internal/stream). Both the API and the orchestrator
+// the outcomes applied (internal/external/outcome), the followers' gaps
+// (internal/external/follower), the notifications' delivery latency
+// (internal/external/notify) and the streams' lag, pending entries and DLQ size,
+// read at scrape (internal/external/protocol). Both the API and the orchestrator
 // export all of them, each counting what its process does.
 type externalMetrics struct {
 	outcomes *outcome.Metrics
@@ -136,7 +136,7 @@ func newExternalMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, ns
 	if m.delivery, err = notify.NewDeliveryMetrics(reg); err != nil {
 		return nil, err
 	}
-	if err := reg.Register(stream.NewCollector(rdb, stream.NewKeys(ns))); err != nil {
+	if err := reg.Register(protocol.NewCollector(rdb, protocol.NewKeys(ns))); err != nil {
 		return nil, err
 	}
 	return &m, nil

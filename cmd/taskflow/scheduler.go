@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/app"
+	"github.com/taskflow/taskflow/internal/platform/app"
 )
 
 func init() {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/plan"
-	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 func init() {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/extsvc/tools"
-	"github.com/taskflow/taskflow/internal/redisconn"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 )
 
 func init() { register("service", newServiceCommand) }

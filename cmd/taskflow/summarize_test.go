@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/internal/summarize"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/tasktypes/summarize"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 

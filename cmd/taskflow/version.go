@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskflow/taskflow/internal/version"
+	"github.com/taskflow/taskflow/internal/platform/version"
 )
 
 func init() {

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow"
-	"github.com/taskflow/taskflow/internal/app"
-	"github.com/taskflow/taskflow/internal/bridge"
-	"github.com/taskflow/taskflow/internal/scheduler"
+	"github.com/taskflow/taskflow/internal/engine/maintenance"
+	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/bridge"
 )
 
 func init() {
@@ -75,7 +75,7 @@ func runEngine(ctx context.Context, m *Main, a *app.App, r engineRun) error {
 		}
 		sc := eng.Scheduler
 		sc.Logger = m.Logger.With("component", "scheduler")
-		s, err := scheduler.New(st, sc)
+		s, err := maintenance.New(st, sc)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,6 @@
 // Package nodeservice tests the Node example service: a real `node`
 // process speaking the protocol of docs/protocol.md, checked with the Go
-// decoder of internal/stream.
+// decoder of internal/external/protocol.
 package nodeservice
 
 import (
@@ -18,10 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/testredis"
-	"github.com/taskflow/taskflow/internal/testwait"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testwait"
 )
 
 func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
@@ -32,7 +32,7 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	require.NoError(t, err, "examples/node-service/node_modules is missing: run `npm ci` there (.ci/run does)")
 
 	rdb, ns := testredis.Client(t)
-	k := stream.NewKeys(keyspace.MustParse(ns))
+	k := protocol.NewKeys(keyspace.MustParse(ns))
 	ctx := context.Background()
 
 	cmd := exec.Command(node, "service.js")
@@ -68,9 +68,9 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "text.wordcount", types)
 
-	pub := stream.NewPublisher(rdb, 0, nil)
+	pub := protocol.NewPublisher(rdb, 0, nil)
 	create := func(id, typ, params string) {
-		e, err := stream.New(stream.TypeCreate, time.Now(), stream.CreateData{TaskID: id, TaskType: typ,
+		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: id, TaskType: typ,
 			Params: json.RawMessage(params), SessionID: "s", Timeout: 30, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: "tok-" + id})
 		require.NoError(t, err)
 		_, err = pub.Publish(ctx, k.Create(), e)
@@ -80,20 +80,20 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	create("n2", "report.generate", `{}`)
 	create("n3", "text.wordcount", `{"text":""}`)
 
-	outcomes := map[string]stream.Event{}
+	outcomes := map[string]protocol.Event{}
 	testwait.Until(t, 20*time.Second, 20*time.Millisecond, func() bool {
 		for _, s := range []string{k.Completed(), k.Failed()} {
 			xs, err := rdb.XRange(ctx, s, "-", "+").Result()
 			require.NoError(t, err)
 			for _, x := range xs {
-				e, err := stream.Decode(x.ID, x.Values) // the Go decoder accepts what Node wrote
+				e, err := protocol.Decode(x.ID, x.Values) // the Go decoder accepts what Node wrote
 				require.NoError(t, err)
 				v, err := e.Unmarshal()
 				require.NoError(t, err)
 				switch d := v.(type) {
-				case *stream.CompletedData:
+				case *protocol.CompletedData:
 					outcomes[d.TaskID] = e
-				case *stream.FailedData:
+				case *protocol.FailedData:
 					outcomes[d.TaskID] = e
 				}
 			}
@@ -101,7 +101,7 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 		return len(outcomes) >= 2
 	}, func() string { return fmt.Sprintf("%d outcomes, want 2; stderr: %s", len(outcomes), stderr.String()) })
 	require.Len(t, outcomes, 2, "stderr: %s", stderr.String())
-	c, err := stream.As[stream.CompletedData](outcomes["n1"])
+	c, err := protocol.As[protocol.CompletedData](outcomes["n1"])
 	require.NoError(t, err)
 	require.Equal(t, "tok-n1", c.Token)
 	require.Equal(t, "wordcount-service", c.CompletedBy)
@@ -120,7 +120,7 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	require.Equal(t, "the", res.Metadata.TopWords[0].Word)
 	require.Equal(t, 2, res.Metadata.TopWords[0].Count)
 
-	f, err := stream.As[stream.FailedData](outcomes["n3"])
+	f, err := protocol.As[protocol.FailedData](outcomes["n3"])
 	require.NoError(t, err)
 	require.Equal(t, "INVALID_PARAMS", f.Error.Code)
 	require.False(t, f.Error.IsTransient())
@@ -131,12 +131,12 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, xs)
 	for _, x := range xs {
-		e, err := stream.Decode(x.ID, x.Values)
+		e, err := protocol.Decode(x.ID, x.Values)
 		require.NoError(t, err)
-		_, err = stream.As[stream.ProgressData](e)
+		_, err = protocol.As[protocol.ProgressData](e)
 		require.NoError(t, err)
 	}
-	_, pending, err := stream.Lag(ctx, rdb, k.Create(), "wordcount-service-group")
+	_, pending, err := protocol.Lag(ctx, rdb, k.Create(), "wordcount-service-group")
 	require.NoError(t, err)
 	require.Zero(t, pending)
 

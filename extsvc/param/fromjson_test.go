@@ -9,7 +9,7 @@ import (
 
 	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/extsvc/tools"
-	"github.com/taskflow/taskflow/internal/builtin"
+	"github.com/taskflow/taskflow/internal/tasktypes/builtin"
 )
 
 // A schema declared in Go, published as JSON Schema and read back checks

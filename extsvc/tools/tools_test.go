@@ -15,20 +15,20 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/taskflow/taskflow/extsvc"
-	"github.com/taskflow/taskflow/internal/keyspace"
-	"github.com/taskflow/taskflow/internal/stream"
-	"github.com/taskflow/taskflow/internal/testredis"
-	"github.com/taskflow/taskflow/internal/testwait"
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // run starts the catalog service name on a real Redis, publishes one
 // task.create per params and returns the outcome events by task id.
-func run(t *testing.T, name string, params map[string]string) (map[string]stream.Event, string) {
+func run(t *testing.T, name string, params map[string]string) (map[string]protocol.Event, string) {
 	t.Helper()
 	rdb, ns := testredis.Client(t)
-	k := stream.NewKeys(keyspace.MustParse(ns))
+	k := protocol.NewKeys(keyspace.MustParse(ns))
 	spec := Catalog[name]
 	svc, err := extsvc.New(rdb, extsvc.Config{Name: spec.Service, Namespace: ns, Block: 50 * time.Millisecond})
 	require.NoError(t, err)
@@ -39,20 +39,20 @@ func run(t *testing.T, name string, params map[string]string) (map[string]stream
 	go func() { done <- svc.Run(ctx) }()
 	defer func() { cancel(); require.NoError(t, <-done) }()
 
-	pub := stream.NewPublisher(rdb, 0, nil)
+	pub := protocol.NewPublisher(rdb, 0, nil)
 	for id, p := range params {
-		e, err := stream.New(stream.TypeCreate, time.Now(), stream.CreateData{TaskID: id, TaskType: spec.Types[0], Params: json.RawMessage(p), Attempt: 1})
+		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: id, TaskType: spec.Types[0], Params: json.RawMessage(p), Attempt: 1})
 		require.NoError(t, err)
 		_, err = pub.Publish(ctx, k.Create(), e)
 		require.NoError(t, err)
 	}
-	got := map[string]stream.Event{}
+	got := map[string]protocol.Event{}
 	testwait.Until(t, 15*time.Second, 20*time.Millisecond, func() bool {
 		for _, s := range []string{k.Completed(), k.Failed()} {
 			xs, err := rdb.XRange(ctx, s, "-", "+").Result()
 			require.NoError(t, err)
 			for _, x := range xs {
-				e, err := stream.Decode(x.ID, x.Values)
+				e, err := protocol.Decode(x.ID, x.Values)
 				require.NoError(t, err)
 				var d struct {
 					TaskID string `json:"task_id"`
@@ -67,7 +67,7 @@ func run(t *testing.T, name string, params map[string]string) (map[string]stream
 	// Each result file is in the artifact store, as file_url says, and
 	// the same as the local copy.
 	for id, e := range got {
-		d, err := stream.As[stream.CompletedData](e)
+		d, err := protocol.As[protocol.CompletedData](e)
 		if err != nil {
 			continue // a failure
 		}
@@ -99,9 +99,9 @@ type result struct {
 	Metadata map[string]any `json:"metadata"`
 }
 
-func completed(t *testing.T, e stream.Event) (result, []byte) {
+func completed(t *testing.T, e protocol.Event) (result, []byte) {
 	t.Helper()
-	d, err := stream.As[stream.CompletedData](e)
+	d, err := protocol.As[protocol.CompletedData](e)
 	require.NoError(t, err, "event: %s", e.Data)
 	var r result
 	require.NoError(t, json.Unmarshal(d.Result, &r))
@@ -110,9 +110,9 @@ func completed(t *testing.T, e stream.Event) (result, []byte) {
 	return r, b.([]byte)
 }
 
-func failedCode(t *testing.T, e stream.Event) string {
+func failedCode(t *testing.T, e protocol.Event) string {
 	t.Helper()
-	d, err := stream.As[stream.FailedData](e)
+	d, err := protocol.As[protocol.FailedData](e)
 	require.NoError(t, err, "event: %s", e.Data)
 	return d.Error.Code
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestConformance runs the reference engine's compiled plans, with the

@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/plan/registry"
-	"github.com/taskflow/taskflow/internal/redisconn"
 )
 
 // CPU policies: where CPU nodes run.
@@ -339,7 +339,7 @@ func (e *Engine) RTT(ctx context.Context, id string, n int) (time.Duration, erro
 	return ds[n/2], nil
 }
 
-// parseRedisURL reads a Redis URL as internal/redisconn does: a cluster is
+// parseRedisURL reads a Redis URL as internal/engine/redisconn does: a cluster is
 // the seed's URL with the other seeds as addr parameters, or cluster=true
 // (ours: rueidis does not know it, and finds a cluster by asking).
 func parseRedisURL(raw string) (rueidis.ClientOption, error) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/plan/registry"
-	"github.com/taskflow/taskflow/internal/testredis"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 func TestMain(m *testing.M) {

@@ -7,7 +7,7 @@
 #   web/test/perf/run.sh overview   # the overview under load only
 #
 # tasks:    builds taskflow and taskflow-bench from this tree (the dashboard
-#           is embedded from internal/webui/dist), starts a redis-server of
+#           is embedded from internal/frontend/webui/dist), starts a redis-server of
 #           its own on a free port, fills it with TASKS tasks (default
 #           1,000,000; taskflow-bench fill, FILL_ARGS), prints its INFO
 #           memory, serves it with `taskflow api --insecure` (no workers,

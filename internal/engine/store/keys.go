@@ -1,0 +1,146 @@
+package store
+
+import (
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/task"
+)
+
+// keys builds the Redis key names of one partition of a deployment (its
+// tasks, queues, indexes, lease set, event stream, wake-up lists); globalKeys
+// those of the deployment as a whole. A deployment of one partition keeps
+// every key under the hash tag {namespace}; one of N > 1 puts partition k
+// under {namespace:pk} and the global keys under {namespace}. Every script
+// touches one partition's keys only, so a single Redis Cluster slot. Names
+// follow the documented layout under those prefixes (docs/architecture.md).
+//
+// Every script gets its keys in KEYS, whole. The one exception is the
+// per-task keys (task:<id>, dlq:task:<id>) of the scripts that learn their
+// ids inside the script, from a queue, the scheduled set, the lease set or
+// a state index (fetch, promote, reap, sweep, purge): the caller cannot
+// name them, so KEYS carries the key *prefix* and the script appends the
+// id. The prefix carries the hash tag, so the derived keys live in the same
+// slot (Redis Cluster routes the call by KEYS; all are in the partition's tag).
+type keys struct {
+	p string // the partition's prefix, "{namespace}:" or "{namespace:pJ}:" (keyspace.PartitionPrefixes)
+}
+
+// partitionKeys returns the keys of each of n partitions of ns.
+func partitionKeys(ns keyspace.Namespace, n int) []keys {
+	prefixes := ns.PartitionPrefixes(n)
+	out := make([]keys, len(prefixes))
+	for k, p := range prefixes {
+		out[k] = keys{p: p}
+	}
+	return out
+}
+
+// globalKeys are the deployment's keys outside its partitions, under
+// {namespace}: what describes the deployment or its processes rather than
+// tasks.
+type globalKeys struct {
+	p string // "{namespace}:"
+}
+
+// meta is the deployment's layout (HASH: partitions), written by the first
+// process that starts and checked by every later one (CheckLayout).
+func (k globalKeys) meta() string { return k.p + "meta" }
+
+// probe is the key readiness checks write in the global slot.
+func (k globalKeys) probe() string { return k.p + "probe" }
+
+// workers is the worker registry (ZSET worker id → last heartbeat unix ms).
+func (k globalKeys) workers() string { return k.p + "workers" }
+
+// worker is one worker's info (HASH: started_at, host, concurrency, types,
+// breaker states as JSON), expiring when the worker stops heartbeating.
+func (k globalKeys) worker(id string) string { return k.p + "worker:" + id }
+
+// workerTypes are the task types workers serve in process, as their
+// handlers declared them (HASH: task type → the spec as JSON, the shape of
+// an external service's published spec), written by every public worker
+// (package taskflow) when it starts; the task-type registry reads it, so
+// an API process accepts a type it has no handler for. No TTL: a type
+// stays known after its workers stop (its tasks wait for one).
+func (k globalKeys) workerTypes() string { return k.p + "worker:task-types" }
+
+// task is the task hash (HASH): the single source of truth about one task.
+func (k keys) task(id string) string { return k.p + "task:" + id }
+
+// sessionTasks is a session's task index (ZSET id → created at ms),
+// written by enqueue with the task (and by IndexSessionTask for a task
+// parked before it exists); it expires SessionIndexTTL after the
+// session's latest task. Entries of deleted or purged tasks stay until a
+// reader (the API's session listing) drops them (UnindexSessionTasks).
+func (k keys) sessionTasks(sessionID string) string {
+	return k.p + "api:session:" + sessionID + ":tasks"
+}
+
+// taskPrefix is task(id) without the id (for scripts that find their ids
+// in Redis).
+func (k keys) taskPrefix() string { return k.p + "task:" }
+
+// primary is a primary pending queue (LIST, RPUSH + LPOP = FIFO), one per
+// priority; normal priority keeps name tasks:pending:primary.
+func (k keys) primary(p task.Priority) string {
+	switch p {
+	case task.PriorityHigh:
+		return k.p + "tasks:pending:primary:high"
+	case task.PriorityLow:
+		return k.p + "tasks:pending:primary:low"
+	}
+	return k.p + "tasks:pending:primary"
+}
+
+// retry is the retry queue (LIST, FIFO): tasks whose retry delay is over.
+func (k keys) retry() string { return k.p + "tasks:pending:retry" }
+
+// scheduled holds delayed work (ZSET id → due unix ms): FAILED tasks
+// waiting for their retry, delayed first runs and breaker waits (PENDING).
+func (k keys) scheduled() string { return k.p + "tasks:scheduled" }
+
+// active is the lease set (ZSET id → lease deadline unix ms). It is also the
+// ACTIVE state index.
+func (k keys) active() string { return k.p + "tasks:active" }
+
+// handoff indexes the attempts handed off to the external path (ZSET
+// "id token timeout-ms" → unix ms of the attempt's next check: service
+// liveness, its timeout deadline, then liveness in the TIMEOUT state).
+func (k keys) handoff() string { return k.p + "tasks:handoff" }
+
+// stateIndex is the per-state index (ZSET id → unix ms the task entered the
+// state); ACTIVE uses the lease set. ZCARD gives the per-state counts.
+func (k keys) stateIndex(s task.State) string {
+	if s == task.StateActive {
+		return k.active()
+	}
+	return k.p + "tasks:state:" + string(s)
+}
+
+// dlq is dead-letter list (LIST of ids, newest first).
+func (k keys) dlq() string { return k.p + "dlq:tasks" }
+
+// dlqTask is the failure snapshot of a dead-lettered task (HASH).
+func (k keys) dlqTask(id string) string { return k.p + "dlq:task:" + id }
+
+// dlqPrefix is dlqTask(id) without the id.
+func (k keys) dlqPrefix() string { return k.p + "dlq:task:" }
+
+// events is the lifecycle event stream (STREAM, capped); each entry holds
+// the events of one script call.
+func (k keys) events() string { return k.p + "events" }
+
+// wake is the wake-up list (LIST) idle workers block on; enqueues and
+// promotions push a token when it is empty.
+func (k keys) wake() string { return k.p + "tasks:wake" }
+
+// wakeWorker is one worker's private wake-up list (LIST): pushing to it
+// ends that worker's blocking wait at once (shutdown).
+func (k keys) wakeWorker(id string) string { return k.p + "tasks:wake:" + id }
+
+// probe is the key readiness checks write (STRING, 10 s): a write in the
+// partition's slot succeeds only where serving can.
+func (k keys) probe() string { return k.p + "probe" }
+
+// cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
+// tasks are announced (a channel, not a key).
+func (k keys) cancelChannel() string { return k.p + "cancel" }

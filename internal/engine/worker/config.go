@@ -1,0 +1,154 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/taskflow/taskflow/internal/engine/breaker"
+	"github.com/taskflow/taskflow/internal/engine/clock"
+	"github.com/taskflow/taskflow/internal/engine/retry"
+)
+
+// Config configures a Worker.
+type Config struct {
+	// ID names this worker process in tasks and the worker registry.
+	// Default "<hostname>-<pid>-<random>". Must not contain , or ;.
+	ID string
+	// Concurrency is the number of handler goroutines. Default 10.
+	Concurrency int
+	// FetchBatch is the most tasks taken per fetch script call (bounded by
+	// the free handler slots). Default 64.
+	FetchBatch int
+	// Prefetch is how many fetched tasks may wait in the worker for a free
+	// handler, beyond Concurrency: fetches are then up to FetchBatch even
+	// when few handlers are free (a deep queue drains in larger batches).
+	// Prefetched tasks are ACTIVE and leased while they wait, so keep it 0
+	// for long tasks shared by many workers. Default 0.
+	Prefetch int
+	// FetchWait is how long the fetch loop, while the queue is deep,
+	// waits for more handlers to become free so that one fetch takes a
+	// bigger batch. Negative disables the wait. Default 1ms.
+	FetchWait time.Duration
+	// Lease is how long a task stays ours without a heartbeat; after it the
+	// reaper hands the task to another worker. Default 30s.
+	Lease time.Duration
+	// HeartbeatInterval renews the leases of running tasks and publishes
+	// the worker's info. Default Lease/3.
+	HeartbeatInterval time.Duration
+	// DefaultTimeout bounds an attempt of a task that sets no timeout (its
+	// handler's context deadline). Default 5m.
+	DefaultTimeout time.Duration
+	// ShutdownGrace is how long running handlers may finish after Run's
+	// context ends; the rest are cancelled and handed back. Default 10s.
+	ShutdownGrace time.Duration
+	// AckBatch is the most completions written per script call. Default 64.
+	AckBatch int
+	// IdleWait is how long an idle worker blocks on the wake-up list before
+	// it fetches anyway (a safety net: wake-ups normally arrive at once).
+	// Default 1s (the minimum Redis blocking timeout go-redis sends).
+	IdleWait time.Duration
+	// Dependencies maps a task type to the outside dependency it needs;
+	// while that dependency's circuit breaker is open, such tasks wait
+	// (rescheduled) without spending a retry. Default none.
+	Dependencies map[string]string
+	// Breaker configures the per-dependency circuit breakers; its Clock
+	// defaults to Clock.
+	Breaker breaker.Config
+	// Retry is the retry schedule policy.
+	Retry retry.Policy
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Clock gives the time written to tasks and, unless Breaker.Clock is
+	// set, the circuit breakers' time; default clock.Real{}. Handler
+	// deadlines and tickers use the real time.
+	Clock clock.Clock
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.ID == "" {
+		host, _ := os.Hostname()
+		c.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:6])
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 10
+	}
+	if c.FetchBatch == 0 {
+		c.FetchBatch = 64
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = time.Millisecond
+	}
+	if c.Lease == 0 {
+		c.Lease = 30 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = c.Lease / 3
+	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = 5 * time.Minute
+	}
+	if c.ShutdownGrace == 0 {
+		c.ShutdownGrace = 10 * time.Second
+	}
+	if c.AckBatch == 0 {
+		c.AckBatch = 64
+	}
+	if c.IdleWait == 0 {
+		c.IdleWait = time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Breaker.Clock == nil {
+		c.Breaker.Clock = c.Clock
+	}
+	c.Breaker = c.Breaker.WithDefaults()
+	c.Retry = c.Retry.WithDefaults()
+	return c
+}
+
+// Validate says what is wrong with c (after WithDefaults).
+func (c Config) Validate() error {
+	var errs []error
+	if strings.ContainsAny(c.ID, ",; \t\n") {
+		errs = append(errs, fmt.Errorf("worker: ID %q must not contain , ; or spaces", c.ID))
+	}
+	if c.Concurrency < 1 || c.Concurrency > 10000 {
+		errs = append(errs, fmt.Errorf("worker: Concurrency %d must be within [1, 10000]", c.Concurrency))
+	}
+	if c.Prefetch < 0 || c.Prefetch > 1000 {
+		errs = append(errs, fmt.Errorf("worker: Prefetch %d must be within [0, 1000]", c.Prefetch))
+	}
+	if c.FetchBatch < 1 || c.FetchBatch > 1000 {
+		errs = append(errs, fmt.Errorf("worker: FetchBatch %d must be within [1, 1000]", c.FetchBatch))
+	}
+	if c.AckBatch < 1 || c.AckBatch > 1000 {
+		errs = append(errs, fmt.Errorf("worker: AckBatch %d must be within [1, 1000]", c.AckBatch))
+	}
+	if c.Lease < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("worker: Lease %s must be at least 100ms", c.Lease))
+	}
+	if c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.Lease {
+		errs = append(errs, fmt.Errorf("worker: HeartbeatInterval %s must be positive and shorter than Lease %s", c.HeartbeatInterval, c.Lease))
+	}
+	if c.DefaultTimeout <= 0 || c.ShutdownGrace < 0 || c.IdleWait <= 0 {
+		errs = append(errs, errors.New("worker: DefaultTimeout and IdleWait must be positive, ShutdownGrace not negative"))
+	}
+	if err := c.Breaker.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Retry.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,665 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/engine/breaker"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
+	"github.com/taskflow/taskflow/internal/engine/retry"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/task"
+)
+
+// Causes a handler's context is cancelled with (context.Cause).
+var (
+	// ErrCancelRequested: the task was cancelled (store.Cancel).
+	ErrCancelRequested = task.ErrCancelRequested
+	// ErrShutdown: the worker is stopping and the grace period is over.
+	ErrShutdown = task.ErrShutdown
+	// ErrHandedOff is returned (or wrapped) by a handler that handed its
+	// task to another holder with store.Handoff (the external-service
+	// dispatcher): the worker frees the slot at once and writes nothing.
+	ErrHandedOff = errors.New("worker: task handed off")
+	// errCrash simulates a crashed process in tests.
+	errCrash = errors.New("worker: crashed")
+)
+
+// Stats counts what a worker did since it started.
+type Stats struct {
+	Started, Completed, Failed, DeadLettered, Cancelled, Released, LeaseLost, HandedOff int64
+}
+
+// Worker runs handlers for tasks fetched from a store: Concurrency handler
+// goroutines fed by one fetch loop (batch fetch, blocking wait when idle),
+// one acknowledgement loop (batched completions), one heartbeat loop
+// (leases, cancel requests, worker info) and a cancel-request listener.
+type Worker struct {
+	st       *store.Store
+	h        Handler
+	cfg      Config
+	log      *slog.Logger
+	breakers *breaker.Set
+
+	slots chan struct{} // a token per busy handler slot
+	tasks chan job      // fetched tasks to handlers
+	acks  chan store.Completion
+	// retries are the flushes writing again the completions of a partition
+	// whose call failed while another's succeeded (flush); ackLoop waits
+	// for them before it ends.
+	retries sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[string]*running
+
+	tokenSeq  atomic.Uint64
+	startedAt int64 // unix ms at Run, published for the workers view
+	crashed   atomic.Bool
+	stopping  atomic.Bool // Run's context ended: start no more handlers
+	idle      atomic.Bool // the fetch loop is waiting for a wake-up (tests)
+	stats     struct {
+		started, completed, failed, dlq, cancelled, released, lost, handedOff atomic.Int64
+	}
+}
+
+// job is a fetched task with its handler context (made at fetch time, so a
+// cancel request that arrives before the handler starts is not lost).
+type job struct {
+	t      *task.Task
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+type running struct {
+	token  string
+	cancel context.CancelCauseFunc
+}
+
+// New returns a Worker serving h (usually a *Mux) from st.
+func New(st *store.Store, h Handler, cfg Config) (*Worker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil || h == nil {
+		return nil, errors.New("worker: nil store or handler")
+	}
+	bs, err := breaker.NewSet(cfg.Breaker)
+	if err != nil {
+		return nil, err
+	}
+	for _, dep := range cfg.Dependencies {
+		bs.Declare(dep) // listed (CLOSED) before the first task needs it
+	}
+	return &Worker{
+		st: st, h: h, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), breakers: bs,
+		slots:    make(chan struct{}, cfg.Concurrency+cfg.Prefetch),
+		tasks:    make(chan job, cfg.Prefetch),
+		acks:     make(chan store.Completion, cfg.Concurrency*2),
+		inflight: map[string]*running{},
+	}, nil
+}
+
+// ID returns the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Breakers returns the worker's circuit breakers.
+func (w *Worker) Breakers() *breaker.Set { return w.breakers }
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{
+		Started: w.stats.started.Load(), Completed: w.stats.completed.Load(), Failed: w.stats.failed.Load(),
+		DeadLettered: w.stats.dlq.Load(), Cancelled: w.stats.cancelled.Load(), Released: w.stats.released.Load(),
+		LeaseLost: w.stats.lost.Load(), HandedOff: w.stats.handedOff.Load(),
+	}
+}
+
+// Run serves tasks until ctx ends, then shuts down gracefully: it stops
+// fetching, lets running handlers finish within ShutdownGrace, cancels the
+// rest and hands them back to their queue, flushes completions, and
+// returns. A Worker runs once.
+func (w *Worker) Run(ctx context.Context) error {
+	bg := context.WithoutCancel(ctx)
+	w.startedAt = w.cfg.Clock.Now().UnixMilli()
+	if err := w.publish(bg); err != nil {
+		return err
+	}
+	workCtx, stopWork := context.WithCancelCause(bg)
+	defer stopWork(nil)
+
+	var handlers, aux sync.WaitGroup
+	auxCtx, stopAux := context.WithCancel(bg)
+	defer stopAux()
+
+	ackDone := make(chan struct{})
+	go func() { defer close(ackDone); w.ackLoop() }()
+	aux.Add(3)
+	go func() { defer aux.Done(); w.heartbeatLoop(auxCtx) }()
+	ready, breakerReady := make(chan struct{}), make(chan struct{})
+	go func() { defer aux.Done(); w.cancelListener(auxCtx, ready) }()
+	go func() { defer aux.Done(); w.breakerListener(auxCtx, breakerReady) }()
+	<-ready
+	<-breakerReady
+
+	for i := 0; i < w.cfg.Concurrency; i++ {
+		handlers.Add(1)
+		go func() { defer handlers.Done(); w.handlerLoop() }()
+	}
+	fetchDone := make(chan struct{})
+	go func() { defer close(fetchDone); w.fetchLoop(ctx, workCtx); close(w.tasks) }()
+
+	<-ctx.Done()
+	w.stopping.Store(true)
+	if err := w.st.Interrupt(bg, w.cfg.ID); err != nil {
+		w.log.Warn("interrupt the idle wait", "err", err)
+	}
+	<-fetchDone
+	if w.crashed.Load() {
+		stopWork(errCrash)
+	}
+	allDone := make(chan struct{})
+	go func() { handlers.Wait(); close(allDone) }()
+	grace := time.NewTimer(w.cfg.ShutdownGrace)
+	select {
+	case <-allDone:
+	case <-grace.C:
+		w.log.Info("shutdown grace over: cancelling running tasks to hand them back")
+		stopWork(ErrShutdown)
+		<-allDone
+	}
+	grace.Stop()
+	close(w.acks)
+	<-ackDone
+	stopAux()
+	aux.Wait()
+	if !w.crashed.Load() {
+		if err := w.st.RemoveWorker(bg, w.cfg.ID); err != nil {
+			w.log.Warn("remove worker entry", "err", err)
+		}
+	}
+	return nil
+}
+
+// fetchLoop takes tasks while there are free handler slots, and blocks on
+// the store's wake-up signal when the queues are empty.
+func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
+	bg := context.WithoutCancel(ctx)
+	backoff := 50 * time.Millisecond
+	capacity := w.cfg.Concurrency + w.cfg.Prefetch
+	deep := false // the last fetch was full: the queue is deep
+	var gather *time.Timer
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < w.cfg.FetchBatch {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		// on a deep queue, wait up to FetchWait for more free slots so one
+		// script call takes a bigger batch (the handlers that are free
+		// meanwhile wait at most that long)
+		if want := min(w.cfg.FetchBatch, capacity); deep && n < want && w.cfg.FetchWait > 0 {
+			if gather == nil {
+				gather = time.NewTimer(w.cfg.FetchWait)
+			} else {
+				gather.Reset(w.cfg.FetchWait)
+			}
+		wait:
+			for n < want {
+				select {
+				case w.slots <- struct{}{}:
+					n++
+				case <-gather.C:
+					break wait
+				case <-ctx.Done():
+					break wait
+				}
+			}
+			if !gather.Stop() {
+				select {
+				case <-gather.C:
+				default:
+				}
+			}
+		}
+		// the fetch itself must not be cut off half way: a lost reply
+		// would leave its tasks ACTIVE until their leases expire
+		fctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		seq := w.tokenSeq.Add(1)
+		got, err := w.st.Fetch(fctx, store.FetchRequest{N: n, WorkerID: w.cfg.ID,
+			TokenPrefix: w.cfg.ID + "/" + strconv.FormatUint(seq, 10), Lease: w.cfg.Lease})
+		cancel()
+		for i := len(got); i < n; i++ {
+			<-w.slots
+		}
+		if err != nil {
+			w.log.Error("fetch", "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, 2*time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		deep = len(got) == n
+		if len(got) > 0 {
+			jobs := make([]job, len(got))
+			w.mu.Lock()
+			for i, t := range got {
+				hctx, cancel := context.WithCancelCause(workCtx)
+				jobs[i] = job{t: t, ctx: hctx, cancel: cancel}
+				w.inflight[t.ID] = &running{token: t.Lease, cancel: cancel}
+			}
+			w.mu.Unlock()
+			for _, j := range jobs {
+				w.tasks <- j
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.idle.Store(true)
+		_, err = w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait)
+		w.idle.Store(false)
+		if err != nil && ctx.Err() == nil {
+			w.log.Error("wait for work", "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (w *Worker) handlerLoop() {
+	for j := range w.tasks {
+		w.runTask(j)
+		<-w.slots
+	}
+}
+
+// runTask runs one task's handler and applies its outcome.
+func (w *Worker) runTask(j job) {
+	t, hctx := j.t, j.ctx
+	defer j.cancel(nil)
+	bg := context.WithoutCancel(hctx)
+	if w.stopping.Load() {
+		// fetched (prefetched) but not started before shutdown: hand back
+		w.forget(t.ID)
+		if w.crashed.Load() {
+			return
+		}
+		if err := w.st.Release(bg, t.ID, t.Lease, time.Time{}, "shutdown"); err != nil {
+			w.log.Warn("hand back at shutdown", "task", t.ID, "err", err)
+		}
+		w.stats.released.Add(1)
+		return
+	}
+	w.stats.started.Add(1)
+	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
+		if ok, wait := w.breakers.Allow(dep); !ok {
+			w.forget(t.ID)
+			due := w.cfg.Clock.Now().Add(wait)
+			if err := w.st.Release(bg, t.ID, t.Lease, due, "breaker_open "+dep); err != nil {
+				w.log.Warn("release (breaker open)", "task", t.ID, "err", err)
+			}
+			w.stats.released.Add(1)
+			return
+		}
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = w.cfg.DefaultTimeout
+	}
+	dctx, cancelT := context.WithTimeout(hctx, timeout)
+	result, err := w.call(dctx, t)
+	cancelT()
+	cause := context.Cause(hctx)
+	w.forget(t.ID)
+
+	if errors.Is(cause, errCrash) || w.crashed.Load() {
+		return // a crashed process writes nothing
+	}
+	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
+		w.settleBreaker(dep, err, cause)
+	}
+	switch {
+	case errors.Is(err, ErrHandedOff):
+		w.stats.handedOff.Add(1)
+		return // another holder owns the task now; the slot is free
+	case errors.Is(cause, task.ErrLeaseLost):
+		w.stats.lost.Add(1)
+		return // another worker owns the task now
+	case err == nil:
+		if result == nil {
+			result = json.RawMessage("null")
+		}
+		w.acks <- store.Completion{ID: t.ID, Token: t.Lease, Result: result}
+		return
+	case errors.Is(cause, ErrShutdown):
+		if rerr := w.st.Release(bg, t.ID, t.Lease, time.Time{}, "shutdown"); rerr != nil {
+			w.log.Warn("hand back at shutdown", "task", t.ID, "err", rerr)
+		}
+		w.stats.released.Add(1)
+		return
+	}
+	var ce *task.CancelError
+	if errors.Is(cause, ErrCancelRequested) || errors.As(err, &ce) {
+		if cerr := w.st.CancelActive(bg, t.ID, t.Lease, "cancelled"); cerr != nil {
+			w.log.Warn("cancel", "task", t.ID, "err", cerr)
+		}
+		w.stats.cancelled.Add(1)
+		return
+	}
+	var du *task.DependencyUnavailableError
+	if errors.As(err, &du) {
+		w.waitForDependency(bg, t, du)
+		return
+	}
+	w.fail(bg, t, err)
+}
+
+// settleBreaker tells dep's circuit breaker what an attempt showed about
+// the dependency. A success, or an HTTP answer below 500 (400, 404, ...:
+// the dependency is up, the task is what is wrong), is a success; a 5xx,
+// 408 or 429, or a transient failure without a status (timeout, refused
+// connection), is a failure. An attempt that says nothing about it
+// (cancelled, handed back at shutdown, handed off, its lease lost, waiting
+// for the dependency, or a permanent error of the task's own such as bad
+// input) releases the call: a HALF_OPEN breaker then lets the next task
+// probe at once rather than refusing tasks for another Timeout.
+func (w *Worker) settleBreaker(dep string, err, cause error) {
+	var ce *task.CancelError
+	var du *task.DependencyUnavailableError
+	var hs retry.HTTPStatuser
+	switch {
+	case err == nil:
+		w.breakers.Record(dep, true)
+	case errors.Is(err, ErrHandedOff), errors.Is(cause, task.ErrLeaseLost), errors.Is(cause, ErrShutdown),
+		errors.Is(cause, ErrCancelRequested), errors.As(err, &ce), errors.As(err, &du):
+		w.breakers.Release(dep)
+	case errors.As(err, &hs):
+		code := hs.HTTPStatus()
+		w.breakers.Record(dep, code < 500 && code != 408 && code != 429)
+	case retry.Classify(err).Class == task.ClassTransient:
+		w.breakers.Record(dep, false)
+	default:
+		w.breakers.Release(dep)
+	}
+}
+
+// minDependencyWait is the shortest wait a DependencyUnavailableError
+// reschedules a task for, so a handler reporting Wait 0 cannot spin.
+const minDependencyWait = 100 * time.Millisecond
+
+// waitForDependency hands a task whose outside dependency cannot be used
+// now (a fleet rate limit, an open breaker seen by the handler) back to
+// the scheduled set, due after the dependency's wait: no retry is spent and
+// nothing is recorded on the breaker (the dependency did not fail; it was
+// not called).
+func (w *Worker) waitForDependency(ctx context.Context, t *task.Task, du *task.DependencyUnavailableError) {
+	wait := max(du.Wait, minDependencyWait)
+	reason := du.Reason
+	if reason == "" {
+		reason = "circuit open"
+	}
+	due := w.cfg.Clock.Now().Add(wait)
+	cause := "dependency_unavailable " + du.Dependency + ": " + reason
+	if err := w.st.Release(ctx, t.ID, t.Lease, due, cause); err != nil {
+		w.log.Warn("release (dependency unavailable)", "task", t.ID, "dependency", du.Dependency, "err", err)
+		return
+	}
+	w.stats.released.Add(1)
+}
+
+// call runs the handler, turning a panic into a failure with its stack.
+func (w *Worker) call(ctx context.Context, t *task.Task) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := debug.Stack()
+			if len(stack) > 8192 {
+				stack = stack[:8192]
+			}
+			err = task.Transient(task.ErrTypePanic, fmt.Errorf("panic: %v\n%s", p, stack))
+		}
+	}()
+	return w.h.ProcessTask(ctx, t)
+}
+
+func (w *Worker) fail(ctx context.Context, t *task.Task, err error) {
+	d := retry.Classify(err)
+	now := w.cfg.Clock.Now()
+	due := now.Add(d.After)
+	if d.After <= 0 {
+		due = w.cfg.Retry.NextRetryAt(now, t.RetryCount, d.ErrorType)
+	}
+	msg := err.Error()
+	if len(msg) > 16384 {
+		msg = msg[:16384]
+	}
+	out, ferr := w.st.Fail(ctx, t.ID, t.Lease, store.Failure{
+		ErrorType: d.ErrorType, Message: msg, Permanent: d.Class == task.ClassPermanent,
+		RetryAt: due, Attempt: t.RetryCount + 1, Worker: w.cfg.ID,
+	})
+	if ferr != nil {
+		w.log.Warn("record failure", "task", t.ID, "err", ferr)
+		return
+	}
+	w.stats.failed.Add(1)
+	if out.State == task.StateDLQ {
+		w.stats.dlq.Add(1)
+	}
+}
+
+func (w *Worker) forget(id string) {
+	w.mu.Lock()
+	delete(w.inflight, id)
+	w.mu.Unlock()
+}
+
+// interrupt cancels the handler of id with cause, if it runs here.
+func (w *Worker) interrupt(id string, cause error) {
+	w.mu.Lock()
+	r, ok := w.inflight[id]
+	w.mu.Unlock()
+	if ok {
+		r.cancel(cause)
+	}
+}
+
+// ackLoop writes completions in batches: it takes what has queued up while
+// the previous write was in flight (group commit), up to AckBatch.
+func (w *Worker) ackLoop() {
+	batch := make([]store.Completion, 0, w.cfg.AckBatch)
+	for c := range w.acks {
+		batch = append(batch[:0], c)
+	gather:
+		for len(batch) < w.cfg.AckBatch {
+			select {
+			case c, ok := <-w.acks:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, c)
+			default:
+				break gather
+			}
+		}
+		w.flush(batch, false)
+	}
+	w.retries.Wait()
+}
+
+// writeAside retries batch in a goroutine of its own (flush with aside),
+// so the acknowledgements queued behind it do not wait for one shard.
+func (w *Worker) writeAside(batch []store.Completion) {
+	batch = slices.Clone(batch) // (the ack loop reuses its batch's array)
+	w.retries.Add(1)
+	go func() { defer w.retries.Done(); w.flush(batch, true) }()
+}
+
+// flush writes batch, retrying with backoff while Redis fails. The ack
+// loop's own flush (aside false) hands what only a partition marked down
+// failed to writeAside and returns, and gives up after 8 attempts (≈ 3 s);
+// a flush aside retries it itself for up to a lease — a shard's failover
+// takes seconds, and an acknowledgement that lands after it spares the
+// task a second run (after the lease the reaper may have requeued it).
+func (w *Worker) flush(batch []store.Completion, aside bool) {
+	if w.crashed.Load() {
+		return
+	}
+	start := time.Now()
+	backoff := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs, err := w.st.CompleteBatch(ctx, batch)
+		cancel()
+		if err != nil && !aside && errors.Is(err, store.ErrPartitionDown) {
+			// every item is in partitions marked down while others
+			// answer: the next acknowledgements (theirs) must not wait
+			// out this one's backoff
+			w.writeAside(batch)
+			return
+		}
+		if err == nil {
+			var again []store.Completion // their partition's Redis failed: write them again
+			for i, e := range errs {
+				switch {
+				case e == nil:
+					w.stats.completed.Add(1)
+				case errors.Is(e, store.ErrUnapplied):
+					again = append(again, batch[i])
+					err = e
+				default:
+					w.stats.lost.Add(1)
+					w.log.Debug("completion refused", "task", batch[i].ID, "err", e)
+				}
+			}
+			if len(again) == 0 {
+				return
+			}
+			if len(again) < len(batch) && !aside {
+				// another partition's shard answered: write these again
+				// aside, so the next completions (of the partitions that
+				// answer) do not wait behind one shard's failover
+				w.writeAside(again)
+				return
+			}
+			batch = again
+		}
+		giveUp := attempt == 8
+		if aside {
+			giveUp = time.Since(start) >= w.cfg.Lease
+		}
+		if giveUp || w.crashed.Load() {
+			w.log.Error("completions not written; their leases will expire and the tasks run again", "n", len(batch), "err", err)
+			return
+		}
+		time.Sleep(backoff) // Redis is failing: back off before writing again
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+// heartbeatLoop renews leases of running tasks, stops the ones lost or
+// cancelled, and publishes the worker's info (breaker states).
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	tick := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if w.crashed.Load() {
+			return
+		}
+		w.mu.Lock()
+		leases := make([]store.Lease, 0, len(w.inflight))
+		for id, r := range w.inflight {
+			leases = append(leases, store.Lease{ID: id, Token: r.token})
+		}
+		w.mu.Unlock()
+		hctx, cancel := context.WithTimeout(ctx, w.cfg.HeartbeatInterval)
+		res, err := w.st.Heartbeat(hctx, leases, w.cfg.Lease)
+		cancel()
+		if err != nil {
+			w.log.Warn("heartbeat", "err", err)
+			if res.Answered == 0 {
+				continue // Redis did not answer: nor would the publish
+			}
+			// the partitions that answered still said what they said
+		}
+		for _, id := range res.Lost {
+			w.interrupt(id, task.ErrLeaseLost)
+		}
+		for _, id := range res.CancelRequested {
+			w.interrupt(id, ErrCancelRequested)
+		}
+		if err := w.publish(ctx); err != nil {
+			w.log.Warn("publish worker info", "err", err)
+		}
+	}
+}
+
+func (w *Worker) publish(ctx context.Context) error {
+	b, _ := json.Marshal(w.breakers.Snapshots())
+	host, _ := os.Hostname()
+	return w.st.PublishWorker(ctx, w.cfg.ID, map[string]string{
+		"started_at":  strconv.FormatInt(w.startedAt, 10),
+		"host":        host,
+		"concurrency": strconv.Itoa(w.cfg.Concurrency),
+		"types":       typesOf(w.h),
+		"breakers":    string(b),
+	}, 3*w.cfg.HeartbeatInterval)
+}
+
+// typesOf lists the task types h routes, when it says (a mux's Types).
+func typesOf(h Handler) string {
+	if m, ok := h.(interface{ Types() []string }); ok {
+		b, _ := json.Marshal(m.Types())
+		return string(b)
+	}
+	return "[]"
+}
+
+// cancelListener follows the store's cancel channels (one per partition)
+// and interrupts the handlers of tasks cancelled while they run here.
+func (w *Worker) cancelListener(ctx context.Context, ready chan<- struct{}) {
+	// ready once subscribed to every channel, so no request after Run
+	// started is missed
+	err := redisconn.ListenAll(ctx, w.st.Client(), w.st.CancelChannels(), 0, func(bool) { close(ready) },
+		func(id string) { w.interrupt(id, ErrCancelRequested) })
+	if err != nil {
+		w.log.Warn("cancel listener stopped", "err", err)
+	}
+}
+
+// crash makes the worker stop as a killed process would: handlers are
+// cancelled, nothing more is written, leases are left to expire. Tests
+// call it before cancelling Run's context.
+func (w *Worker) crash() { w.crashed.Store(true) }

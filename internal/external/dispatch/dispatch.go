@@ -1,0 +1,316 @@
+// Package dispatch is the worker side of the external path: the
+// Dispatcher, the worker handler of every task type an external service
+// performs, publishes the attempt's task.create and hands the attempt off
+// to the services, and the in-flight bound admits at most so many
+// attempts of a type at once across every dispatcher of the namespace.
+//
+// It owns two keys (keys.go): the task's last dispatch token and each
+// type's in-flight places. The outcome consumer and the handoff watcher
+// free a place when an attempt ends (Release) and read the token when an
+// event carries none (LastToken).
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/task"
+)
+
+// Config configures a Dispatcher.
+type Config struct {
+	// DefaultTimeout is the attempt's timeout for a task that sets none.
+	// Default 5m (the worker's DefaultTimeout).
+	DefaultTimeout time.Duration
+	// Grace is added to the attempt's timeout to make the handed-off
+	// lease: if no orchestrator marks the task TIMEOUT within Grace after
+	// its timeout (none is running), the reaper requeues it. It is also
+	// when the watcher first checks that a live service serves the type
+	// (if the timeout is not sooner). Default 30s.
+	Grace time.Duration
+	// Retention of published events. Default 7 days.
+	Retention time.Duration
+	// InFlight bounds the attempts of one task type that are dispatched
+	// (task.create published) and not finished, across every dispatcher of
+	// the namespace. A task fetched while its type is full waits in the
+	// worker (FIFO per type and process) for a place, so the backlog stays
+	// in the core's priority queues, where high/normal/low are honoured,
+	// instead of draining into the FIFO task.create stream. Default
+	// DefaultInFlight (64); negative: unbounded. The binary's processes
+	// take it from TASKFLOW_EXTERNAL_INFLIGHT (internal/platform/config).
+	InFlight int
+	// AdmitPoll is how often a task waiting for a place looks again.
+	// Default 50ms.
+	AdmitPoll time.Duration
+	// AdmitWait is the longest a task waits for a place while holding its
+	// worker's slot (and less than the handler's deadline); then it goes
+	// back to the core (rescheduled AdmitPoll×10 later, no retry spent) and
+	// the slot serves other work. Default 10s.
+	AdmitWait time.Duration
+	// Logger defaults to a discarding logger.
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = 5 * time.Minute
+	}
+	if c.Grace == 0 {
+		c.Grace = 30 * time.Second
+	}
+	if c.Retention <= 0 {
+		c.Retention = protocol.DefaultRetention
+	}
+	if c.InFlight == 0 {
+		c.InFlight = DefaultInFlight
+	}
+	if c.AdmitPoll <= 0 {
+		c.AdmitPoll = 50 * time.Millisecond
+	}
+	if c.AdmitWait <= 0 {
+		c.AdmitWait = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Dispatcher is the worker handler of every task type an external service
+// performs. A worker fetches the task as for any type (so priorities,
+// scheduled runs, retries and leases are the core's); the dispatcher
+// publishes task.create with the attempt's lease token and hands the
+// attempt to the external path (store.Handoff): the task stays ACTIVE with
+// the same token under a lease of timeout + Grace, and the worker's slot is
+// free at once (the handler returns worker.ErrHandedOff). The outcome
+// consumer (internal/external/outcome) applies the service's outcome with that
+// token; the handoff watcher (internal/external/handoff) marks the task TIMEOUT
+// when the timeout passes, forwards cancel requests to the services and
+// fails the attempt (transient) when no live service serves the type any
+// more.
+type Dispatcher struct {
+	st  *store.Store
+	rdb redis.UniversalClient
+	ns  keyspace.Namespace
+	cfg Config
+	sk  protocol.Keys
+	k   keys
+	pub *protocol.Publisher
+
+	mu    sync.Mutex
+	turns map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+}
+
+// DefaultInFlight is Config.InFlight's default.
+const DefaultInFlight = 64
+
+// New returns the dispatcher of st's namespace.
+func New(st *store.Store, cfg Config) *Dispatcher {
+	cfg = cfg.withDefaults()
+	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
+}
+
+// ProcessTask implements worker.Handler.
+func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	bg := context.WithoutCancel(ctx)
+	if t.Lease == "" {
+		return nil, task.Permanent(errors.New("dispatch: the task has no lease token"))
+	}
+	params := t.Params
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = d.cfg.DefaultTimeout
+	}
+	// the deadline the agent enforces, in seconds with its fraction: a
+	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
+	e, err := protocol.New(protocol.TypeCreate, d.cfg.Now(), protocol.CreateData{
+		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
+		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
+		Attempt: t.RetryCount + 1, Token: t.Lease,
+	})
+	if err != nil {
+		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
+	}
+	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
+		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
+	}
+	prev, err := d.dispatch(ctx, t, e, timeout)
+	if err != nil {
+		return nil, err
+	}
+	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
+	if prev == "" { // the task was never dispatched before
+		// first lifecycle line: task.create published for it
+		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
+	} else {
+		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
+	}
+
+	// Hand the attempt over. If the worker dies before this, its lease
+	// expires, the task is dispatched again and the old token's outcome is
+	// ignored; if the outcome came first, the task is no longer ACTIVE.
+	now := d.cfg.Now()
+	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
+	backoff := 20 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		var cancelled bool
+		timeoutAt := now.Add(timeout)
+		firstCheck := now.Add(d.cfg.Grace)
+		if timeoutAt.Before(firstCheck) {
+			firstCheck = timeoutAt
+		}
+		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
+		if cancelled {
+			// requested while we were dispatching: the orchestrator's
+			// cancel forwarder saw a task not yet handed off
+			d.publishCancel(bg, t.ID)
+		}
+		if err == nil || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrNotFound) {
+			return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+		}
+		if attempt == 4 || ctx.Err() != nil {
+			// Still the worker's: its lease expires (or the worker fails
+			// the attempt); the service's outcome with this token still
+			// applies meanwhile.
+			return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: hand off: %w", err))
+		}
+		time.Sleep(backoff) // Redis is failing: back off before the next try
+		backoff *= 2
+	}
+}
+
+// dispatch publishes the attempt's task.create e once t's type has a
+// free in-flight place, and returns the token the task was last
+// dispatched with ("" for its first dispatch). One script takes the place,
+// records the attempt's token and publishes the event (dispatch.lua), so
+// no place is held without its event, nor an event sent without its place.
+//
+// While the type is full the task waits, holding its worker's slot: the
+// waiters of one type in this process ask in turn, in the order the worker
+// fetched them (the core's weighted priority order, so low is not
+// starved), looking every AdmitPoll at the type's count. A cancel request
+// or a shutdown ends the wait with the worker's cause (the worker then
+// cancels or hands back the task); a wait longer than AdmitWait, or
+// reaching the handler's deadline, hands the task back to the core without
+// spending a retry.
+func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, err error) {
+	if d.cfg.InFlight < 0 {
+		prev, _, err := d.publish(ctx, t, e, timeout)
+		return prev, err
+	}
+	giveUp := d.cfg.Now().Add(d.cfg.AdmitWait)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-d.cfg.AdmitPoll).Before(giveUp) {
+		giveUp = dl.Add(-d.cfg.AdmitPoll)
+	}
+	full := func() error {
+		return &task.DependencyUnavailableError{Dependency: "external:" + t.Type, Wait: 10 * d.cfg.AdmitPoll,
+			Reason: fmt.Sprintf("%d tasks of the type in flight", d.cfg.InFlight)}
+	}
+	turn := d.turn(t.Type)
+	timer := time.NewTimer(max(giveUp.Sub(d.cfg.Now()), 0))
+	defer timer.Stop()
+	select {
+	case turn <- struct{}{}:
+	case <-timer.C:
+		return "", full()
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
+	}
+	defer func() { <-turn }()
+	for room := true; ; {
+		if room {
+			if ctx.Err() != nil {
+				return "", context.Cause(ctx)
+			}
+			prev, ok, err := d.publish(ctx, t, e, timeout)
+			if err != nil || ok {
+				return prev, err
+			}
+		}
+		if !d.cfg.Now().Before(giveUp) {
+			d.cfg.Logger.Debug("external task type full: task handed back", "task_id", t.ID, "task_type", t.Type)
+			return "", full()
+		}
+		timer.Reset(d.cfg.AdmitPoll)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return "", context.Cause(ctx)
+		}
+		// a cheap look before the script, which carries the event
+		n, err := InFlight(ctx, d.rdb, d.ns, t.Type, d.cfg.Now())
+		room = err != nil || n < int64(d.cfg.InFlight) // on an error the script says
+	}
+}
+
+// publish runs dispatch.lua once: ok is false when the type is full
+// (nothing was written). The call is not cancelled with ctx once made: a
+// dispatch is done whole.
+func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, ok bool, err error) {
+	now := d.cfg.Now()
+	member := inflightMember(t.ID, t.Lease)
+	args := []any{now.UnixMilli(), d.cfg.InFlight, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),
+		t.Lease, int64(tokenTTL / time.Second), protocol.MinID(now, d.cfg.Retention)}
+	args = append(args, e.Values()...)
+	bg := context.WithoutCancel(ctx)
+	res, err := dispatchScript.Run(bg, d.rdb, []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, args...).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil // full
+	}
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("dispatch.lua answered %q", res)
+	}
+	if err != nil {
+		// a script that failed half way (the XADD refused) may have taken
+		// the place: give it back
+		_ = Release(bg, d.rdb, d.ns, t.Type, t.ID, t.Lease)
+		if ctx.Err() != nil {
+			return "", false, context.Cause(ctx)
+		}
+		return "", false, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
+	}
+	return res[0], true, nil
+}
+
+// turn returns typ's turn channel: one waiter of the type at a time asks
+// for a place; the others queue on the channel (FIFO).
+func (d *Dispatcher) turn(typ string) chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.turns[typ]
+	if !ok {
+		c = make(chan struct{}, 1)
+		d.turns[typ] = c
+	}
+	return c
+}
+
+func (d *Dispatcher) publishCancel(ctx context.Context, id string) {
+	e, err := protocol.New(protocol.TypeCancel, d.cfg.Now(), protocol.CancelData{TaskID: id, Reason: "cancelled"})
+	if err == nil {
+		_, err = d.pub.Publish(ctx, d.sk.Cancel(), e)
+	}
+	if err != nil {
+		d.cfg.Logger.Warn("cancel event not published", "task_id", id, "err", err)
+	}
+}

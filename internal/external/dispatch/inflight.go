@@ -1,0 +1,69 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+)
+
+// InFlight counts the attempts of taskType that dispatchers admitted and
+// that have not finished, leaving out those past their deadline (a
+// dispatcher admitting the next attempt drops them): the number the
+// TASKFLOW_EXTERNAL_INFLIGHT bound is checked against.
+func InFlight(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskType string, now time.Time) (int64, error) {
+	n, err := InFlightOf(ctx, rdb, ns, []string{taskType}, now)
+	if err != nil {
+		return 0, err
+	}
+	return n[0], nil
+}
+
+// InFlightOf is InFlight for several task types in one round trip, in the
+// order of taskTypes.
+func InFlightOf(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskTypes []string, now time.Time) ([]int64, error) {
+	k, from := newKeys(ns), strconv.FormatInt(now.UnixMilli(), 10)
+	cmds := make([]*redis.IntCmd, len(taskTypes))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, typ := range taskTypes {
+			cmds[i] = p.ZCount(ctx, k.inflight(typ), from, "+inf")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: in-flight counts of %v: %w", taskTypes, err)
+	}
+	out := make([]int64, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
+// Release frees the in-flight place of the attempt (taskID, token) of
+// taskType: its outcome has come, or it is no longer the task's attempt.
+// Releasing a place that is free already changes nothing.
+func Release(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskType, taskID, token string) error {
+	if err := rdb.ZRem(ctx, newKeys(ns).inflight(taskType), inflightMember(taskID, token)).Err(); err != nil {
+		return fmt.Errorf("dispatch: release the in-flight place of %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// LastToken is the fencing token the task was last dispatched with, ""
+// when it never was (or not within 7 days).
+func LastToken(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskID string) (string, error) {
+	tok, err := rdb.Get(ctx, newKeys(ns).token(taskID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("dispatch: last token of %s: %w", taskID, err)
+	}
+	return tok, nil
+}

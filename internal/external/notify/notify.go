@@ -1,0 +1,330 @@
+// Package notify tells a session about its tasks, in format,
+// on the stream user:stream:notifications:{session_id}, and delivers the
+// notifications three ways: riding on the session's next API response
+// (TakeUnread, which the service layer calls for the HTTP API), live over
+// WebSocket and SSE (Follow, fed by a Hub), and by polling (List, Unread,
+// MarkRead). A read cursor per session marks what
+// has been shown; every delivery path advances it.
+package notify
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+// The API paths of notifications (served by internal/frontend/httpapi, which also
+// delivers the unread ones on a session's next response through the
+// service layer).
+const (
+	PathPoll      = "/api/v1/notifications"
+	PathWebSocket = "/api/v1/notifications/ws"
+	PathSSE       = "/api/v1/notifications/stream"
+)
+
+// Kind is a notification's type.
+type Kind string
+
+// The notification types.
+const (
+	KindCompleted Kind = "task_completed"
+	KindFailed    Kind = "task_failed"
+	KindTimeout   Kind = "task_timeout"
+	KindCancelled Kind = "task_cancelled"
+)
+
+// Notification is one notification as a session reads it
+// (docs/notifications.md). ID is the stream entry id (the cursor for
+// polling and resuming), set on what is read back; the other fields are
+// the notification itself.
+type Notification struct {
+	ID             string    `json:"id,omitempty"`
+	NotificationID string    `json:"notification_id"`
+	Type           Kind      `json:"type"`
+	TaskID         string    `json:"task_id"`
+	TaskType       string    `json:"task_type"`
+	Message        string    `json:"message"`
+	Action         string    `json:"action"`
+	Timestamp      time.Time `json:"timestamp"`
+	Priority       string    `json:"priority"`
+}
+
+// MarshalJSON writes the timestamp in millisecond form.
+func (n Notification) MarshalJSON() ([]byte, error) {
+	type plain Notification
+	return json.Marshal(struct {
+		plain
+		Timestamp string `json:"timestamp"`
+	}{plain(n), n.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z")})
+}
+
+// Config configures a Notifier.
+type Config struct {
+	// Namespace is the deployment's namespace. Required.
+	Namespace keyspace.Namespace
+	// MaxLen caps a session's notification stream (approximate). Default 1000.
+	MaxLen int64
+	// TTL is how long a session's notifications live after the newest one
+	// (86400 s). Default 24h.
+	TTL time.Duration
+	// DedupeTTL is how long a notification id given by the caller is
+	// remembered per session, so that writing it again adds nothing.
+	// Default 24h (TTL's default: the life of the notifications themselves).
+	DedupeTTL time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// WithDefaults returns c with unset fields defaulted.
+func (c Config) WithDefaults() Config {
+	if c.MaxLen == 0 {
+		c.MaxLen = 1000
+	}
+	if c.TTL == 0 {
+		c.TTL = 24 * time.Hour
+	}
+	if c.DedupeTTL == 0 {
+		c.DedupeTTL = 24 * time.Hour
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate says what is wrong with c.
+func (c Config) Validate() error {
+	if c.MaxLen < 1 {
+		return fmt.Errorf("notify: MaxLen %d must be ≥ 1", c.MaxLen)
+	}
+	if c.TTL < time.Second {
+		return fmt.Errorf("notify: TTL %s must be ≥ 1s", c.TTL)
+	}
+	if c.DedupeTTL < time.Second {
+		return fmt.Errorf("notify: DedupeTTL %s must be ≥ 1s", c.DedupeTTL)
+	}
+	return nil
+}
+
+//go:embed scripts/advance.lua
+var advanceLua string
+
+var advanceScript = redis.NewScript(advanceLua)
+
+//go:embed scripts/write.lua
+var writeLua string
+
+var writeScript = redis.NewScript(writeLua)
+
+//go:embed scripts/unread.lua
+var unreadLua string
+
+var unreadScript = redis.NewScript(unreadLua)
+
+// ErrNoSession: a notification needs a session id.
+var ErrNoSession = errors.New("notify: no session id")
+
+// Notifier writes and reads session notifications. Safe for concurrent use.
+type Notifier struct {
+	rdb  redis.UniversalClient
+	cfg  Config
+	keys keys
+}
+
+// New returns a Notifier on rdb (owned by the caller).
+func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Namespace.IsZero() {
+		return nil, errors.New("notify: Config.Namespace is required")
+	}
+	return &Notifier{rdb: rdb, cfg: cfg, keys: newKeys(cfg.Namespace)}, nil
+}
+
+// Notify appends n to the session's stream and announces it to every
+// process's Hub, in one script call. Empty Timestamp and Priority are filled in. An empty
+// NotificationID gets a random one; a NotificationID given by the caller
+// (see StableID) is written at most once per session within DedupeTTL:
+// writing it again adds nothing and returns n with an empty ID, so a
+// caller that replays its work after a crash does not notify twice. It
+// returns n as stored (with ID).
+func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification) (Notification, error) {
+	if sessionID == "" {
+		return n, ErrNoSession
+	}
+	keys := []string{s.keys.stream(sessionID)}
+	if n.NotificationID == "" {
+		n.NotificationID = "notif-" + uuid.NewString()
+	} else {
+		keys = append(keys, s.keys.sent(sessionID, n.NotificationID))
+	}
+	if n.Timestamp.IsZero() {
+		n.Timestamp = s.cfg.Now()
+	}
+	if n.Priority == "" {
+		n.Priority = "normal"
+	}
+	n.ID = ""
+	body, err := json.Marshal(n)
+	if err != nil {
+		return n, fmt.Errorf("notify: encode: %w", err)
+	}
+	id, err := writeScript.Run(ctx, s.rdb, keys, string(body), s.cfg.MaxLen,
+		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second), s.keys.channel(), sessionID,
+		redisconn.PublishCommand(s.rdb)).Text()
+	if errors.Is(err, redis.Nil) {
+		return n, nil // written before
+	}
+	if err != nil {
+		return n, fmt.Errorf("notify: write %s: %w", keys[0], err)
+	}
+	n.ID = id
+	return n, nil
+}
+
+// StableID is the notification id of the notification about one event of
+// a task (kind, for the attempt with token attempt): the same arguments
+// give the same "notif-<uuid>", so Notify writes it once however often
+// the caller replays the event.
+func StableID(kind Kind, taskID, attempt string) string {
+	return "notif-" + uuid.NewSHA1(stableSpace, []byte(string(kind)+"\x00"+taskID+"\x00"+attempt)).String()
+}
+
+// stableSpace is the UUID name space of StableID.
+var stableSpace = uuid.MustParse("6f1c0c1e-4d2a-5b7e-9a51-0c3f6d1e2b7a")
+
+// List returns up to limit (1–1000) notifications of the session after the
+// stream id after ("" or "0" for the oldest kept), oldest first.
+func (s *Notifier) List(ctx context.Context, sessionID, after string, limit int) ([]Notification, error) {
+	if limit < 1 || limit > 1000 {
+		limit = 100
+	}
+	start := "-"
+	if after != "" && after != "0" && after != "0-0" {
+		if !validID(after) {
+			return nil, fmt.Errorf("notify: cursor %q is not a stream id like 1700000000000-0", after)
+		}
+		start = "(" + after
+	}
+	xs, err := s.rdb.XRangeN(ctx, s.keys.stream(sessionID), start, "+", int64(limit)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("notify: read: %w", err)
+	}
+	out := make([]Notification, 0, len(xs))
+	for _, x := range xs {
+		raw, _ := x.Values["n"].(string)
+		if n, ok := decode(x.ID, raw); ok {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// decode is one stream entry's notification (its field "n"); a damaged
+// entry is not ours to fail on and is skipped.
+func decode(id, raw string) (Notification, bool) {
+	var n Notification
+	if err := json.Unmarshal([]byte(raw), &n); err != nil {
+		return n, false
+	}
+	n.ID = id
+	return n, true
+}
+
+// Cursor returns the id of the newest notification the session has been
+// shown ("0-0" when none).
+func (s *Notifier) Cursor(ctx context.Context, sessionID string) (string, error) {
+	c, err := s.rdb.Get(ctx, s.keys.cursor(sessionID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "0-0", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("notify: cursor: %w", err)
+	}
+	return c, nil
+}
+
+// Unread returns up to limit notifications the session has not been shown.
+// One script call reads the cursor and the entries after it.
+func (s *Notifier) Unread(ctx context.Context, sessionID string, limit int) ([]Notification, error) {
+	if limit < 1 || limit > 1000 {
+		limit = 100
+	}
+	reply, err := unreadScript.Run(ctx, s.rdb, []string{s.keys.cursor(sessionID), s.keys.stream(sessionID)}, limit).Slice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("notify: unread: %w", err)
+	}
+	out := make([]Notification, 0, len(reply))
+	for _, e := range reply {
+		entry, _ := e.([]any)
+		if len(entry) != 2 {
+			continue
+		}
+		id, _ := entry[0].(string)
+		fields, _ := entry[1].([]any)
+		for i := 0; i+1 < len(fields); i += 2 {
+			if f, _ := fields[i].(string); f == "n" {
+				raw, _ := fields[i+1].(string)
+				if n, ok := decode(id, raw); ok {
+					out = append(out, n)
+				}
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// MarkRead moves the session's cursor forward to id (never back).
+func (s *Notifier) MarkRead(ctx context.Context, sessionID, id string) error {
+	if id == "" {
+		return nil
+	}
+	if !validID(id) {
+		return fmt.Errorf("notify: %q is not a stream id", id)
+	}
+	ttl := int64(s.cfg.TTL / time.Second)
+	if err := advanceScript.Run(ctx, s.rdb, []string{s.keys.cursor(sessionID)}, id, ttl).Err(); err != nil {
+		return fmt.Errorf("notify: mark read: %w", err)
+	}
+	return nil
+}
+
+// TakeUnread returns the unread notifications and marks them read: the
+// "next interaction" delivery.
+func (s *Notifier) TakeUnread(ctx context.Context, sessionID string, limit int) ([]Notification, error) {
+	ns, err := s.Unread(ctx, sessionID, limit)
+	if err != nil || len(ns) == 0 {
+		return ns, err
+	}
+	return ns, s.MarkRead(ctx, sessionID, ns[len(ns)-1].ID)
+}
+
+func validID(id string) bool {
+	dash := false
+	if id == "" || len(id) > 41 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= '0' && c <= '9':
+		case c == '-' && !dash && i > 0 && i < len(id)-1:
+			dash = true
+		default:
+			return false
+		}
+	}
+	return dash
+}

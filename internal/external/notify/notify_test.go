@@ -1,0 +1,235 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type bundle struct {
+	rdb  redis.UniversalClient
+	n    *Notifier
+	hub  *Hub
+	auth *auth.Authenticator
+}
+
+func setup(t testing.TB) *bundle {
+	t.Helper()
+	rdb, ns := testredis.Client(t)
+	n, err := New(rdb, Config{Namespace: keyspace.MustParse(ns)})
+	require.NoError(t, err)
+	a, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(ns), AdminKey: "admin-key"})
+	require.NoError(t, err)
+	hub := NewHub(n)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = hub.Run(ctx); close(done) }()
+	<-hub.Ready()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return &bundle{rdb: rdb, n: n, hub: hub, auth: a}
+}
+
+func (b *bundle) session(t testing.TB) auth.Session {
+	s, err := b.auth.CreateSession(context.Background())
+	require.NoError(t, err)
+	return s
+}
+
+func note(task string) Notification {
+	return Notification{Type: KindCompleted, TaskID: task, TaskType: "report.generate", Message: "Your report is ready!", Action: "retrieve_result"}
+}
+
+func TestNotifyListUnreadMarkRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var ids []string
+	for i := 0; i < 3; i++ {
+		n, err := b.n.Notify(ctx, "s1", note(fmt.Sprint("t", i)))
+		require.NoError(t, err)
+		require.NotEmpty(t, n.ID)
+		require.True(t, strings.HasPrefix(n.NotificationID, "notif-"))
+		ids = append(ids, n.ID)
+	}
+	_, err := b.n.Notify(ctx, "", note("x"))
+	require.ErrorIs(t, err, ErrNoSession)
+
+	un, err := b.n.Unread(ctx, "s1", 10)
+	require.NoError(t, err)
+	require.Len(t, un, 3)
+	require.Equal(t, "t0", un[0].TaskID)
+	listed, err := b.n.List(ctx, "s1", "", 10)
+	require.NoError(t, err)
+	require.Equal(t, listed, un, "Unread (one script call) decodes as List does")
+	two, err := b.n.Unread(ctx, "s1", 2)
+	require.NoError(t, err)
+	require.Equal(t, []string{ids[0], ids[1]}, []string{two[0].ID, two[1].ID}, "oldest first, at most limit")
+	require.Len(t, two, 2)
+	require.NoError(t, b.n.MarkRead(ctx, "s1", ids[1]))
+	require.NoError(t, b.n.MarkRead(ctx, "s1", ids[0]), "the cursor never moves back")
+	un, err = b.n.Unread(ctx, "s1", 10)
+	require.NoError(t, err)
+	require.Len(t, un, 1)
+	require.Equal(t, "t2", un[0].TaskID)
+	taken, err := b.n.TakeUnread(ctx, "s1", 10)
+	require.NoError(t, err)
+	require.Len(t, taken, 1)
+	un, err = b.n.Unread(ctx, "s1", 10)
+	require.NoError(t, err)
+	require.Empty(t, un)
+	// Other sessions see nothing of s1's.
+	other, err := b.n.Unread(ctx, "s2", 10)
+	require.NoError(t, err)
+	require.Empty(t, other)
+
+	// The JSON shape docs/notifications.md shows.
+	raw, err := json.Marshal(taken[0])
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	for _, k := range []string{"notification_id", "type", "task_id", "task_type", "message", "action", "timestamp", "priority"} {
+		require.Contains(t, m, k)
+	}
+	require.Regexp(t, `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`, m["timestamp"])
+
+	// Retention: the session's stream and its read cursor live
+	// 24 h (TTL) after the newest notification / read.
+	for _, k := range []string{b.n.keys.stream("s1"), b.n.keys.cursor("s1")} {
+		ttl, err := b.rdb.TTL(ctx, k).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, 23*time.Hour, k)
+		require.LessOrEqual(t, ttl, 24*time.Hour, k)
+	}
+}
+
+// BenchmarkNotifyToFollow measures the time from Notify (what the
+// orchestrator calls when it applies a completion) to the notification
+// reaching a live feed's send (Follow, through the Hub: what the API's
+// WebSocket and SSE write), and reports p50/p95/p99.
+func BenchmarkNotifyToFollow(b *testing.B) {
+	bb := setup(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := bb.session(b)
+	got := make(chan Notification, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- bb.n.Follow(ctx, bb.hub, s.ID, "0", time.Minute, func(n Notification) error { got <- n; return nil },
+			func() error { return nil }, nil)
+	}()
+	defer func() { cancel(); <-done }()
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		_, err := bb.n.Notify(ctx, s.ID, note(fmt.Sprint("t", i)))
+		require.NoError(b, err)
+		<-got
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.50), "p50_ms")
+	b.ReportMetric(q(0.95), "p95_ms")
+	b.ReportMetric(q(0.99), "p99_ms")
+}
+
+// TestFollowDeliversThenLive: a feed sends what is after its start, then
+// each new notification of its session only, and marks them read.
+func TestFollowDeliversThenLive(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	a, other := b.session(t), b.session(t)
+	_, err := b.n.Notify(ctx, a.ID, note("before"))
+	require.NoError(t, err)
+	got := make(chan Notification, 10)
+	var batches atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- b.n.Follow(ctx, b.hub, a.ID, "0", time.Minute, func(n Notification) error { got <- n; return nil },
+			func() error { return nil }, func([]Notification) { batches.Add(1) })
+	}()
+	next := func() string {
+		select {
+		case n := <-got:
+			return n.TaskID
+		case <-time.After(5 * time.Second):
+			t.Fatal("no notification")
+		}
+		return ""
+	}
+	require.Equal(t, "before", next())
+	_, err = b.n.Notify(ctx, other.ID, note("not-yours"))
+	require.NoError(t, err)
+	_, err = b.n.Notify(ctx, a.ID, note("live"))
+	require.NoError(t, err)
+	require.Equal(t, "live", next(), "only the session's own notifications arrive")
+	require.Eventually(t, func() bool {
+		un, err := b.n.Unread(ctx, a.ID, 10)
+		return err == nil && len(un) == 0
+	}, 5*time.Second, 5*time.Millisecond, "a sent batch is marked read")
+	require.EqualValues(t, 2, batches.Load())
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.True(t, ValidCursor("0") && ValidCursor("1700000000000-0"))
+	require.False(t, ValidCursor("") || ValidCursor("-1") || ValidCursor("x-0"))
+}
+
+// TestStableIDWrittenOnce: a notification id chosen by the caller is
+// written once per session however often it is written (a replayed apply);
+// random ids are all written.
+func TestStableIDWrittenOnce(t *testing.T) {
+	rdb, ns := testredis.Client(t)
+	n, err := New(rdb, Config{Namespace: keyspace.MustParse(ns)})
+	require.NoError(t, err)
+	ctx := context.Background()
+	id := StableID(KindCompleted, "task-1", "tok-1")
+	require.Equal(t, id, StableID(KindCompleted, "task-1", "tok-1"))
+	require.NotEqual(t, id, StableID(KindCompleted, "task-1", "tok-2"))
+	require.NotEqual(t, id, StableID(KindTimeout, "task-1", "tok-1"))
+	for i := range 3 {
+		got, err := n.Notify(ctx, "s1", Notification{NotificationID: id, Type: KindCompleted, TaskID: "task-1", Message: "ready"})
+		require.NoError(t, err)
+		require.Equal(t, i == 0, got.ID != "", "written the first time only")
+	}
+	// the same id in another session is another notification
+	got, err := n.Notify(ctx, "s2", Notification{NotificationID: id, Type: KindCompleted, TaskID: "task-1"})
+	require.NoError(t, err)
+	require.NotEmpty(t, got.ID)
+	for range 2 {
+		_, err := n.Notify(ctx, "s1", Notification{Type: KindCompleted, TaskID: "task-2"})
+		require.NoError(t, err)
+	}
+	l, err := n.List(ctx, "s1", "", 100)
+	require.NoError(t, err)
+	require.Len(t, l, 3)
+	require.Equal(t, id, l[0].NotificationID)
+}
+
+// The namespace has one source (the store's, the configuration's): a
+// Notifier given none refuses to start instead of defaulting it.
+func TestNamespaceIsRequired(t *testing.T) {
+	t.Parallel()
+	_, err := New(nil, Config{})
+	require.ErrorContains(t, err, "Namespace is required")
+}

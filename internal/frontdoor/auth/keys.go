@@ -1,0 +1,20 @@
+package auth
+
+import "github.com/taskflow/taskflow/internal/engine/keyspace"
+
+// Every Redis key of the auth package is built here. They carry the
+// namespace's hash tag {ns}, like every other key of the deployment:
+// creating a session writes both keys in one MULTI and ending it deletes
+// both in one DEL, which a Redis Cluster allows only within one slot.
+
+// tokenKey is a STRING: the session id that the token with this SHA-256
+// (hex) belongs to; it expires with the session. Tokens are never stored.
+func tokenKey(ns keyspace.Namespace, tokenHash string) string {
+	return ns.Key("auth", "token", tokenHash)
+}
+
+// sessionKey is a HASH: created_at and expires_at (RFC 3339) of a session;
+// it expires with the session.
+func sessionKey(ns keyspace.Namespace, sessionID string) string {
+	return ns.Key("auth", "session", sessionID)
+}
