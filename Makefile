@@ -18,7 +18,7 @@ run: ## Run taskflow dev with the example services and the plans' demo data (emb
 
 # The commit the binaries report (taskflow version, rankd --version) when the
 # build has no VCS information of its own (GOFLAGS=-buildvcs=false, go run).
-LDFLAGS ?= -X github.com/taskflow/taskflow/internal/version.commit=$(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS ?= -X github.com/taskflow/taskflow/internal/platform/version.commit=$(shell git rev-parse HEAD 2>/dev/null)
 
 build: ## Build the binaries into bin/
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...

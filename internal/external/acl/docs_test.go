@@ -16,7 +16,7 @@ import (
 // namespace, word for word.
 func TestRulesAreTheDocumented(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../docs/notifications.md")
+	raw, err := os.ReadFile("../../../docs/notifications.md")
 	require.NoError(t, err)
 	line := func(user string) []string {
 		m := regexp.MustCompile(`(?m)^ACL SETUSER ` + regexp.QuoteMeta(user) + ` on >PASSWORD (.*)$`).FindStringSubmatch(string(raw))

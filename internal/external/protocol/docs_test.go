@@ -20,7 +20,7 @@ import (
 // a service written from the page alone sends what we accept.
 func TestProtocolDocExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../docs/protocol.md")
+	raw, err := os.ReadFile("../../../docs/protocol.md")
 	require.NoError(t, err)
 	block := regexp.MustCompile("(?s)```json\n(.*?)```")
 	heading := regexp.MustCompile(`(?m)^#{2,3} (.+)$`)

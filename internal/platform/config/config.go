@@ -7,7 +7,7 @@
 // variable by the same rule; the README's configuration table is
 // generated from the same table (go run ./internal/platform/config/gen).
 //
-// Nothing else in the product reads the environment (internal/layering
+// Nothing else in the product reads the environment (internal/testrig/layering
 // checks it).
 package config
 

@@ -18,7 +18,7 @@ import (
 // table: edit Settings, then run the generator.
 func TestReadmeTableIsGenerated(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../../README.md")
 	require.NoError(t, err)
 	_, err = ReplaceTable(b)
 	require.NoError(t, err)

@@ -1,7 +1,7 @@
 // Package version says which build of taskflow is running: the module
 // version and the commit, from the Go build information (stamped by
 // `go build` in a git checkout, or `go install module@version`), or from
-// -ldflags "-X github.com/taskflow/taskflow/internal/version.commit=<sha>"
+// -ldflags "-X github.com/taskflow/taskflow/internal/platform/version.commit=<sha>"
 // where the build had no VCS information (make build sets it).
 package version
 

@@ -21,7 +21,7 @@ func TestOnlyTheConfigTableReadsTheEnvironment(t *testing.T) {
 		// (TASKFLOW_TEST_REDIS_URL, TASKFLOW_TEST_DATABASE_URL)
 		"internal/testrig/testredis": true, "internal/testrig/externaltest": true}
 	reads := map[string]bool{"Getenv": true, "getenv": true, "LookupEnv": true, "Environ": true}
-	root := "../.."
+	root := "../../.."
 	var found []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

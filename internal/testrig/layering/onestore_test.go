@@ -18,7 +18,7 @@ import (
 func TestOnlyTheCompositionRootBuildsAStore(t *testing.T) {
 	allowed := map[string]bool{"internal/platform/app": true, "cmd/taskflow-bench": true,
 		"internal/testrig/externaltest": true} // a test rig: each test's deployment in a namespace of its own
-	root := "../.."
+	root := "../../.."
 	var found []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
