@@ -43,38 +43,38 @@ const (
 
 // TaskSummary is a task without its content and result (the summaries form).
 type TaskSummary struct {
-	ID          string     `json:"task_id"`
-	Type        string     `json:"task_type"`
-	State       task.State `json:"state"`
-	SessionID   string     `json:"session_id,omitempty"`
-	Priority    string     `json:"priority"`
-	RetryCount  int        `json:"retry_count"`
-	MaxRetries  int        `json:"max_retries"`
-	ErrorType   string     `json:"error_type,omitempty"`
-	LastError   string     `json:"last_error,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	ID          string        `json:"task_id"`
+	Type        string        `json:"task_type"`
+	State       task.State    `json:"state"`
+	SessionID   string        `json:"session_id,omitempty"`
+	Priority    task.Priority `json:"priority"`
+	RetryCount  int           `json:"retry_count"`
+	MaxRetries  int           `json:"max_retries"`
+	ErrorType   string        `json:"error_type,omitempty"`
+	LastError   string        `json:"last_error,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+	CompletedAt *time.Time    `json:"completed_at,omitempty"`
 	// WaitingOn: as TaskView.WaitingOn.
-	WaitingOn []string `json:"waiting_on,omitempty"`
+	WaitingOn []string `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
 }
 
 // SummaryOf is t without content and result.
 func SummaryOf(t *task.Task) TaskSummary {
-	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: string(t.Priority),
+	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: t.Priority,
 		RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, ErrorType: t.ErrorType, LastError: t.LastError,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, CompletedAt: t.CompletedAt}
 }
 
 // TaskList is a page of tasks. Tasks holds TaskView or TaskSummary values.
 type TaskList struct {
-	Tasks    []any `json:"tasks"`
-	Total    int64 `json:"total"`
+	Tasks    []any `json:"tasks" openapi:"ref=Task|TaskSummary" jsonschema:"Task values; TaskSummary values with summary=true"`
+	Total    int64 `json:"total" jsonschema:"matching tasks"`
 	Page     int   `json:"page"`
 	PageSize int   `json:"page_size"`
 	// Partial is true when a filtered listing stopped at MaxMergeWindow
 	// index entries: Total counts only what was examined.
-	Partial bool `json:"partial,omitempty"`
+	Partial bool `json:"partial,omitempty" jsonschema:"a filtered listing stopped scanning at 10000 entries"`
 }
 
 type listQuery struct {
@@ -616,11 +616,24 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 
 // QueueStatus is GET /api/v1/queues/status answer.
 type QueueStatus struct {
-	Queues            map[string]int64        `json:"queues"`
+	Queues            QueueDepths             `json:"queues"`
 	PrimaryByPriority map[task.Priority]int64 `json:"primary_by_priority"`
 	States            map[task.State]int64    `json:"states"`
-	RetryRatio        float64                 `json:"retry_ratio"`
-	Pressure          string                  `json:"pressure"`
+	RetryRatio        float64                 `json:"retry_ratio" jsonschema:"share of fetches served retry-first now"`
+	Pressure          string                  `json:"pressure" openapi:"enum=normal|warning|critical"`
+}
+
+// QueueDepths are the tasks waiting in each queue.
+type QueueDepths struct {
+	Primary   int64 `json:"primary"`
+	Retry     int64 `json:"retry"`
+	Scheduled int64 `json:"scheduled"`
+	DLQ       int64 `json:"dlq"`
+}
+
+// ByName is the depths by queue name (primary, retry, scheduled, dlq).
+func (d QueueDepths) ByName() map[string]int64 {
+	return map[string]int64{"primary": d.Primary, "retry": d.Retry, "scheduled": d.Scheduled, "dlq": d.DLQ}
 }
 
 // QueueStatus returns queue depths and per-state counts (operator).
@@ -641,7 +654,7 @@ func (s *Service) queueStatus(ctx context.Context) (QueueStatus, error) {
 		states[st] = qs.States[st]
 	}
 	return QueueStatus{
-		Queues:            map[string]int64{"primary": qs.Primary, "retry": qs.Retry, "scheduled": qs.Scheduled, "dlq": qs.DLQ},
+		Queues:            QueueDepths{Primary: qs.Primary, Retry: qs.Retry, Scheduled: qs.Scheduled, DLQ: qs.DLQ},
 		PrimaryByPriority: qs.PrimaryByPriority,
 		States:            states,
 		RetryRatio:        qs.RetryRatio,
@@ -855,7 +868,7 @@ func firstNonEmpty(vs ...string) string {
 
 // Health is GET /health answer.
 type Health struct {
-	Status     string           `json:"status"` // healthy | unhealthy
+	Status     string           `json:"status" openapi:"enum=healthy|unhealthy"`
 	Components HealthComponents `json:"components"`
 	Timestamp  time.Time        `json:"timestamp"`
 }
@@ -864,12 +877,12 @@ type Health struct {
 type HealthComponents struct {
 	Redis bool `json:"redis"`
 	// Workers is true when at least one worker heartbeated recently.
-	Workers bool `json:"workers"`
+	Workers bool `json:"workers" jsonschema:"at least one live worker"`
 	// WorkerCount is the number of live workers.
 	WorkerCount int `json:"worker_count"`
 	// CircuitBreaker is the worst state per dependency across workers
 	// (OPEN > HALF_OPEN > CLOSED).
-	CircuitBreaker map[string]string `json:"circuit_breaker"`
+	CircuitBreaker map[string]string `json:"circuit_breaker" openapi:"enum=CLOSED|HALF_OPEN|OPEN" jsonschema:"the worst state per dependency"`
 }
 
 // Health checks Redis and the workers; anyone may ask.

@@ -96,6 +96,9 @@ func (s *Service) ResultFile(ctx context.Context, p auth.Principal, id, name str
 	return f, nil
 }
 
+// ResultView is get_task_result's answer (Result).
+type ResultView = result.View
+
 // ResultListInput is list_user_tasks's query.
 type ResultListInput struct {
 	// StatusFilter is all (""), pending, processing, completed, failed or
@@ -109,7 +112,7 @@ type ResultListInput struct {
 // ResultList is list_user_tasks's answer.
 type ResultList struct {
 	SessionID    string        `json:"session_id"`
-	StatusFilter result.Filter `json:"status_filter"`
+	StatusFilter result.Filter `json:"status_filter" openapi:"enum=all|pending|processing|completed|failed|timeout"`
 	Tasks        []result.Item `json:"tasks"`
 }
 

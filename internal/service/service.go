@@ -25,8 +25,8 @@ import (
 	"github.com/taskflow/taskflow/internal/redisconn"
 	"github.com/taskflow/taskflow/internal/result"
 	"github.com/taskflow/taskflow/internal/store"
-	"github.com/taskflow/taskflow/task"
 	"github.com/taskflow/taskflow/internal/tasktype"
+	"github.com/taskflow/taskflow/task"
 )
 
 // Config configures a Service.
@@ -118,7 +118,7 @@ type WorkerInfo struct {
 	Concurrency   int               `json:"concurrency"`
 	InFlight      int               `json:"in_flight"`
 	TaskTypes     []string          `json:"task_types,omitempty"`
-	Breakers      map[string]string `json:"circuit_breakers"`
+	Breakers      map[string]string `json:"circuit_breakers" openapi:"enum=CLOSED|HALF_OPEN|OPEN"`
 }
 
 // WithDefaults returns c with unset fields defaulted.
