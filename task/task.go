@@ -74,6 +74,9 @@ const (
 	PriorityLow    Priority = "low"
 )
 
+// Priorities lists every priority, highest first.
+var Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+
 // ParsePriority accepts "", high, normal, low ("" means normal).
 func ParsePriority(s string) (Priority, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -96,7 +99,7 @@ type ErrorRecord struct {
 	Worker    string    `json:"worker,omitempty"`
 	// Details is the failure's structured detail (an external service's
 	// error.details object), when it reported any.
-	Details json.RawMessage `json:"details,omitempty"`
+	Details json.RawMessage `json:"details,omitempty" openapi:"type=object"`
 }
 
 // StateChange is one entry of a task's state history.
@@ -104,7 +107,7 @@ type StateChange struct {
 	At    time.Time `json:"at"`
 	From  State     `json:"from,omitempty"`
 	To    State     `json:"to"`
-	Cause string    `json:"cause,omitempty"`
+	Cause string    `json:"cause,omitempty" jsonschema:"why it moved, e.g. cancel, retry_due, lease_expired, manual_retry, or the error type"`
 }
 
 // Task is the single source of truth about one task: its metadata, state
@@ -115,7 +118,7 @@ type Task struct {
 	Type        string          `json:"task_type"`
 	State       State           `json:"state"`
 	Content     string          `json:"content,omitempty"`
-	Params      json.RawMessage `json:"params,omitempty"`
+	Params      json.RawMessage `json:"params,omitempty" openapi:"type=object" jsonschema:"handler parameters"`
 	SessionID   string          `json:"session_id,omitempty"`
 	Priority    Priority        `json:"priority"`
 	Timeout     time.Duration   `json:"-"` // seconds on the wire (timeout)
@@ -129,7 +132,7 @@ type Task struct {
 	StartedAt   *time.Time      `json:"started_at,omitempty"`
 	CompletedAt *time.Time      `json:"completed_at,omitempty"`
 	Result      json.RawMessage `json:"result,omitempty"`
-	Worker      string          `json:"worker,omitempty"`
+	Worker      string          `json:"worker,omitempty" jsonschema:"the worker (or external service) that holds or last held it"`
 	// Lease is the fencing token of the current ACTIVE attempt: a worker
 	// whose token no longer matches can no longer change the task.
 	Lease string `json:"-"`

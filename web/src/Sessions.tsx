@@ -1,20 +1,10 @@
 import { useEffect, useState } from 'react'
-import { api, getToken } from './api'
+import { api, getToken, type Notification, type NotificationPage } from './api'
 import type { components } from './api/schema'
 import { Link } from './Link'
 import { navigate } from './route'
 
-type NotificationPage = components['schemas']['NotificationPage']
 type TaskList = components['schemas']['TaskList']
-
-interface Note {
-  id: string
-  type?: string
-  task_id?: string
-  task_type?: string
-  message?: string
-  timestamp?: string
-}
 
 // Sessions: one session's notifications, arriving live (WebSocket), the ones
 // unread when the page opened marked new, and — signed in as that session —
@@ -25,7 +15,7 @@ export function Sessions({ url }: { url: URL }) {
   const [sid, setSid] = useState(asked)
   const [session, setSession] = useState('')
   const [unread, setUnread] = useState<Set<string>>(new Set())
-  const [notes, setNotes] = useState<Note[]>([])
+  const [notes, setNotes] = useState<Notification[]>([])
   const [tasks, setTasks] = useState<TaskList | null>(null)
   const [live, setLive] = useState<'off' | 'connecting' | 'live' | 'reconnecting'>('off')
   const [error, setError] = useState('')
@@ -57,7 +47,7 @@ export function Sessions({ url }: { url: URL }) {
         setLive('live')
       }
       ws.onmessage = (ev) => {
-        const n = JSON.parse(String(ev.data)) as Note
+        const n = JSON.parse(String(ev.data)) as Notification
         last = n.id || last
         setNotes((old) => (old.some((o) => o.id === n.id) ? old : [n, ...old]))
       }
@@ -72,7 +62,7 @@ export function Sessions({ url }: { url: URL }) {
       .then((pg) => {
         if (stop) return
         setSession(pg.session_id)
-        setUnread(new Set((pg.notifications as unknown as Note[]).map((n) => n.id)))
+        setUnread(new Set(pg.notifications.map((n) => n.id)))
         follow('0', 0)
         if (!asked) {
           // a session's own tasks (the admin's listing is everyone's)

@@ -1,5 +1,5 @@
 import { useEffect, useState, type ReactNode } from 'react'
-import { api } from './api'
+import { api, type Notification, type NotificationPage } from './api'
 import type { components } from './api/schema'
 import { Link } from './Link'
 import { navigate } from './route'
@@ -7,13 +7,6 @@ import { duration, spans } from './timeline'
 
 type Task = components['schemas']['Task']
 type Result = components['schemas']['Result']
-interface Note {
-  notification_id: string
-  type: string
-  task_id: string
-  message: string
-  timestamp: string | number
-}
 
 const FINAL = new Set(['COMPLETED', 'DLQ', 'CANCELLED'])
 
@@ -23,7 +16,7 @@ const FINAL = new Set(['COMPLETED', 'DLQ', 'CANCELLED'])
 export function TaskDetail({ id }: { id: string }) {
   const [task, setTask] = useState<Task | null>(null)
   const [res, setRes] = useState<Result | null>(null)
-  const [notes, setNotes] = useState<Note[] | null>(null)
+  const [notes, setNotes] = useState<Notification[] | null>(null)
   const [error, setError] = useState('')
   const [msg, setMsg] = useState('')
   const [tick, setTick] = useState(0)
@@ -43,7 +36,7 @@ export function TaskDetail({ id }: { id: string }) {
         setError('')
         if (t.session_id) {
           const q = new URLSearchParams({ session_id: t.session_id, after: '0', limit: '1000', mark_read: 'false' })
-          const page = await api<{ notifications: Note[] }>('/api/v1/notifications?' + q.toString()).catch(() => null)
+          const page = await api<NotificationPage>('/api/v1/notifications?' + q.toString()).catch(() => null)
           if (!stop) setNotes(page ? page.notifications.filter((n) => n.task_id === id) : null)
         }
         if (!stop && !FINAL.has(t.state)) timer = setTimeout(() => setTick((n) => n + 1), 1000)

@@ -42,3 +42,7 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
 
 // Types generated from /openapi.json (make ui-types); ui-check fails when they drift.
 export type QueueStatus = components['schemas']['QueueStatus']
+// Notification is what every feed sends: an item of the poll's page, a
+// message of the WebSocket, the data of an SSE event.
+export type Notification = components['schemas']['Notification']
+export type NotificationPage = components['schemas']['NotificationPage']

@@ -31,9 +31,9 @@ type Event struct {
 	// Reader.Subscribe to resume after it. Read from one stream it is
 	// "<stream entry id>.<index in entry>"; from several, the composite
 	// cursor of Reader.
-	ID        string     `json:"id"`
+	ID        string     `json:"id" jsonschema:"event id (resume with Last-Event-ID)"`
 	TaskID    string     `json:"task_id"`
-	From      task.State `json:"from,omitempty"` // empty when the task was created
+	From      task.State `json:"from,omitempty" jsonschema:"absent when the task was created"`
 	To        task.State `json:"to"`
 	At        time.Time  `json:"at"`
 	TaskType  string     `json:"task_type,omitempty"`

@@ -42,30 +42,38 @@ const (
 	KindCancelled Kind = "task_cancelled"
 )
 
-// Notification is one notification as a session reads it
-// (docs/notifications.md). ID is the stream entry id (the cursor for
-// polling and resuming), set on what is read back; the other fields are
-// the notification itself.
+// Notification is message format. ID is the stream entry id
+// (the cursor for polling and resuming), not part of the spec's object:
+// empty in the body stored in the stream, set on every notification read
+// back (so the API's schema has it required).
 type Notification struct {
-	ID             string    `json:"id,omitempty"`
-	NotificationID string    `json:"notification_id"`
-	Type           Kind      `json:"type"`
+	ID             string    `json:"id,omitempty" openapi:"required" jsonschema:"the stream entry id: the cursor to resume after (?after=, Last-Event-ID)"`
+	NotificationID string    `json:"notification_id" jsonschema:"the notification's own id (stable for one event of one task)"`
+	Type           Kind      `json:"type" openapi:"enum=task_completed|task_failed|task_timeout|task_cancelled" jsonschema:"task_failed: it is in the DLQ; task_timeout: it is overdue, still running"`
 	TaskID         string    `json:"task_id"`
 	TaskType       string    `json:"task_type"`
-	Message        string    `json:"message"`
-	Action         string    `json:"action"`
+	Message        string    `json:"message" jsonschema:"what happened, in words"`
+	Action         string    `json:"action" jsonschema:"what the client may do next: retrieve_result, view_error, none"`
 	Timestamp      time.Time `json:"timestamp"`
-	Priority       string    `json:"priority"`
+	Priority       string    `json:"priority" openapi:"enum=high|normal|low" jsonschema:"the task's priority"`
 }
+
+// notificationJSON is a Notification on the wire: the timestamp in
+// millisecond form.
+type notificationJSON struct {
+	plainNotification
+	Timestamp string `json:"timestamp" openapi:"format=date-time" jsonschema:"when it was written, RFC 3339 in milliseconds"`
+}
+
+type plainNotification Notification
 
 // MarshalJSON writes the timestamp in millisecond form.
 func (n Notification) MarshalJSON() ([]byte, error) {
-	type plain Notification
-	return json.Marshal(struct {
-		plain
-		Timestamp string `json:"timestamp"`
-	}{plain(n), n.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z")})
+	return json.Marshal(notificationJSON{plainNotification(n), n.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z")})
 }
+
+// WireForm is a value of the struct MarshalJSON writes.
+func (Notification) WireForm() any { return notificationJSON{} }
 
 // Config configures a Notifier.
 type Config struct {

@@ -195,9 +195,9 @@ type Group struct {
 	Name      string `json:"group"`
 	Consumers int64  `json:"consumers"`
 	// Pending: delivered to a consumer and not acknowledged.
-	Pending int64 `json:"pending"`
+	Pending int64 `json:"pending" jsonschema:"delivered to a consumer and not acknowledged"`
 	// Lag: entries the group has not read yet.
-	Lag int64 `json:"lag"`
+	Lag int64 `json:"lag" jsonschema:"entries not read yet"`
 }
 
 // Groups lists stream's consumer groups by name; none when the stream does

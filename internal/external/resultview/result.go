@@ -27,8 +27,8 @@ import (
 type Progress struct {
 	Percent    float64   `json:"percent"`
 	Message    string    `json:"message,omitempty"`
-	ETASeconds float64   `json:"eta_seconds,omitempty"`
-	ReportedBy string    `json:"reported_by,omitempty"`
+	ETASeconds float64   `json:"eta_seconds,omitempty" jsonschema:"seconds left, by the service's estimate"`
+	ReportedBy string    `json:"reported_by,omitempty" jsonschema:"the service that reported it"`
 	At         time.Time `json:"at"`
 }
 
@@ -43,7 +43,7 @@ type ErrorDetails struct {
 	History    []task.ErrorRecord `json:"history"`
 	// Details is the last error's structured detail (an external
 	// service's error.details), when it reported any.
-	Details json.RawMessage `json:"details,omitempty"`
+	Details json.RawMessage `json:"details,omitempty" openapi:"type=object"`
 }
 
 // View is get_task_result's answer.
@@ -52,22 +52,22 @@ type View struct {
 	TaskType string `json:"task_type"`
 	// Status is lowercase name: pending, processing, completed,
 	// failed, timeout, cancelled (failed covers the DLQ; State says which).
-	Status     string          `json:"status"`
+	Status     string          `json:"status" openapi:"enum=pending|processing|completed|failed|timeout|cancelled" jsonschema:"failed covers the DLQ: state says which"`
 	State      task.State      `json:"state"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	Error      *ErrorDetails   `json:"error,omitempty"`
-	Progress   *Progress       `json:"progress,omitempty"`
-	ETASeconds *float64        `json:"eta_seconds,omitempty"`
-	QueuePos   *int64          `json:"queue_position,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty" jsonschema:"completed: the task's result"`
+	Error      *ErrorDetails   `json:"error,omitempty" jsonschema:"failed, timeout: the error"`
+	Progress   *Progress       `json:"progress,omitempty" jsonschema:"processing: the latest progress an external service reported"`
+	ETASeconds *float64        `json:"eta_seconds,omitempty" jsonschema:"processing: seconds left, by the last estimate"`
+	QueuePos   *int64          `json:"queue_position,omitempty" jsonschema:"pending: 1 = next"`
 	// WaitingOn lists the tasks a task submitted with depends_on waits
 	// for; it is pending and in no queue until they complete.
-	WaitingOn   []string   `json:"waiting_on,omitempty"`
-	Message     string     `json:"message"`
+	WaitingOn   []string   `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
+	Message     string     `json:"message" jsonschema:"what the status means, in words"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	CompletedAt *time.Time `json:"completed_at,omitempty"`
 	// Source says where the answer came from: "redis", "cache" or "archive".
-	Source string `json:"source"`
+	Source string `json:"source" openapi:"enum=redis|cache|archive"`
 }
 
 // Config configures a Results.
@@ -325,14 +325,14 @@ func (f Filter) States() []task.State {
 type Item struct {
 	TaskID    string     `json:"task_id"`
 	TaskType  string     `json:"task_type"`
-	Status    string     `json:"status"`
+	Status    string     `json:"status" openapi:"enum=pending|processing|completed|failed|timeout|cancelled"`
 	State     task.State `json:"state"`
-	Summary   string     `json:"summary"`
+	Summary   string     `json:"summary" jsonschema:"one line, in words"`
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
-	Archived  bool       `json:"archived,omitempty"`
+	Archived  bool       `json:"archived,omitempty" jsonschema:"read from the archive"`
 	// WaitingOn: as View.WaitingOn.
-	WaitingOn []string `json:"waiting_on,omitempty"`
+	WaitingOn []string `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
 }
 
 // Summary is what a list_user_tasks line is made from.

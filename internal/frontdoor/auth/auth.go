@@ -100,8 +100,8 @@ func (c Config) Validate() error {
 
 // Session is a newly created session. Token is shown once, to its creator.
 type Session struct {
-	ID        string    `json:"session_id"`
-	Token     string    `json:"token"`
+	ID        string    `json:"session_id" jsonschema:"the session's id"`
+	Token     string    `json:"token" jsonschema:"bearer token of the session; shown once, stored only as a hash"`
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 }

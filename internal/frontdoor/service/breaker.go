@@ -22,15 +22,15 @@ type BreakerCommand = breaker.Command
 // BreakerOutcome is what an operator breaker action did.
 type BreakerOutcome struct {
 	// Dependency is the breaker moved; empty = every breaker of each worker.
-	Dependency string `json:"dependency"`
+	Dependency string `json:"dependency" jsonschema:"the breaker moved; empty = every breaker"`
 	// State is the state the breakers were put in (CLOSED or OPEN).
-	State breaker.State `json:"state"`
+	State breaker.State `json:"state" openapi:"enum=CLOSED|OPEN"`
 	// Until is when a forced open ends; zero = held open until a reset.
-	Until time.Time `json:"until,omitzero"`
+	Until time.Time `json:"until,omitzero" jsonschema:"open: when the forced open ends; absent = until a reset"`
 	// Workers is how many worker processes received the command (each
 	// applies it on receipt). 0: none runs now; the command is recorded
 	// and workers apply it when they start.
-	Workers int64 `json:"workers"`
+	Workers int64 `json:"workers" jsonschema:"worker processes that received the command (each applies it on receipt)"`
 }
 
 // RedisBreakerControl publishes breaker commands to the workers over Redis

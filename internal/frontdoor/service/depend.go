@@ -101,7 +101,8 @@ func parkedView(id string, pk depend.Parked) TaskView {
 		prio = task.PriorityNormal
 	}
 	t := &task.Task{ID: id, Type: r.Type, Content: r.Content, Params: r.Params, SessionID: r.SessionID,
-		Priority: prio, Timeout: r.Timeout, State: task.StatePending, CreatedAt: pk.Since, UpdatedAt: pk.Since}
+		Priority: prio, Timeout: r.Timeout, State: task.StatePending, CreatedAt: pk.Since, UpdatedAt: pk.Since,
+		ErrorHistory: []task.ErrorRecord{}, StateHistory: []task.StateChange{}} // [] as a stored task's, not null
 	if r.MaxRetries != nil {
 		t.MaxRetries = *r.MaxRetries
 	}

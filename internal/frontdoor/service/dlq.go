@@ -42,8 +42,8 @@ const MaxBulk = 10000
 // DLQFilter selects dead letters: by task type and by error type (the
 // failure snapshot's, else the task's); empty fields match any.
 type DLQFilter struct {
-	TaskType  string `json:"task_type,omitempty"`
-	ErrorType string `json:"error_type,omitempty"`
+	TaskType  string `json:"task_type,omitempty" jsonschema:"only this task type"`
+	ErrorType string `json:"error_type,omitempty" jsonschema:"only this error type"`
 }
 
 func (f DLQFilter) empty() bool { return f.TaskType == "" && f.ErrorType == "" }
@@ -67,27 +67,27 @@ func (f DLQFilter) match(e store.DLQEntry) bool {
 // BulkInput names the dead letters a bulk action applies to: TaskIDs, or
 // All of them matching Filter.
 type BulkInput struct {
-	TaskIDs []string  `json:"task_ids,omitempty"`
-	All     bool      `json:"all,omitempty"`
+	TaskIDs []string  `json:"task_ids,omitempty" openapi:"maxItems=10000" jsonschema:"the dead letters to act on"`
+	All     bool      `json:"all,omitempty" jsonschema:"act on every dead letter matching filter (instead of task_ids)"`
 	Filter  DLQFilter `json:"filter"`
 }
 
 // BulkResult says what a bulk action did: how many it was asked for, how
 // many it did, and why each other one was not.
 type BulkResult struct {
-	Action  string       `json:"action"`
-	Matched int          `json:"matched"`
-	Done    int          `json:"done"`
+	Action  string       `json:"action" openapi:"enum=retry|delete"`
+	Matched int          `json:"matched" jsonschema:"tasks named or matched"`
+	Done    int          `json:"done" jsonschema:"tasks retried or deleted"`
 	Failed  []BulkFailed `json:"failed"`
 	// Partial: All matched more than MaxBulk dead letters; run it again
 	// for the rest.
-	Partial bool `json:"partial,omitempty"`
+	Partial bool `json:"partial,omitempty" jsonschema:"all: more than 10000 matched; run it again for the rest"`
 }
 
 // BulkFailed is one task a bulk action left as it was.
 type BulkFailed struct {
 	TaskID  string `json:"task_id"`
-	Code    string `json:"code"`
+	Code    string `json:"code" jsonschema:"not_in_dlq, task_not_found, store_error"`
 	Message string `json:"message"`
 }
 

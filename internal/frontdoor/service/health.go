@@ -9,7 +9,7 @@ import (
 
 // Health is GET /health answer.
 type Health struct {
-	Status     string           `json:"status"` // healthy | unhealthy
+	Status     string           `json:"status" openapi:"enum=healthy|unhealthy"`
 	Components HealthComponents `json:"components"`
 	Timestamp  time.Time        `json:"timestamp"`
 }
@@ -18,12 +18,12 @@ type Health struct {
 type HealthComponents struct {
 	Redis bool `json:"redis"`
 	// Workers is true when at least one worker heartbeated recently.
-	Workers bool `json:"workers"`
+	Workers bool `json:"workers" jsonschema:"at least one live worker"`
 	// WorkerCount is the number of live workers.
 	WorkerCount int `json:"worker_count"`
 	// CircuitBreaker is the worst state per dependency across workers
 	// (OPEN > HALF_OPEN > CLOSED).
-	CircuitBreaker map[string]string `json:"circuit_breaker"`
+	CircuitBreaker map[string]string `json:"circuit_breaker" openapi:"enum=CLOSED|HALF_OPEN|OPEN" jsonschema:"the worst state per dependency"`
 }
 
 // Health checks Redis and the workers; anyone may ask.

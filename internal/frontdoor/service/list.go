@@ -38,38 +38,38 @@ const (
 
 // TaskSummary is a task without its content and result (the summaries form).
 type TaskSummary struct {
-	ID          string     `json:"task_id"`
-	Type        string     `json:"task_type"`
-	State       task.State `json:"state"`
-	SessionID   string     `json:"session_id,omitempty"`
-	Priority    string     `json:"priority"`
-	RetryCount  int        `json:"retry_count"`
-	MaxRetries  int        `json:"max_retries"`
-	ErrorType   string     `json:"error_type,omitempty"`
-	LastError   string     `json:"last_error,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	ID          string        `json:"task_id"`
+	Type        string        `json:"task_type"`
+	State       task.State    `json:"state"`
+	SessionID   string        `json:"session_id,omitempty"`
+	Priority    task.Priority `json:"priority"`
+	RetryCount  int           `json:"retry_count"`
+	MaxRetries  int           `json:"max_retries"`
+	ErrorType   string        `json:"error_type,omitempty"`
+	LastError   string        `json:"last_error,omitempty"`
+	CreatedAt   time.Time     `json:"created_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+	CompletedAt *time.Time    `json:"completed_at,omitempty"`
 	// WaitingOn: as TaskView.WaitingOn.
-	WaitingOn []string `json:"waiting_on,omitempty"`
+	WaitingOn []string `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
 }
 
 // SummaryOf is t without content and result.
 func SummaryOf(t *task.Task) TaskSummary {
-	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: string(t.Priority),
+	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: t.Priority,
 		RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, ErrorType: t.ErrorType, LastError: t.LastError,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, CompletedAt: t.CompletedAt}
 }
 
 // TaskList is a page of tasks. Tasks holds TaskView or TaskSummary values.
 type TaskList struct {
-	Tasks    []any `json:"tasks"`
-	Total    int64 `json:"total"`
+	Tasks    []any `json:"tasks" openapi:"ref=Task|TaskSummary" jsonschema:"Task values; TaskSummary values with summary=true"`
+	Total    int64 `json:"total" jsonschema:"matching tasks"`
 	Page     int   `json:"page"`
 	PageSize int   `json:"page_size"`
 	// Partial is true when a filtered listing stopped at MaxMergeWindow
 	// index entries: Total counts only what was examined.
-	Partial bool `json:"partial,omitempty"`
+	Partial bool `json:"partial,omitempty" jsonschema:"a filtered listing stopped scanning at 10000 entries"`
 }
 
 type listQuery struct {

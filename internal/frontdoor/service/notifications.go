@@ -42,9 +42,9 @@ type NotificationPage struct {
 	SessionID     string         `json:"session_id"`
 	Notifications []Notification `json:"notifications"`
 	// Cursor is the id to pass as After next time.
-	Cursor string `json:"cursor"`
+	Cursor string `json:"cursor" jsonschema:"pass as ?after= next time"`
 	// Unread counts notifications still unread after this call (up to 1000).
-	Unread int `json:"unread"`
+	Unread int `json:"unread" jsonschema:"still unread after this call (counted up to 1000)"`
 }
 
 // Notifications lists a session's notifications (a poll) and, unless

@@ -69,21 +69,25 @@ type PlanInfo struct {
 	Error   string
 }
 
+// planInfoJSON is a PlanInfo on the wire.
+type planInfoJSON struct {
+	Name    string `json:"name" jsonschema:"the plan's name, as in /api/v1/plans/{name}"`
+	Nodes   *int   `json:"nodes,omitempty" jsonschema:"its nodes (absent when error is set)"`
+	Outputs *int   `json:"outputs,omitempty" jsonschema:"its output nodes (absent when error is set)"`
+	Error   string `json:"error,omitempty" jsonschema:"the plan does not compile: why (a run of it is 500 plan_invalid)"`
+}
+
 // MarshalJSON writes {name, nodes, outputs}, or {name, error} for a plan
 // that does not compile: its counts would be zeros that mean nothing.
 func (i PlanInfo) MarshalJSON() ([]byte, error) {
 	if i.Error != "" {
-		return json.Marshal(struct {
-			Name  string `json:"name"`
-			Error string `json:"error"`
-		}{i.Name, i.Error})
+		return json.Marshal(planInfoJSON{Name: i.Name, Error: i.Error})
 	}
-	return json.Marshal(struct {
-		Name    string `json:"name"`
-		Nodes   int    `json:"nodes"`
-		Outputs int    `json:"outputs"`
-	}{i.Name, i.Nodes, i.Outputs})
+	return json.Marshal(planInfoJSON{Name: i.Name, Nodes: &i.Nodes, Outputs: &i.Outputs})
 }
+
+// WireForm is a value of the struct MarshalJSON writes.
+func (PlanInfo) WireForm() any { return planInfoJSON{} }
 
 // PlanList is the plans this server can run, by name.
 type PlanList struct {
@@ -125,6 +129,18 @@ func (s *Service) Plans(ctx context.Context, p auth.Principal) (*PlanList, error
 
 // PlanGraph is a plan's DAG for drawing (planapi.Graph).
 type PlanGraph = planapi.Graph
+
+// The JSON of plans over the API (described by planapi).
+type (
+	// PlanNode is one node of a PlanGraph.
+	PlanNode = planapi.GraphNode
+	// PlanRequest is the body of a plan run (RunPlan's Request).
+	PlanRequest = planapi.RunRequest
+	// PlanAnswer is RunPlan's answer.
+	PlanAnswer = planapi.Answer
+	// PlanTraceLine is one node's line of a traced run.
+	PlanTraceLine = planapi.TraceLine
+)
 
 // PlanGraph returns the DAG of plan name, with the errors a run of it
 // would have for the name and the plan (invalid_plan_name,

@@ -10,11 +10,24 @@ import (
 
 // QueueStatus is GET /api/v1/queues/status answer.
 type QueueStatus struct {
-	Queues            map[string]int64        `json:"queues"`
+	Queues            QueueDepths             `json:"queues"`
 	PrimaryByPriority map[task.Priority]int64 `json:"primary_by_priority"`
 	States            map[task.State]int64    `json:"states"`
-	RetryRatio        float64                 `json:"retry_ratio"`
-	Pressure          string                  `json:"pressure"`
+	RetryRatio        float64                 `json:"retry_ratio" jsonschema:"share of fetches served retry-first now"`
+	Pressure          string                  `json:"pressure" openapi:"enum=normal|warning|critical"`
+}
+
+// QueueDepths are the tasks waiting in each queue.
+type QueueDepths struct {
+	Primary   int64 `json:"primary"`
+	Retry     int64 `json:"retry"`
+	Scheduled int64 `json:"scheduled"`
+	DLQ       int64 `json:"dlq"`
+}
+
+// ByName is the depths by queue name (primary, retry, scheduled, dlq).
+func (d QueueDepths) ByName() map[string]int64 {
+	return map[string]int64{"primary": d.Primary, "retry": d.Retry, "scheduled": d.Scheduled, "dlq": d.DLQ}
 }
 
 // QueueStatus returns queue depths and per-state counts (operator).
@@ -35,7 +48,7 @@ func (s *Service) queueStatus(ctx context.Context) (QueueStatus, error) {
 		states[st] = qs.States[st]
 	}
 	return QueueStatus{
-		Queues:            map[string]int64{"primary": qs.Primary, "retry": qs.Retry, "scheduled": qs.Scheduled, "dlq": qs.DLQ},
+		Queues:            QueueDepths{Primary: qs.Primary, Retry: qs.Retry, Scheduled: qs.Scheduled, DLQ: qs.DLQ},
 		PrimaryByPriority: qs.PrimaryByPriority,
 		States:            states,
 		RetryRatio:        qs.RetryRatio,

@@ -116,7 +116,7 @@ type ResultListInput struct {
 // ResultList is list_user_tasks's answer.
 type ResultList struct {
 	SessionID    string            `json:"session_id"`
-	StatusFilter resultview.Filter `json:"status_filter"`
+	StatusFilter resultview.Filter `json:"status_filter" openapi:"enum=all|pending|processing|completed|failed|timeout"`
 	Tasks        []ResultItem      `json:"tasks"`
 }
 

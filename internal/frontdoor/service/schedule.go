@@ -21,18 +21,18 @@ import (
 // of TaskType with Params is created, owned by the caller's session.
 type ScheduleInput struct {
 	// ID names the schedule (1–64 of A-Z a-z 0-9 _ -); empty = a new UUID.
-	ID string `json:"id,omitempty"`
+	ID string `json:"id,omitempty" openapi:"pattern=^[A-Za-z0-9_-]{1,64}$" jsonschema:"schedule id; absent = a new UUID"`
 	// Cron is a 5-field cron expression (minute hour day-of-month month
 	// day-of-week, UTC) or a descriptor (@hourly, @daily, @every 30s).
-	Cron     string          `json:"cron"`
-	TaskType string          `json:"task_type"`
-	Params   json.RawMessage `json:"params,omitempty"`
+	Cron     string          `json:"cron" openapi:"required;example=*/5 * * * *" jsonschema:"5-field cron expression (UTC) or @hourly, @daily, @every 30s"`
+	TaskType string          `json:"task_type" openapi:"required;example=report.generate" jsonschema:"a registered task type"`
+	Params   json.RawMessage `json:"params,omitempty" openapi:"type=object" jsonschema:"handler parameters of every task created"`
 	// Content is each task's input text (required for summarize).
-	Content  *string `json:"content,omitempty"`
-	Priority string  `json:"priority,omitempty"`
+	Content  *string `json:"content,omitempty" jsonschema:"input text of every task created (required for summarize)"`
+	Priority string  `json:"priority,omitempty" openapi:"enum=high|normal|low"`
 	// Timeout bounds each run, whole seconds 1..86400; absent = the
 	// worker's default.
-	Timeout *int `json:"timeout,omitempty"`
+	Timeout *int `json:"timeout,omitempty" jsonschema:"seconds each run may take, 1..86400"`
 }
 
 // ScheduleView is a schedule as the API shows it.
@@ -40,16 +40,16 @@ type ScheduleView struct {
 	ID        string          `json:"schedule_id"`
 	Cron      string          `json:"cron"`
 	TaskType  string          `json:"task_type"`
-	Params    json.RawMessage `json:"params,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty" openapi:"type=object"`
 	Content   string          `json:"content,omitempty"`
 	Priority  task.Priority   `json:"priority"`
-	Timeout   int             `json:"timeout,omitempty"`
-	SessionID string          `json:"session_id,omitempty"`
+	Timeout   int             `json:"timeout,omitempty" jsonschema:"seconds"`
+	SessionID string          `json:"session_id,omitempty" jsonschema:"the owning session"`
 	CreatedAt time.Time       `json:"created_at"`
 	// NextRunAt is the next due time after now (absent: never due again).
-	NextRunAt time.Time `json:"next_run_at,omitzero"`
+	NextRunAt time.Time `json:"next_run_at,omitzero" jsonschema:"the next due time (absent: never due again)"`
 	// LastRunAt is the latest due time it fired for (absent: not yet).
-	LastRunAt time.Time `json:"last_run_at,omitzero"`
+	LastRunAt time.Time `json:"last_run_at,omitzero" jsonschema:"the latest due time it fired for (absent: not yet)"`
 }
 
 var scheduleIDRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

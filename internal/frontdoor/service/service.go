@@ -117,7 +117,7 @@ type WorkerInfo struct {
 	Concurrency   int               `json:"concurrency"`
 	InFlight      int               `json:"in_flight"`
 	TaskTypes     []string          `json:"task_types,omitempty"`
-	Breakers      map[string]string `json:"circuit_breakers"`
+	Breakers      map[string]string `json:"circuit_breakers" openapi:"enum=CLOSED|HALF_OPEN|OPEN"`
 }
 
 // WithDefaults returns c with unset fields defaulted.

@@ -76,7 +76,7 @@ func TestConcurrentSubmitsAreBatched(t *testing.T) {
 	require.Len(t, seen, n)
 	qs, err := b.svc.QueueStatus(ctx, auth.Principal{Admin: true})
 	require.NoError(t, err)
-	require.EqualValues(t, n, qs.Queues["primary"])
+	require.EqualValues(t, n, qs.Queues.Primary)
 	list, err := b.svc.List(ctx, p, service.ListInput{PageSize: 1000})
 	require.NoError(t, err)
 	require.EqualValues(t, n-n/5, list.Total, "the session lists exactly its own tasks")

@@ -24,8 +24,8 @@ type ServiceInfo struct {
 	// Online: a registration is in force (an instance heartbeated within
 	// three heartbeats); Consumer and LastHeartbeat are the instance that
 	// wrote it last.
-	Online        bool       `json:"online"`
-	Consumer      string     `json:"consumer,omitempty"`
+	Online        bool       `json:"online" jsonschema:"an instance heartbeated within three heartbeats"`
+	Consumer      string     `json:"consumer,omitempty" jsonschema:"the instance that registered last"`
 	LastHeartbeat *time.Time `json:"last_heartbeat,omitempty"`
 }
 
@@ -33,13 +33,13 @@ type ServiceInfo struct {
 // task type.
 type ExternalTypeStatus struct {
 	TaskType string   `json:"task_type"`
-	Online   bool     `json:"online"`
+	Online   bool     `json:"online" jsonschema:"a live service takes this type"`
 	Services []string `json:"services,omitempty"`
 	// InFlight: attempts dispatched and not finished, within their
 	// deadline; InFlightBound: the most the dispatchers admit at once
 	// (TASKFLOW_EXTERNAL_INFLIGHT as this process reads it; -1: no bound).
-	InFlight      int64 `json:"in_flight"`
-	InFlightBound int   `json:"in_flight_bound"`
+	InFlight      int64 `json:"in_flight" jsonschema:"attempts dispatched and not finished, within their deadline"`
+	InFlightBound int   `json:"in_flight_bound" jsonschema:"the most the dispatchers admit at once (TASKFLOW_EXTERNAL_INFLIGHT); -1: no bound"`
 }
 
 // ServicesView is GET /api/v1/services.
@@ -49,14 +49,14 @@ type ServicesView struct {
 	// Groups are the consumer groups of the task.create stream (one per
 	// service): consumers, entries delivered and not acknowledged, and
 	// entries not read yet.
-	Groups []protocol.Group `json:"groups"`
+	Groups []protocol.Group `json:"groups" jsonschema:"the consumer groups of the task.create stream (one per service)"`
 }
 
 // WaitingFor tells why a PENDING task is not picked up, when the reason is
 // outside the engine: no service runs for its type.
 type WaitingFor struct {
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
+	Reason  string `json:"reason" openapi:"enum=no_service"`
+	Message string `json:"message" jsonschema:"e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers"`
 }
 
 // Services lists the external services that registered and, for every

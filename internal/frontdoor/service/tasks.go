@@ -17,24 +17,24 @@ import (
 
 // SubmitInput is a request to create a task of any registered type.
 type SubmitInput struct {
-	TaskType   string          `json:"task_type"`
-	Content    *string         `json:"content,omitempty"`
-	Params     json.RawMessage `json:"params,omitempty"`
-	Priority   string          `json:"priority,omitempty"`
-	Timeout    *float64        `json:"timeout,omitempty"` // seconds
-	MaxRetries *int            `json:"max_retries,omitempty"`
-	RunAt      *string         `json:"run_at,omitempty"` // RFC 3339
+	TaskType   string          `json:"task_type" openapi:"required;example=summarize" jsonschema:"a registered task type"`
+	Content    *string         `json:"content,omitempty" jsonschema:"input text (required for summarize)"`
+	Params     json.RawMessage `json:"params,omitempty" openapi:"type=object" jsonschema:"handler parameters"`
+	Priority   string          `json:"priority,omitempty" openapi:"enum=high|normal|low"`
+	Timeout    *float64        `json:"timeout,omitempty" jsonschema:"seconds one attempt may run"`
+	MaxRetries *int            `json:"max_retries,omitempty" jsonschema:"0..100; default 3"`
+	RunAt      *string         `json:"run_at,omitempty" openapi:"format=date-time" jsonschema:"delay the first run until this time"`
 	// Delay runs the task this many seconds from now (delayed
 	// execution); an alternative to RunAt, not both.
-	Delay *float64 `json:"delay,omitempty"`
+	Delay *float64 `json:"delay,omitempty" jsonschema:"seconds from now to the first run (instead of run_at)"`
 	// DependsOn lists tasks (the caller's own) that must complete first;
 	// until then the task is PENDING with waiting_on.
-	DependsOn []string `json:"depends_on,omitempty"`
+	DependsOn []string `json:"depends_on,omitempty" openapi:"maxItems=100" jsonschema:"the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled"`
 	// PartitionKey keeps the tasks that give the same key in one partition
 	// of a deployment of several (TASKFLOW_PARTITIONS), so they are queued
 	// FIFO together; without it a task's partition follows from its id.
 	// It changes nothing with one partition.
-	PartitionKey string `json:"partition_key,omitempty"`
+	PartitionKey string `json:"partition_key,omitempty" openapi:"maxLength=200" jsonschema:"tasks giving the same key share a partition of a deployment split into several (TASKFLOW_PARTITIONS), so they are queued first in, first out together; without it a task's partition follows from its id. No effect with one partition"`
 }
 
 // Limits of SubmitInput.
@@ -374,7 +374,7 @@ type CancelResult struct {
 	TaskID string `json:"task_id"`
 	// Outcome is "cancelled" (the task is CANCELLED now) or "requested"
 	// (it is ACTIVE: its worker stops it and it ends CANCELLED).
-	Outcome string     `json:"outcome"`
+	Outcome string     `json:"outcome" openapi:"enum=cancelled|requested"`
 	State   task.State `json:"state"`
 }
 

@@ -13,15 +13,15 @@ import (
 type TaskTypeInfo struct {
 	Name        string         `json:"name"`
 	Description string         `json:"description,omitempty"`
-	Params      map[string]any `json:"params_schema"`
+	Params      map[string]any `json:"params_schema" jsonschema:"a JSON Schema of the task's params"`
 	// HandledBy is "worker" (an in-process handler) or "service" (an
 	// external service over the streams).
-	HandledBy string   `json:"handled_by"`
-	Services  []string `json:"services,omitempty"`
-	Online    *bool    `json:"online,omitempty"`
+	HandledBy string   `json:"handled_by" openapi:"enum=worker|service"`
+	Services  []string `json:"services,omitempty" jsonschema:"live services taking the type"`
+	Online    *bool    `json:"online,omitempty" jsonschema:"external types: a live service takes it"`
 	// PublishedBy is the service whose registration published the
 	// description and schema of an external type.
-	PublishedBy string `json:"published_by,omitempty"`
+	PublishedBy string `json:"published_by,omitempty" jsonschema:"external types: the service that published the description and schema"`
 }
 
 // TaskTypes lists the task types the deployment accepts, sorted by name.

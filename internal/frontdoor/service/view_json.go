@@ -14,14 +14,14 @@ import (
 // (omitted when empty) so that a client finds every key, set or not.
 type taskViewJSON struct {
 	*task.Task
-	TimeoutSeconds float64         `json:"timeout,omitempty"`
-	WaitingOn      []string        `json:"waiting_on,omitempty"`
-	WaitingFor     *WaitingFor     `json:"waiting_for,omitempty"`
-	LastError      *string         `json:"last_error"`
-	ErrorType      *string         `json:"error_type"`
-	RetryAfter     *time.Time      `json:"retry_after"`
-	CompletedAt    *time.Time      `json:"completed_at"`
-	Result         json.RawMessage `json:"result"`
+	TimeoutSeconds float64         `json:"timeout,omitempty" jsonschema:"seconds one attempt may run"`
+	WaitingOn      []string        `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
+	WaitingFor     *WaitingFor     `json:"waiting_for,omitempty" jsonschema:"why a PENDING task is not picked up, when no service runs for its type"`
+	LastError      *string         `json:"last_error" jsonschema:"null until a failure"`
+	ErrorType      *string         `json:"error_type" jsonschema:"null until a failure"`
+	RetryAfter     *time.Time      `json:"retry_after" jsonschema:"null unless a retry is scheduled"`
+	CompletedAt    *time.Time      `json:"completed_at" jsonschema:"null until the task is COMPLETED"`
+	Result         json.RawMessage `json:"result" openapi:"type=object" jsonschema:"the handler's result (null until COMPLETED); summarize: {summary, summarizer, model}"`
 }
 
 func (v TaskView) wire() taskViewJSON {
@@ -49,23 +49,45 @@ func (v TaskView) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v.wire())
 }
 
+// WireForm is a value of the struct MarshalJSON writes (the API's OpenAPI
+// schema of a task is derived from it).
+func (TaskView) WireForm() any { return taskViewJSON{} }
+
+// dlqItemJSON is the wire form of a DLQItem: the task as TaskView writes
+// it, plus its DLQ snapshot.
+type dlqItemJSON struct {
+	taskViewJSON
+	DLQ dlqSnapshotJSON `json:"dlq" jsonschema:"the failure snapshot taken when it was dead-lettered"`
+}
+
+// dlqSnapshotJSON is a DLQ snapshot (store.DLQEntry.Snapshot) on the wire:
+// dlq_at (unix ms in Redis) as an RFC 3339 time and retry_count as a
+// number, like the task's own fields. A snapshot's missing field is
+// absent.
+type dlqSnapshotJSON struct {
+	TaskID     string     `json:"task_id,omitempty"`
+	TaskType   string     `json:"task_type,omitempty"`
+	ErrorType  string     `json:"error_type,omitempty"`
+	LastError  string     `json:"last_error,omitempty"`
+	RetryCount *int       `json:"retry_count,omitempty" jsonschema:"retries spent when it was dead-lettered"`
+	FromState  task.State `json:"from_state,omitempty" jsonschema:"the state it left for the DLQ"`
+	DLQAt      *time.Time `json:"dlq_at,omitempty" jsonschema:"when it was dead-lettered"`
+}
+
 // MarshalJSON writes the task as TaskView does, plus its DLQ snapshot
-// (the promoted TaskView.MarshalJSON would drop it). The snapshot's
-// dlq_at (unix ms in Redis) is written as an RFC 3339 time and
-// retry_count as a number, like the task's own fields.
+// (the promoted TaskView.MarshalJSON would drop it).
 func (d DLQItem) MarshalJSON() ([]byte, error) {
-	snap := make(map[string]any, len(d.DLQ))
-	for k, v := range d.DLQ {
-		snap[k] = v
-	}
+	snap := dlqSnapshotJSON{TaskID: d.DLQ["task_id"], TaskType: d.DLQ["task_type"], ErrorType: d.DLQ["error_type"],
+		LastError: d.DLQ["last_error"], FromState: task.State(d.DLQ["from_state"])}
 	if ms, err := strconv.ParseInt(d.DLQ["dlq_at"], 10, 64); err == nil {
-		snap["dlq_at"] = time.UnixMilli(ms).UTC()
+		at := time.UnixMilli(ms).UTC()
+		snap.DLQAt = &at
 	}
 	if n, err := strconv.Atoi(d.DLQ["retry_count"]); err == nil {
-		snap["retry_count"] = n
+		snap.RetryCount = &n
 	}
-	return json.Marshal(struct {
-		taskViewJSON
-		DLQ map[string]any `json:"dlq"`
-	}{d.TaskView.wire(), snap})
+	return json.Marshal(dlqItemJSON{d.TaskView.wire(), snap})
 }
+
+// WireForm is a value of the struct MarshalJSON writes.
+func (DLQItem) WireForm() any { return dlqItemJSON{} }

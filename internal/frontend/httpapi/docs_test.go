@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{mounts: []httpapi.Mount{{Method: "POST", Path: "/api/v1/extras/{name}/run", Access: "session",
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }), Summary: "Run an extra", Tag: "extras"}}})
+	b.submit(adminKey, "A task for the listings. It waits.")
 	r := b.do("GET", "/openapi.json", "", nil)
 	require.Equal(t, http.StatusOK, r.code)
 	require.Equal(t, "3.0.3", r.body["openapi"])
@@ -57,10 +59,19 @@ func TestOpenAPIDocument(t *testing.T) {
 			id := o["operationId"].(string)
 			require.False(t, ids[id], "duplicate operationId %s", id)
 			ids[id] = true
-			// Every documented route answers something other than 404/405.
+			// Every documented route answers something other than 404/405,
+			// and a JSON answer is what the document says of its status.
 			if !strings.Contains(path, "{") && m == "get" && path != "/api/v1/queues/status/stream" {
 				res := b.do("GET", path, adminKey, nil)
 				require.NotContains(t, []int{404, 405}, res.code, path)
+				if res.body != nil {
+					doc, ok := o["responses"].(map[string]any)[strconv.Itoa(res.code)].(map[string]any)
+					require.True(t, ok, "GET %s answered %d, which the document does not list: %s", path, res.code, res.raw)
+					if content, ok := doc["content"].(map[string]any); ok { // /openapi.json says no more than JSON
+						schema := content["application/json"].(map[string]any)["schema"].(map[string]any)
+						require.NoError(t, schemaErr(schemas, schema, map[string]any(res.body), path), "%s", res.raw)
+					}
+				}
 			}
 		}
 	}

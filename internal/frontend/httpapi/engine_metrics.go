@@ -78,7 +78,7 @@ func (m *engineMetrics) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(m.up, prometheus.GaugeValue, 1)
-	for q, n := range qs.Queues {
+	for q, n := range qs.Queues.ByName() {
 		ch <- prometheus.MustNewConstMetric(m.depth, prometheus.GaugeValue, float64(n), q)
 	}
 	for st, n := range qs.States {

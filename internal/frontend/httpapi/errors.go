@@ -17,9 +17,9 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	Code    string `json:"code" jsonschema:"stable machine code, e.g. validation_failed, unknown_field, task_not_found, task_not_retryable, task_active"`
+	Message string `json:"message" jsonschema:"what is wrong, in words"`
+	Field   string `json:"field,omitempty" jsonschema:"the request field or parameter concerned, when there is one"`
 }
 
 // statusOf maps a service error kind to its HTTP status.

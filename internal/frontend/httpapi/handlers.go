@@ -158,18 +158,18 @@ func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p identity.P
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": p.SessionID, "ended": true})
+	writeJSON(w, http.StatusOK, sessionEnded{SessionID: p.SessionID, Ended: true})
 }
 
 // summarizeRequest is body {content} plus the optional knobs of
 // the generic form.
 type summarizeRequest struct {
-	Content    *string  `json:"content"`
-	Priority   string   `json:"priority,omitempty"`
-	Timeout    *float64 `json:"timeout,omitempty"`
-	MaxRetries *int     `json:"max_retries,omitempty"`
-	RunAt      *string  `json:"run_at,omitempty"`
-	Delay      *float64 `json:"delay,omitempty"`
+	Content    *string  `json:"content" openapi:"required;example=Redis is an in-memory data store. It is used as a cache and a message broker." jsonschema:"text to summarize"`
+	Priority   string   `json:"priority,omitempty" openapi:"enum=high|normal|low"`
+	Timeout    *float64 `json:"timeout,omitempty" jsonschema:"seconds one attempt may run"`
+	MaxRetries *int     `json:"max_retries,omitempty" jsonschema:"0..100; default 3"`
+	RunAt      *string  `json:"run_at,omitempty" openapi:"format=date-time" jsonschema:"delay the first run until this time"`
+	Delay      *float64 `json:"delay,omitempty" jsonschema:"seconds from now to the first run (instead of run_at)"`
 }
 
 func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -220,7 +220,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, p identity.Princ
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "deleted": true})
+	writeJSON(w, http.StatusOK, taskDeleted{TaskID: id, Deleted: true})
 }
 
 func (s *Server) retry(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -251,7 +251,10 @@ func (s *Server) requeueOrphaned(w http.ResponseWriter, r *http.Request, p ident
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"requeued": len(ids), "task_ids": ids})
+	if ids == nil {
+		ids = []string{}
+	}
+	writeJSON(w, http.StatusOK, requeued{Requeued: len(ids), TaskIDs: ids})
 }
 
 // query reads the query string strictly: unknown parameters and repeated
@@ -422,7 +425,10 @@ func (s *Server) queueTasks(w http.ResponseWriter, r *http.Request, p identity.P
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queue": name, "tasks": out.Items, "total": out.Total, "offset": out.Offset, "limit": out.Limit})
+	if out.Items == nil {
+		out.Items = []service.TaskSummary{}
+	}
+	writeJSON(w, http.StatusOK, queuePage{Queue: name, Tasks: out.Items, Total: out.Total, Offset: out.Offset, Limit: out.Limit})
 }
 
 func (s *Server) taskTypes(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -431,7 +437,10 @@ func (s *Server) taskTypes(w http.ResponseWriter, r *http.Request, p identity.Pr
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"task_types": ts, "count": len(ts)})
+	if ts == nil {
+		ts = []service.TaskTypeInfo{}
+	}
+	writeJSON(w, http.StatusOK, taskTypes{TaskTypes: ts, Count: len(ts)})
 }
 
 func (s *Server) services(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -452,12 +461,12 @@ func (s *Server) workers(w http.ResponseWriter, r *http.Request, p identity.Prin
 	if ws == nil {
 		ws = []service.WorkerInfo{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"workers": ws, "count": len(ws)})
+	writeJSON(w, http.StatusOK, workersView{Workers: ws, Count: len(ws)})
 }
 
 type breakerRequest struct {
-	Dependency      string   `json:"dependency"`
-	DurationSeconds *float64 `json:"duration_seconds,omitempty"`
+	Dependency      string   `json:"dependency" openapi:"example=openrouter" jsonschema:"e.g. openrouter; empty = every dependency"`
+	DurationSeconds *float64 `json:"duration_seconds,omitempty" jsonschema:"open-circuit-breaker only: how long to hold it open; absent = until a reset"`
 }
 
 func (s *Server) breaker(open bool) func(http.ResponseWriter, *http.Request, identity.Principal) {
@@ -504,7 +513,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request, _ identity.Princ
 }
 
 func (s *Server) live(w http.ResponseWriter, _ *http.Request, _ identity.Principal) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, probe{Status: "ok"})
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ identity.Principal) {
@@ -512,7 +521,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request, _ identity.Princi
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, probe{Status: "ready"})
 }
 
 func (s *Server) promMetrics(w http.ResponseWriter, r *http.Request, _ identity.Principal) {

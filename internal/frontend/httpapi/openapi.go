@@ -54,7 +54,7 @@ func (s *Server) openAPI() map[string]any {
 		p[strings.ToLower(m.method)] = s.operation(m)
 	}
 	schemas := map[string]any{}
-	for k, v := range apiSchemas {
+	for k, v := range apiSchemas() {
 		schemas[k] = v
 	}
 	return map[string]any{

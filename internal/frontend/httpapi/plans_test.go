@@ -425,6 +425,24 @@ func schemaErr(schemas, s map[string]any, v any, at string) error {
 		}
 		return schemaErr(schemas, target, v, at)
 	}
+	if all, ok := s["allOf"].([]any); ok { // one object: the keys of every schema of all
+		if v == nil && s["nullable"] == true {
+			return nil
+		}
+		merged := map[string]any{"type": "object", "properties": map[string]any{}, "required": []any{}}
+		for _, a := range all {
+			m := a.(map[string]any)
+			if r, ok := m["$ref"].(string); ok {
+				m, _ = schemas[strings.TrimPrefix(r, "#/components/schemas/")].(map[string]any)
+			}
+			for k, p := range m["properties"].(map[string]any) {
+				merged["properties"].(map[string]any)[k] = p
+			}
+			req, _ := m["required"].([]any)
+			merged["required"] = append(merged["required"].([]any), req...)
+		}
+		return schemaErr(schemas, merged, v, at)
+	}
 	if alts, ok := s["oneOf"].([]any); ok {
 		for _, a := range alts {
 			if schemaErr(schemas, a.(map[string]any), v, at) == nil {

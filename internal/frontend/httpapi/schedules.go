@@ -46,7 +46,10 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request, p identit
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedules": out, "count": len(out)})
+	if out == nil {
+		out = []service.ScheduleView{}
+	}
+	writeJSON(w, http.StatusOK, scheduleList{Schedules: out, Count: len(out)})
 }
 
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -64,5 +67,5 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request, p identi
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"schedule_id": id, "deleted": true})
+	writeJSON(w, http.StatusOK, scheduleDeleted{ScheduleID: id, Deleted: true})
 }

@@ -85,7 +85,7 @@ func (s *Server) sampleDepth(ctx context.Context) {
 		qs, err := s.svc.QueueStatus(qctx, admin)
 		cancel()
 		if err == nil {
-			s.series.ObserveDepth(s.cfg.Clock.Now(), qs.Queues)
+			s.series.ObserveDepth(s.cfg.Clock.Now(), qs.Queues.ByName())
 		}
 		select {
 		case <-ctx.Done():

@@ -196,19 +196,19 @@ func percentile(h *[latBins]uint32, n uint32, q float64) float64 {
 // of the span (a step without events has zero counts). The JSON is the
 // API's /api/v1/stats/series.
 type Series struct {
-	StepSeconds float64 `json:"step_seconds"`
+	StepSeconds float64 `json:"step_seconds" jsonschema:"width of one step"`
 	// At is each step's start, unix seconds.
-	At           []int64 `json:"at"`
-	Enqueued     []int64 `json:"enqueued"`
+	At           []int64 `json:"at" jsonschema:"each step's start, unix seconds"`
+	Enqueued     []int64 `json:"enqueued" jsonschema:"tasks created in the step"`
 	Completed    []int64 `json:"completed"`
-	Failed       []int64 `json:"failed"`
+	Failed       []int64 `json:"failed" jsonschema:"attempts that ended FAILED or TIMEOUT"`
 	DeadLettered []int64 `json:"dead_lettered"`
 	// StartP50Ms / StartP99Ms: time from becoming PENDING to ACTIVE of the
 	// tasks that started in the step; null when none did.
-	StartP50Ms []*float64 `json:"start_p50_ms"`
+	StartP50Ms []*float64 `json:"start_p50_ms" jsonschema:"from PENDING to ACTIVE, of the tasks started in the step; null: none started"`
 	StartP99Ms []*float64 `json:"start_p99_ms"`
 	// Depth per queue, the step's last sample; null where none was taken.
-	Depth map[string][]*int64 `json:"depth"`
+	Depth map[string][]*int64 `json:"depth" jsonschema:"per queue, the step's last sample; null: no sample in the step"`
 	// Window is the whole span at once.
 	Window Totals `json:"window"`
 }
@@ -219,7 +219,7 @@ type Totals struct {
 	Completed    int64    `json:"completed"`
 	Failed       int64    `json:"failed"`
 	DeadLettered int64    `json:"dead_lettered"`
-	Starts       int64    `json:"starts"`
+	Starts       int64    `json:"starts" jsonschema:"tasks started"`
 	StartP50Ms   *float64 `json:"start_p50_ms"`
 	StartP99Ms   *float64 `json:"start_p99_ms"`
 }

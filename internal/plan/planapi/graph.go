@@ -36,25 +36,25 @@ func (s *Service) Names() ([]string, error) {
 type Graph struct {
 	// Name is the name the plan is run by (its file's name).
 	Name  string      `json:"name"`
-	Nodes []GraphNode `json:"nodes"`
+	Nodes []GraphNode `json:"nodes" jsonschema:"each node after the nodes it reads (ties in the plan file's order)"`
 	// Outputs are the nodes whose rows are the answer, in the answer's order.
-	Outputs []string `json:"outputs"`
+	Outputs []string `json:"outputs" jsonschema:"node ids: the nodes whose rows are the answer, in its order"`
 	// Endpoints are the data stores the plan's IO nodes read.
-	Endpoints []string `json:"endpoints"`
+	Endpoints []string `json:"endpoints" jsonschema:"endpoint ids the IO nodes read (registry/endpoints.*.toml)"`
 }
 
 // GraphNode is one node of a Graph.
 type GraphNode struct {
-	ID string `json:"id"`
+	ID string `json:"id" jsonschema:"the node's id"`
 	// Op is the op's full name (core::viewer).
-	Op string `json:"op"`
+	Op string `json:"op" jsonschema:"the op, e.g. core::viewer"`
 	// Kind is "IO" or "CPU", as a run's trace says it.
-	Kind string `json:"kind"`
+	Kind string `json:"kind" openapi:"enum=IO|CPU" jsonschema:"IO: reads Redis or waits; CPU: computes"`
 	// Deps are the nodes it reads: its inputs, then node-reference params
 	// (concat's rhs).
-	Deps []string `json:"deps"`
+	Deps []string `json:"deps" jsonschema:"node ids: the nodes it reads, inputs first, then node references (concat's rhs)"`
 	// Output is whether the node is one of the plan's outputs.
-	Output bool `json:"output"`
+	Output bool `json:"output" jsonschema:"one of the plan's outputs"`
 }
 
 // Graph returns the DAG of plan name, compiled as a run would compile it,

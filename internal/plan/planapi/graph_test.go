@@ -1,11 +1,14 @@
 package planapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +116,16 @@ func TestExecuteTraced(t *testing.T) {
 	}
 	require.Less(t, got.ElapsedUS, (5 * time.Second).Microseconds(), "microseconds: the run's deadline is 5 s")
 
+	// Answer (the API's schema of a run) is the line, field for field.
+	for _, line := range [][]byte{plain, out} {
+		var a planapi.Answer
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		require.NoError(t, dec.Decode(&a), "%s", line)
+		require.Equal(t, "t1", a.RequestID)
+		require.NotEmpty(t, a.Candidates)
+	}
+
 	_, err = b.svc.ExecuteTraced(context.Background(), "slow", mustInput(t, b, `{"user_id":1,"deadline_ms":20}`))
 	var pe *planapi.Error
 	require.ErrorAs(t, err, &pe)
@@ -124,4 +137,17 @@ func mustInput(t *testing.T, b *bundle, body string) *planapi.Input {
 	in, err := b.svc.ParseInput([]byte(body))
 	require.NoError(t, err)
 	return in
+}
+
+// TestRunRequestIsTheParsedBody: RunRequest (the API's schema of a run's
+// body) names exactly the fields ParseInput accepts.
+func TestRunRequestIsTheParsedBody(t *testing.T) {
+	t.Parallel()
+	var names []string
+	rt := reflect.TypeFor[planapi.RunRequest]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	require.ElementsMatch(t, planapi.InputFields, names)
 }

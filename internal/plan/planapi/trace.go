@@ -13,14 +13,14 @@ type TraceLine struct {
 	NodeID string `json:"node_id"`
 	Op     string `json:"op"`
 	// Kind is "IO" or "CPU"; Place where it ran: io, pool, inline or fused.
-	Kind       string `json:"kind"`
-	Place      string `json:"place"`
-	StartUS    int64  `json:"start_us"`
-	EndUS      int64  `json:"end_us"`
-	RowsIn     int    `json:"rows_in"`
+	Kind       string `json:"kind" openapi:"enum=IO|CPU"`
+	Place      string `json:"place" openapi:"enum=io|pool|inline|fused" jsonschema:"where it ran: its own goroutine, the CPU pool, inline on the goroutine that readied it, or the pool slot of the CPU node before it"`
+	StartUS    int64  `json:"start_us" jsonschema:"microseconds from the run's start to the node's"`
+	EndUS      int64  `json:"end_us" jsonschema:"microseconds from the run's start to the node's end"`
+	RowsIn     int    `json:"rows_in" jsonschema:"rows of the nodes it read"`
 	RowsOut    int    `json:"rows_out"`
 	RoundTrips int    `json:"redis_round_trips"`
-	Error      string `json:"error,omitempty"`
+	Error      string `json:"error,omitempty" jsonschema:"the node failed: why"`
 }
 
 // ExecuteTraced runs plan name for in as Execute does and returns rankd's

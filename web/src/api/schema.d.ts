@@ -873,18 +873,22 @@ export interface components {
             task_id: string;
         };
         DLQPage: {
-            limit?: number;
-            offset?: number;
+            limit: number;
+            offset: number;
             tasks: (components["schemas"]["Task"] & {
-                dlq?: {
+                /** @description the failure snapshot taken when it was dead-lettered */
+                dlq: {
                     /**
                      * Format: date-time
                      * @description when it was dead-lettered
                      */
                     dlq_at?: string;
                     error_type?: string;
-                    /** @description the state it left for the DLQ */
-                    from_state?: string;
+                    /**
+                     * @description the state it left for the DLQ
+                     * @enum {string}
+                     */
+                    from_state?: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
                     last_error?: string;
                     /** @description retries spent when it was dead-lettered */
                     retry_count?: number;
@@ -898,6 +902,7 @@ export interface components {
             deleted: boolean;
             task_id: string;
         };
+        /** @description The one error envelope of the API. */
         Error: {
             error: {
                 /** @description stable machine code, e.g. validation_failed, unknown_field, task_not_found, task_not_retryable, task_active */
@@ -910,11 +915,12 @@ export interface components {
         };
         Health: {
             components: {
+                /** @description the worst state per dependency */
                 circuit_breaker: {
-                    [key: string]: string;
+                    [key: string]: "CLOSED" | "HALF_OPEN" | "OPEN";
                 };
                 redis: boolean;
-                worker_count?: number;
+                worker_count: number;
                 /** @description at least one live worker */
                 workers: boolean;
             };
@@ -923,25 +929,56 @@ export interface components {
             /** Format: date-time */
             timestamp: string;
         };
+        /** @description A session's notification (docs/notifications.md): an item of the poll's page, a message of the WebSocket feed, the data of the SSE feed's event: notification, and an item of the notifications key a session's next JSON answer carries when some are unread. */
+        Notification: {
+            /** @description what the client may do next: retrieve_result, view_error, none */
+            action: string;
+            /** @description the stream entry id: the cursor to resume after (?after=, Last-Event-ID) */
+            id: string;
+            /** @description what happened, in words */
+            message: string;
+            /** @description the notification's own id (stable for one event of one task) */
+            notification_id: string;
+            /**
+             * @description the task's priority
+             * @enum {string}
+             */
+            priority: "high" | "normal" | "low";
+            task_id: string;
+            task_type: string;
+            /**
+             * Format: date-time
+             * @description when it was written, RFC 3339 in milliseconds
+             */
+            timestamp: string;
+            /**
+             * @description task_failed: it is in the DLQ; task_timeout: it is overdue, still running
+             * @enum {string}
+             */
+            type: "task_completed" | "task_failed" | "task_timeout" | "task_cancelled";
+        };
         NotificationPage: {
             /** @description pass as ?after= next time */
             cursor: string;
-            notifications: Record<string, never>[];
+            notifications: components["schemas"]["Notification"][];
             session_id: string;
             /** @description still unread after this call (counted up to 1000) */
             unread: number;
         };
         PlanGraph: {
+            /** @description endpoint ids the IO nodes read (registry/endpoints.*.toml) */
             endpoints: string[];
             name: string;
             /** @description each node after the nodes it reads (ties in the plan file's order) */
             nodes: components["schemas"]["PlanNode"][];
+            /** @description node ids: the nodes whose rows are the answer, in its order */
             outputs: string[];
         };
         PlanList: {
             plans: components["schemas"]["PlanSummary"][];
         };
         PlanNode: {
+            /** @description node ids: the nodes it reads, inputs first, then node references (concat's rhs) */
             deps: string[];
             /** @description the node's id */
             id: string;
@@ -955,13 +992,16 @@ export interface components {
             /** @description one of the plan's outputs */
             output: boolean;
         };
+        /** @description rankd's request, plus the run's deadlines. */
         PlanRequest: {
             /** @description the whole run's deadline in ms (default 1000, at most 30000) */
             deadline_ms?: number;
             /** @description each node's timeout in ms */
             node_timeout_ms?: number;
             /** @description plan params by name (registry/params.toml) */
-            param_overrides?: Record<string, never>;
+            param_overrides?: {
+                [key: string]: unknown;
+            };
             /** @description echoed in the answer; absent = a new UUID */
             request_id?: string;
             /**
@@ -970,23 +1010,26 @@ export interface components {
              */
             user_id: number | string;
         };
+        /** @description rankd's success line; with ?trace=1 also trace and elapsed_us. */
         PlanRun: {
             candidates: {
+                /** @description non-null columns by key name */
                 fields: {
                     [key: string]: number | string;
                 };
                 /** Format: int64 */
                 id: number;
             }[];
-            /** @description ?trace=1 only: the run's wall time in microseconds */
+            /** @description with ?trace=1 only: the run's wall time in microseconds */
             elapsed_us?: number;
             /** @description this run's own id */
             engine_request_id: string;
             /** @description the request's request_id (or the one made for it) */
             request_id: string;
-            /** @description ?trace=1 only: one line per node that ran, in the plan's order */
+            /** @description with ?trace=1 only: one line per node that ran, in the plan's order */
             trace?: components["schemas"]["PlanTraceLine"][];
         };
+        /** @description A plan this server runs: its size, or why it does not compile. */
         PlanSummary: {
             /** @description the plan does not compile: why (a run of it is 500 plan_invalid) */
             error?: string;
@@ -1019,19 +1062,20 @@ export interface components {
             start_us: number;
         };
         Probe: {
-            status: string;
+            /** @enum {string} */
+            status: "ok" | "ready";
         };
         QueuePage: {
-            limit?: number;
-            offset?: number;
+            limit: number;
+            offset: number;
             queue: string;
             tasks: components["schemas"]["TaskSummary"][];
             total: number;
         };
         QueueStatus: {
             /** @enum {string} */
-            pressure?: "normal" | "warning" | "critical";
-            primary_by_priority?: {
+            pressure: "normal" | "warning" | "critical";
+            primary_by_priority: {
                 [key: string]: number;
             };
             queues: {
@@ -1050,32 +1094,49 @@ export interface components {
             requeued: number;
             task_ids: string[];
         };
+        /** @description get_task_result's answer. */
         Result: {
             /** Format: date-time */
             completed_at?: string;
             /** Format: date-time */
-            created_at?: string;
+            created_at: string;
+            /** @description failed, timeout: the error */
             error?: {
                 code: string;
-                details?: Record<string, never>;
-                history?: Record<string, never>[];
-                max_retries?: number;
+                details?: {
+                    [key: string]: unknown;
+                };
+                history: {
+                    /** Format: date-time */
+                    at: string;
+                    attempt: number;
+                    details?: {
+                        [key: string]: unknown;
+                    };
+                    error_type: string;
+                    message: string;
+                    worker?: string;
+                }[];
+                max_retries: number;
                 message: string;
                 /** Format: date-time */
                 retry_at?: string;
-                retry_count?: number;
-                will_retry?: boolean;
+                retry_count: number;
+                will_retry: boolean;
             };
             /** @description processing: seconds left, by the last estimate */
             eta_seconds?: number;
             /** @description what the status means, in words */
             message: string;
+            /** @description processing: the latest progress an external service reported */
             progress?: {
                 /** Format: date-time */
-                at?: string;
+                at: string;
+                /** @description seconds left, by the service's estimate */
                 eta_seconds?: number;
                 message?: string;
-                percent?: number;
+                percent: number;
+                /** @description the service that reported it */
                 reported_by?: string;
             };
             /** @description pending: 1 = next */
@@ -1086,31 +1147,39 @@ export interface components {
             source: "redis" | "cache" | "archive";
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
-            /** @enum {string} */
+            /**
+             * @description failed covers the DLQ: state says which
+             * @enum {string}
+             */
             status: "pending" | "processing" | "completed" | "failed" | "timeout" | "cancelled";
             task_id: string;
             task_type: string;
             /** Format: date-time */
-            updated_at?: string;
+            updated_at: string;
+            /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
         };
+        /** @description list_user_tasks's answer. */
         ResultList: {
             session_id: string;
-            status_filter: string;
+            /** @enum {string} */
+            status_filter: "all" | "pending" | "processing" | "completed" | "failed" | "timeout";
             tasks: {
                 /** @description read from the archive */
                 archived?: boolean;
                 /** Format: date-time */
-                created_at?: string;
+                created_at: string;
                 /** @enum {string} */
                 state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
-                status: string;
+                /** @enum {string} */
+                status: "pending" | "processing" | "completed" | "failed" | "timeout" | "cancelled";
                 /** @description one line, in words */
                 summary: string;
                 task_id: string;
                 task_type: string;
                 /** Format: date-time */
-                updated_at?: string;
+                updated_at: string;
+                /** @description submitted with depends_on and not released yet: the tasks it waits for */
                 waiting_on?: string[];
             }[];
         };
@@ -1129,8 +1198,11 @@ export interface components {
              * @description the next due time (absent: never due again)
              */
             next_run_at?: string;
-            params?: Record<string, never>;
-            priority: string;
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            priority: "high" | "normal" | "low";
             schedule_id: string;
             /** @description the owning session */
             session_id?: string;
@@ -1157,7 +1229,9 @@ export interface components {
             /** @description schedule id; absent = a new UUID */
             id?: string;
             /** @description handler parameters of every task created */
-            params?: Record<string, never>;
+            params?: {
+                [key: string]: unknown;
+            };
             /** @enum {string} */
             priority?: "high" | "normal" | "low";
             /**
@@ -1168,15 +1242,21 @@ export interface components {
             /** @description seconds each run may take, 1..86400 */
             timeout?: number;
         };
+        /** @description The last 15 minutes in columns, oldest step first, one entry per step. */
         Series: {
+            /** @description each step's start, unix seconds */
             at: number[];
             completed: number[];
             dead_lettered: number[];
+            /** @description per queue, the step's last sample; null: no sample in the step */
             depth: {
                 [key: string]: (number | null)[];
             };
+            /** @description tasks created in the step */
             enqueued: number[];
+            /** @description attempts that ended FAILED or TIMEOUT */
             failed: number[];
+            /** @description from PENDING to ACTIVE, of the tasks started in the step; null: none started */
             start_p50_ms: (number | null)[];
             start_p99_ms: (number | null)[];
             /** @description width of one step */
@@ -1203,9 +1283,9 @@ export interface components {
                 services?: string[];
                 task_type: string;
             }[];
+            /** @description the consumer groups of the task.create stream (one per service) */
             groups: {
                 consumers: number;
-                /** @description a consumer group of the task.create stream (one per service) */
                 group: string;
                 /** @description entries not read yet */
                 lag: number;
@@ -1225,9 +1305,9 @@ export interface components {
         };
         Session: {
             /** Format: date-time */
-            created_at?: string;
+            created_at: string;
             /** Format: date-time */
-            expires_at?: string;
+            expires_at: string;
             /** @description the session's id */
             session_id: string;
             /** @description bearer token of the session; shown once, stored only as a hash */
@@ -1381,7 +1461,9 @@ export interface components {
             /** @description 0..100; default 3 */
             max_retries?: number;
             /** @description handler parameters */
-            params?: Record<string, never>;
+            params?: {
+                [key: string]: unknown;
+            };
             /** @description tasks giving the same key share a partition of a deployment split into several (TASKFLOW_PARTITIONS), so they are queued first in, first out together; without it a task's partition follows from its id. No effect with one partition */
             partition_key?: string;
             /** @enum {string} */
@@ -1412,8 +1494,6 @@ export interface components {
             content: string;
             /** @description seconds from now to the first run (instead of run_at) */
             delay?: number;
-            /** @description the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled */
-            depends_on?: string[];
             /** @description 0..100; default 3 */
             max_retries?: number;
             /** @enum {string} */
@@ -1426,56 +1506,70 @@ export interface components {
             /** @description seconds one attempt may run */
             timeout?: number;
         };
+        /** @description A task with its result and histories. */
         Task: {
             /**
              * Format: date-time
              * @description null until the task is COMPLETED
              */
-            completed_at?: string | null;
+            completed_at: string | null;
             content?: string;
             /** Format: date-time */
             created_at: string;
-            error_history?: {
+            error_history: {
                 /** Format: date-time */
-                at?: string;
-                attempt?: number;
-                error_type?: string;
-                message?: string;
+                at: string;
+                attempt: number;
+                details?: {
+                    [key: string]: unknown;
+                };
+                error_type: string;
+                message: string;
                 worker?: string;
             }[];
             /** @description null until a failure */
-            error_type?: string | null;
+            error_type: string | null;
             /** @description null until a failure */
-            last_error?: string | null;
+            last_error: string | null;
             max_retries: number;
-            params?: Record<string, never>;
-            priority?: string;
+            /** @description handler parameters */
+            params?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            priority: "high" | "normal" | "low";
             /** @description the handler's result (null until COMPLETED); summarize: {summary, summarizer, model} */
-            result?: Record<string, never> | null;
+            result: {
+                [key: string]: unknown;
+            } | null;
             /**
              * Format: date-time
              * @description null unless a retry is scheduled
              */
-            retry_after?: string | null;
+            retry_after: string | null;
             retry_count: number;
             session_id?: string;
             /** Format: date-time */
             started_at?: string;
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
-            state_history?: {
+            state_history: {
                 /** Format: date-time */
-                at?: string;
+                at: string;
+                /** @description why it moved, e.g. cancel, retry_due, lease_expired, manual_retry, or the error type */
                 cause?: string;
-                from?: string;
-                to?: string;
+                /** @enum {string} */
+                from?: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
+                /** @enum {string} */
+                to: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             }[];
             task_id: string;
             task_type: string;
-            /** @description seconds */
+            /** @description seconds one attempt may run */
             timeout?: number;
             /** Format: date-time */
             updated_at: string;
+            /** @description why a PENDING task is not picked up, when no service runs for its type */
             waiting_for?: {
                 /** @description e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers */
                 message: string;
@@ -1484,12 +1578,18 @@ export interface components {
             };
             /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
+            /** @description the worker (or external service) that holds or last held it */
             worker?: string;
         };
+        /** @description A task's state change: the data of the status stream's event: task. */
         TaskEvent: {
             /** Format: date-time */
             at: string;
-            from?: string;
+            /**
+             * @description absent when the task was created
+             * @enum {string}
+             */
+            from?: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             /** @description event id (resume with Last-Event-ID) */
             id: string;
             session_id?: string;
@@ -1503,27 +1603,30 @@ export interface components {
             page_size: number;
             /** @description a filtered listing stopped scanning at 10000 entries */
             partial?: boolean;
-            tasks: components["schemas"]["Task"][];
+            /** @description Task values; TaskSummary values with summary=true */
+            tasks: (components["schemas"]["Task"] | components["schemas"]["TaskSummary"])[];
             /** @description matching tasks */
             total: number;
         };
+        /** @description A task without its content and result (listings with summary=true, queue listings). */
         TaskSummary: {
             /** Format: date-time */
             completed_at?: string;
             /** Format: date-time */
-            created_at?: string;
+            created_at: string;
             error_type?: string;
             last_error?: string;
-            max_retries?: number;
-            priority?: string;
-            retry_count?: number;
+            max_retries: number;
+            /** @enum {string} */
+            priority: "high" | "normal" | "low";
+            retry_count: number;
             session_id?: string;
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             task_id: string;
             task_type: string;
             /** Format: date-time */
-            updated_at?: string;
+            updated_at: string;
             /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
         };
@@ -1537,26 +1640,29 @@ export interface components {
                 /** @description external types: a live service takes it */
                 online?: boolean;
                 /** @description a JSON Schema of the task's params */
-                params_schema: Record<string, never>;
+                params_schema: {
+                    [key: string]: unknown;
+                };
                 /** @description external types: the service that published the description and schema */
                 published_by?: string;
+                /** @description live services taking the type */
                 services?: string[];
             }[];
         };
         Workers: {
             count: number;
             workers: {
-                circuit_breakers?: {
+                circuit_breakers: {
                     [key: string]: "CLOSED" | "HALF_OPEN" | "OPEN";
                 };
-                concurrency?: number;
-                heartbeat_age_seconds?: number;
+                concurrency: number;
+                heartbeat_age_seconds: number;
                 host?: string;
-                in_flight?: number;
+                in_flight: number;
                 /** Format: date-time */
-                last_heartbeat?: string;
+                last_heartbeat: string;
                 /** Format: date-time */
-                started_at?: string;
+                started_at: string;
                 task_types?: string[];
                 worker_id: string;
             }[];
