@@ -35,9 +35,10 @@ test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go test
 test-examples: ## Build, vet and test the example module that uses taskflow as a library (examples/go-worker, its own go.mod)
 	cd examples/go-worker && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
 
-# The packages of every Lua script and every stream consumer; cmd/ and the
-# examples start processes and Node clients that read a single server.
-CLUSTER_PKGS ?= ./internal/... ./extsvc/...
+# The packages of every Lua script and every stream consumer, and the public
+# Go API (its Client and Worker on a cluster URL); cmd/ and the examples
+# start processes and Node clients that read a single server.
+CLUSTER_PKGS ?= . ./internal/... ./extsvc/...
 # ... except the deployment of several partitions, whose processes are
 # pointed at the cluster: its partitions sit on the three masters.
 CLUSTER_CMD_TESTS ?= TestPartitionedDeploymentEndToEnd
