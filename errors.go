@@ -43,6 +43,7 @@ type Error struct {
 	cause   error
 }
 
+// Error says the code, the message and the field.
 func (e *Error) Error() string {
 	if e.Field != "" {
 		return fmt.Sprintf("taskflow: %s: %s (field %s)", e.Code, e.Message, e.Field)
@@ -63,6 +64,7 @@ type TaskError struct {
 	Task *task.Task
 }
 
+// Error says how the task ended.
 func (e *TaskError) Error() string {
 	if e.Task.State == task.StateCancelled {
 		return fmt.Sprintf("taskflow: task %s was cancelled", e.Task.ID)

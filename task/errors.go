@@ -40,7 +40,9 @@ type PermanentError struct {
 	Err  error
 }
 
+// Error returns the wrapped error's text.
 func (e *PermanentError) Error() string { return e.Err.Error() }
+// Unwrap returns the wrapped error.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent wraps err so the task goes to the DLQ without retrying.
@@ -54,7 +56,9 @@ type TransientError struct {
 	Err   error
 }
 
+// Error returns the wrapped error's text.
 func (e *TransientError) Error() string { return e.Err.Error() }
+// Unwrap returns the wrapped error.
 func (e *TransientError) Unwrap() error { return e.Err }
 
 // RetryAfter wraps err so the task is retried after d (counting a retry).
@@ -70,7 +74,9 @@ func Transient(errType string, err error) error {
 // CancelError tells the engine the task is cancelled: it ends CANCELLED.
 type CancelError struct{ Err error }
 
+// Error says the task was cancelled, and why.
 func (e *CancelError) Error() string { return "cancelled: " + e.Err.Error() }
+// Unwrap returns the wrapped error.
 func (e *CancelError) Unwrap() error { return e.Err }
 
 // Cancel wraps err so the task ends CANCELLED, not retried.
@@ -86,6 +92,7 @@ type DependencyUnavailableError struct {
 	Reason string
 }
 
+// Error names the dependency, why it cannot be used and the wait.
 func (e *DependencyUnavailableError) Error() string {
 	reason := e.Reason
 	if reason == "" {
@@ -119,7 +126,9 @@ type StateError struct {
 	Want   []State
 }
 
+// Error says which state the task was in and which the transition needs.
 func (e *StateError) Error() string {
 	return fmt.Sprintf("task %s is %s; this needs %v", e.TaskID, e.Have, e.Want)
 }
+// Unwrap makes errors.Is(err, ErrWrongState) true.
 func (e *StateError) Unwrap() error { return ErrWrongState }
