@@ -42,6 +42,7 @@ type PermanentError struct {
 
 // Error returns the wrapped error's text.
 func (e *PermanentError) Error() string { return e.Err.Error() }
+
 // Unwrap returns the wrapped error.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
@@ -58,6 +59,7 @@ type TransientError struct {
 
 // Error returns the wrapped error's text.
 func (e *TransientError) Error() string { return e.Err.Error() }
+
 // Unwrap returns the wrapped error.
 func (e *TransientError) Unwrap() error { return e.Err }
 
@@ -76,6 +78,7 @@ type CancelError struct{ Err error }
 
 // Error says the task was cancelled, and why.
 func (e *CancelError) Error() string { return "cancelled: " + e.Err.Error() }
+
 // Unwrap returns the wrapped error.
 func (e *CancelError) Unwrap() error { return e.Err }
 
@@ -130,5 +133,6 @@ type StateError struct {
 func (e *StateError) Error() string {
 	return fmt.Sprintf("task %s is %s; this needs %v", e.TaskID, e.Have, e.Want)
 }
+
 // Unwrap makes errors.Is(err, ErrWrongState) true.
 func (e *StateError) Unwrap() error { return ErrWrongState }
