@@ -187,6 +187,10 @@ func New(cfg Config) (*Service, error) {
 // Close stops the batchers after the submits in flight are written.
 func (s *Service) Close() { s.batch.close() }
 
+// Session is a newly created session (CreateSession's answer): its id, its
+// token (shown once) and its lifetime.
+type Session = auth.Session
+
 // CreateSession opens a new session; anyone may, within SessionLimit per
 // client address (client: the caller's address as the front end knows it;
 // "" = unknown, then not limited).

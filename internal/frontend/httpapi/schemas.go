@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/internal/frontend/stats"
 	"github.com/taskflow/taskflow/task"
@@ -34,7 +33,7 @@ func request[T any](name, doc string) component {
 // route table names it (opDoc.request, opDoc.responses).
 var components = []component{
 	response[errorBody]("Error", "The one error envelope of the API."),
-	response[auth.Session]("Session", ""),
+	response[service.Session]("Session", ""),
 	response[sessionEnded]("SessionEnded", ""),
 	request[summarizeRequest]("SummarizeRequest", ""),
 	request[service.SubmitInput]("SubmitRequest", ""),
