@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/tasktypes/builtin"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -18,10 +21,11 @@ import (
 const publicType = "bench.noop"
 
 // benchPublic measures the public Go API on the bench's namespace: the
-// client's single and batched enqueues (2×tasks in all, the backlog), then
-// a taskflow.Worker draining it with a user-defined no-op handler. The
-// ratio to the built-in drain needs the drain phase in the same run.
-func benchPublic(ctx context.Context, o benchOpts, ns string, res *benchResult, account func(string, int)) error {
+// client's single and batched enqueues (2×tasks in all, the first
+// backlog), then three drains of equal backlogs — the engine with the
+// built-in noop handler, a taskflow.Worker with a user-defined no-op, the
+// engine again.
+func benchPublic(ctx context.Context, o benchOpts, ns string, st *store.Store, res *benchResult, account func(string, int)) error {
 	if o.prefetch != 0 || o.ackBatch != 64 {
 		return errors.New("--public: the public Worker takes the default --prefetch (0) and --ack-batch (64)")
 	}
@@ -91,33 +95,96 @@ func benchPublic(ctx context.Context, o benchOpts, ns string, res *benchResult, 
 	res.EnqueueClientPerSec = float64(o.tasks) / time.Since(start).Seconds()
 	account("enqueue_client_batched", o.tasks)
 
-	// a user's worker drains the backlog
-	w, err := taskflow.NewWorker(cfg)
+	// Drains of equal backlogs, one after the other: the engine serving the
+	// built-in noop handler, a user's taskflow.Worker, the engine again (the
+	// ratio takes the mean of the two engine drains, so a drift over the
+	// run — a longer COMPLETED index, the stream's trim — cancels out).
+	backlog := 2 * o.tasks
+	builtin1, err := drainEngine(ctx, st, o, backlog)
 	if err != nil {
 		return err
+	}
+	account("drain_builtin_before", backlog)
+	if err := refill(ctx, c, backlog, o.batch); err != nil {
+		return err
+	}
+	account("refill_1", backlog)
+	public, err := drainPublic(ctx, cfg, backlog)
+	if err != nil {
+		return err
+	}
+	res.ProcessedPublicPerSec = public
+	account("drain_public", backlog)
+	if err := refill(ctx, c, backlog, o.batch); err != nil {
+		return err
+	}
+	account("refill_2", backlog)
+	builtin2, err := drainEngine(ctx, st, o, backlog)
+	if err != nil {
+		return err
+	}
+	account("drain_builtin_after", backlog)
+	res.ProcessedBuiltinAdjacentPerSec = (builtin1 + builtin2) / 2
+	res.PublicVsBuiltin = math.Round(public/res.ProcessedBuiltinAdjacentPerSec*1000) / 1000
+	return nil
+}
+
+// refill enqueues n tasks of the bench's type through the client, in
+// batches (not timed).
+func refill(ctx context.Context, c *taskflow.Client, n, batch int) error {
+	reqs := make([]taskflow.Request, batch)
+	for i := range reqs {
+		reqs[i] = taskflow.Request{Type: publicType}
+	}
+	for sent := 0; sent < n; sent += batch {
+		if _, err := c.EnqueueMany(ctx, reqs[:min(batch, n-sent)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drainEngine drains n tasks of the bench's type with the engine's worker
+// serving the built-in noop handler function, and returns tasks/s.
+func drainEngine(ctx context.Context, st *store.Store, o benchOpts, n int) (float64, error) {
+	mux := taskflow.NewMux()
+	mux.HandleFunc(publicType, builtin.Noop)
+	w, err := worker.New(st, mux, worker.Config{Concurrency: o.concurrency, FetchBatch: o.fetchBatch})
+	if err != nil {
+		return 0, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() { defer close(done); _ = w.Run(wctx) }()
+	waitCompleted(w, int64(n))
+	rate := float64(n) / time.Since(start).Seconds()
+	cancel()
+	<-done
+	return rate, nil
+}
+
+// drainPublic drains n tasks with a user's taskflow.Worker running a
+// user-defined no-op handler, and returns tasks/s.
+func drainPublic(ctx context.Context, cfg taskflow.Config, n int) (float64, error) {
+	w, err := taskflow.NewWorker(cfg)
+	if err != nil {
+		return 0, err
 	}
 	w.HandleFunc(publicType, func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil })
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	backlog := int64(2 * o.tasks)
-	start = time.Now()
+	start := time.Now()
 	go func() { done <- w.Run(wctx) }()
-	for w.Stats().Completed < backlog {
+	for w.Stats().Completed < int64(n) {
 		select {
 		case err := <-done:
 			cancel()
-			return err
+			return 0, err
 		case <-time.After(200 * time.Microsecond):
 		}
 	}
-	res.ProcessedPublicPerSec = float64(backlog) / time.Since(start).Seconds()
+	rate := float64(n) / time.Since(start).Seconds()
 	cancel()
-	if err := <-done; err != nil {
-		return err
-	}
-	account("drain_public", int(backlog))
-	if res.ProcessedPerSec > 0 {
-		res.PublicVsBuiltin = math.Round(res.ProcessedPublicPerSec/res.ProcessedPerSec*1000) / 1000
-	}
-	return nil
+	return rate, <-done
 }
