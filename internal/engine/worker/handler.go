@@ -11,13 +11,10 @@ import (
 	"github.com/taskflow/taskflow/task"
 )
 
-// Handler processes one task. The context carries the task's deadline and
-// is cancelled when the task is cancelled or the worker's lease is lost.
-// The returned JSON becomes the task's result. Errors are classified by the
-// retry rules; wrap with task.Permanent, task.RetryAfter or task.Cancel to
-// say how a failure must be treated. A *task.DependencyUnavailableError
-// (anywhere in the chain) reschedules the task after its Wait without
-// spending a retry; ErrHandedOff says the handler handed the task to
+// Handler is what the engine runs: taskflow.Handler's method set (its
+// contract is documented there; the engine cannot import the public
+// package, which imports it). Besides the public control errors, a handler
+// of the engine's own may return ErrHandedOff: it handed the task to
 // another holder (store.Handoff) and the worker writes nothing.
 type Handler interface {
 	ProcessTask(ctx context.Context, t *task.Task) (json.RawMessage, error)
