@@ -582,7 +582,7 @@ func benchNamespace(ctx context.Context, rdb redis.UniversalClient, partitions i
 			break
 		}
 	}
-	if partitions > 1 { // the global keys' master too (worker registry)
+	if partitions > 1 { // the global keys' master too (list of live workers)
 		m, err := cc.MasterForKey(ctx, keyspace.MustParse(bestNS).Prefix()+"x")
 		if err != nil {
 			return "", benchNodes{}, err

@@ -48,7 +48,7 @@ func (k globalKeys) meta() string { return k.p + "meta" }
 // probe is the key readiness checks write in the global slot.
 func (k globalKeys) probe() string { return k.p + "probe" }
 
-// workers is the worker registry (ZSET worker id → last heartbeat unix ms).
+// workers is the list of live workers (ZSET worker id → last heartbeat unix ms).
 func (k globalKeys) workers() string { return k.p + "workers" }
 
 // worker is one worker's info (HASH: started_at, host, concurrency, types,

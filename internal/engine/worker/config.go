@@ -17,7 +17,7 @@ import (
 
 // Config configures a Worker.
 type Config struct {
-	// ID names this worker process in tasks and the worker registry.
+	// ID names this worker process in tasks and the list of live workers.
 	// Default "<hostname>-<pid>-<random>". Must not contain , or ;.
 	ID string
 	// Concurrency is the number of handler goroutines. Default 10.

@@ -18,7 +18,7 @@ import (
 // The checks of the watcher, and which signal means what:
 //
 //   - before its timeout, an ACTIVE attempt whose type no live service
-//     serves (no entry of the service registry, kept alive by the
+//     serves (no entry of the list of live services, kept alive by the
 //     services' heartbeats, lists it) at a check — the first after the
 //     dispatcher's Grace, then every ServiceGrace — is requeued without
 //     spending a retry (ACTIVE → PENDING, due after ServiceGrace, cause

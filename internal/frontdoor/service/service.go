@@ -53,7 +53,7 @@ type Config struct {
 	BatchMax int
 	// BatchWorkers is the number of concurrent enqueue calls. Default 4.
 	BatchWorkers int
-	// Workers reports the live workers (the core's worker registry). Default
+	// Workers reports the live workers (the core's list of them). Default
 	// nil: the workers view is empty and health reports no workers.
 	Workers func(ctx context.Context) ([]WorkerInfo, error)
 	// ExternalInFlight is the dispatchers' bound on the attempts of one
