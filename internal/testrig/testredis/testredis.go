@@ -240,24 +240,62 @@ func StartServer(t testing.TB, extraArgs ...string) *Server {
 }
 
 func (s *Server) start(bin string, extraArgs []string) {
+	// A port free when chosen may be taken before redis-server binds it, and
+	// a cluster node also binds port+10000 (its bus), which nothing checked:
+	// such a start is retried on other ports.
+	for try := 1; ; try++ {
+		exited, log := s.launch(bin, extraArgs)
+		if !exited {
+			return
+		}
+		if !strings.Contains(log, "Address already in use") || try == 5 {
+			s.t.Fatalf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(log))
+		}
+		s.Port = freePort(s.t)
+		s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
+	}
+}
+
+// launch starts redis-server and waits until it answers (exited false) or
+// exits (exited true, with its log).
+func (s *Server) launch(bin string, extraArgs []string) (exited bool, log string) {
 	args := append([]string{"--port", strconv.Itoa(s.Port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", s.dir, "--logfile", filepath.Join(s.dir, "redis.log")}, extraArgs...)
 	s.cmd = exec.Command(bin, args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("testredis: start redis-server: %v", err)
 	}
+	done := make(chan struct{})
+	cmd := s.cmd
+	go func() { _ = cmd.Wait(); close(done) }()
+	readLog := func() string {
+		b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		return string(b)
+	}
+	up := false
 	testwait.Until(s.t, 10*time.Second, 20*time.Millisecond, func() bool {
+		select {
+		case <-done:
+			exited = true
+			return true
+		default:
+		}
 		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
 		if err == nil {
 			_ = c.Close()
+			up = true
 		}
-		return err == nil
+		return up
 	}, func() string {
-		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-		return fmt.Sprintf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(string(log)))
+		return fmt.Sprintf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(readLog()))
 	})
+	if exited {
+		log := readLog()
+		_ = os.Remove(filepath.Join(s.dir, "redis.log")) // the next try's log starts empty
+		return true, log
+	}
+	return false, ""
 }
-
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr) }
 
