@@ -296,6 +296,7 @@ func (s *Server) launch(bin string, extraArgs []string) (exited bool, log string
 	}
 	return false, ""
 }
+
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr) }
 
