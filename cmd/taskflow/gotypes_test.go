@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ import (
 
 // TestGoProgramTypesThroughTheAPI: a Go program's own task type, served by
 // its taskflow.Worker beside `taskflow dev` on the same Redis, is known to
-// the API as the built-ins are: listed with its description and schema,
+// the API as the built-ins are: listed with its description and schema (in
+// GET /api/v1/task-types and /openapi.json),
 // its params checked at submit (422 naming the field), offered as an MCP
 // tool, and its tasks run by the program's worker.
 func TestGoProgramTypesThroughTheAPI(t *testing.T) {
@@ -66,6 +68,15 @@ func TestGoProgramTypesThroughTheAPI(t *testing.T) {
 		}
 		return false
 	}, 15*time.Second, 50*time.Millisecond, "the program's type is never listed\n%s", printed)
+
+	// /openapi.json's submit body has a variant for it, with its schema
+	res0, err := http.Get(base + "/openapi.json")
+	require.NoError(t, err)
+	doc, err := io.ReadAll(res0.Body)
+	res0.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(doc), `"invoice.render"`)
+	require.Contains(t, string(doc), "Renders an invoice.")
 
 	// params checked at submit, naming the field
 	req, err := http.NewRequest("POST", base+"/api/v1/tasks", strings.NewReader(
