@@ -67,6 +67,11 @@ type benchResult struct {
 	EnqueueClientPerSec            float64 `json:"enqueue_client_per_sec,omitempty"`
 	ProcessedPublicPerSec          float64 `json:"processed_public_per_sec,omitempty"`
 	ProcessedBuiltinAdjacentPerSec float64 `json:"processed_builtin_adjacent_per_sec,omitempty"`
+	// EnqueueStoreInterleavedPerSec and EnqueueClientInterleavedPerSec:
+	// EnqueueBatch and Client.EnqueueMany of --batch, 4 goroutines, in 4
+	// alternating rounds of max(--batch, tasks/2) tasks each.
+	EnqueueStoreInterleavedPerSec  float64 `json:"enqueue_store_interleaved_per_sec,omitempty"`
+	EnqueueClientInterleavedPerSec float64 `json:"enqueue_client_interleaved_per_sec,omitempty"`
 	PublicVsBuiltin                float64 `json:"public_vs_builtin,omitempty"`
 	DrainVsProbe                   float64 `json:"drain_vs_probe,omitempty"`
 	ProducerVsProbe                float64 `json:"producer_vs_probe,omitempty"`

@@ -125,6 +125,41 @@ func benchPublic(ctx context.Context, o benchOpts, ns string, st *store.Store, r
 	}
 	account("drain_builtin_after", backlog)
 	res.ProcessedBuiltinAdjacentPerSec = (builtin1 + builtin2) / 2
+
+	// Batched enqueues, the store's and the client's, in alternating rounds
+	// of the same size (the single-pass phases above run one after the
+	// other, and a later phase meets a larger dataset).
+	var storeDur, clientDur time.Duration
+	per := max(o.batch, o.tasks/2)
+	for range 4 {
+		d, err := timedBatches(per, o.batch, func(k int) error {
+			reqs := make([]store.EnqueueRequest, k)
+			for i := range reqs {
+				reqs[i] = store.EnqueueRequest{Type: publicType}
+			}
+			_, err := st.EnqueueBatch(ctx, reqs)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		storeDur += d
+		d, err = timedBatches(per, o.batch, func(k int) error {
+			reqs := make([]taskflow.Request, k)
+			for i := range reqs {
+				reqs[i] = taskflow.Request{Type: publicType}
+			}
+			_, err := c.EnqueueMany(ctx, reqs)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		clientDur += d
+	}
+	account("enqueue_interleaved", 8*per)
+	res.EnqueueStoreInterleavedPerSec = float64(4*per) / storeDur.Seconds()
+	res.EnqueueClientInterleavedPerSec = float64(4*per) / clientDur.Seconds()
 	res.PublicVsBuiltin = math.Round(public/res.ProcessedBuiltinAdjacentPerSec*1000) / 1000
 	return nil
 }
@@ -187,4 +222,28 @@ func drainPublic(ctx context.Context, cfg taskflow.Config, n int) (float64, erro
 	rate := float64(n) / time.Since(start).Seconds()
 	cancel()
 	return rate, <-done
+}
+
+// timedBatches enqueues n tasks in batches of batch from 4 goroutines
+// through enqueue and returns how long it took.
+func timedBatches(n, batch int, enqueue func(k int) error) (time.Duration, error) {
+	start := time.Now()
+	var next atomic.Int64
+	chunks := int64((n + batch - 1) / batch)
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := next.Add(1); c <= chunks; c = next.Add(1) {
+				if err := enqueue(min(batch, n-int(c-1)*batch)); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), firstErr(errc)
 }
