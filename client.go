@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/internal/engine/depend"
+	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
@@ -61,7 +62,7 @@ func newClientOn(a *app.App, cfg Config) (*Client, error) {
 		local = append(local, declared(ti))
 	}
 	types, err := tasktypes.New(tasktypes.Config{Local: local, External: cfg.ExternalTypes, Redis: a.Redis,
-		Keys: protocol.NewKeys(st.Namespace()), WorkerTypes: st.WorkerTypesKey(), Logger: a.Logger})
+		Keys: protocol.NewKeys(st.Namespace()), WorkerTypes: store.WorkerTypesKeyOf(st.Namespace()), Logger: a.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("taskflow: %w", err)
 	}
@@ -164,7 +165,11 @@ type Request struct {
 // returns it PENDING. A refused call creates nothing and says why: an
 // *Error matching ErrInvalid names the field ("params.to", "task_type").
 func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts ...Option) (*task.Task, error) {
-	s, p, err := c.prepare(ctx, Request{Type: taskType, Params: params, Options: opts})
+	s, err := prepare(Request{Type: taskType, Params: params, Options: opts})
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.principal(ctx, s.session)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +188,9 @@ func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts 
 // Every request must have the same Session option (or none).
 func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]*task.Task, error) {
 	ins := make([]service.SubmitInput, len(reqs))
-	var p auth.Principal
+	session := ""
 	for i, r := range reqs {
-		s, pi, err := c.prepare(ctx, r)
+		s, err := prepare(r)
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) {
@@ -193,11 +198,15 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]*task.Task,
 			}
 			return nil, err
 		}
-		if i > 0 && pi != p {
+		if i > 0 && s.session != session {
 			return nil, &Error{Code: "validation_failed", Field: fmt.Sprintf("items[%d]", i), kind: ErrInvalid,
 				Message: "every task of one EnqueueMany call must have the same session"}
 		}
-		ins[i], p = s.in, pi
+		ins[i], session = s.in, s.session
+	}
+	p, err := c.principal(ctx, session) // once for the call, not per item
+	if err != nil {
+		return nil, err
 	}
 	subs, err := c.svc.SubmitMany(ctx, p, ins)
 	if err != nil {
@@ -210,8 +219,8 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]*task.Task,
 	return out, nil
 }
 
-// prepare applies a request's options and finds whose task it is.
-func (c *Client) prepare(ctx context.Context, r Request) (submit, auth.Principal, error) {
+// prepare applies a request's params and options.
+func prepare(r Request) (submit, error) {
 	s := submit{in: service.SubmitInput{TaskType: r.Type}}
 	switch p := r.Params.(type) {
 	case nil:
@@ -222,28 +231,33 @@ func (c *Client) prepare(ctx context.Context, r Request) (submit, auth.Principal
 	default:
 		b, err := json.Marshal(p)
 		if err != nil {
-			return s, auth.Principal{}, &Error{Code: "validation_failed", Field: "params", kind: ErrInvalid,
+			return s, &Error{Code: "validation_failed", Field: "params", kind: ErrInvalid,
 				Message: "params cannot be encoded as JSON: " + err.Error()}
 		}
 		s.in.Params = b
 	}
 	for _, o := range r.Options {
 		if err := o(&s); err != nil {
-			return s, auth.Principal{}, err
+			return s, err
 		}
 	}
-	if s.session == "" {
-		return s, c.admin, nil
+	return s, nil
+}
+
+// principal is whose the tasks are: the admin's, or a live session's.
+func (c *Client) principal(ctx context.Context, session string) (auth.Principal, error) {
+	if session == "" {
+		return c.admin, nil
 	}
-	ok, err := c.auth.SessionExists(ctx, s.session)
+	ok, err := c.auth.SessionExists(ctx, session)
 	if err != nil {
-		return s, auth.Principal{}, &Error{Code: "unavailable", Message: err.Error(), kind: ErrUnavailable, cause: err}
+		return auth.Principal{}, &Error{Code: "unavailable", Message: err.Error(), kind: ErrUnavailable, cause: err}
 	}
 	if !ok {
-		return s, auth.Principal{}, &Error{Code: "session_not_found", Field: "session", kind: ErrInvalid,
-			Message: fmt.Sprintf("no live session %q", s.session)}
+		return auth.Principal{}, &Error{Code: "session_not_found", Field: "session", kind: ErrInvalid,
+			Message: fmt.Sprintf("no live session %q", session)}
 	}
-	return s, auth.Principal{SessionID: s.session}, nil
+	return auth.Principal{SessionID: session}, nil
 }
 
 // created is the task a submit answered: as written, or (parked until its

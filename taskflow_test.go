@@ -18,6 +18,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/tasktypes"
 	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
@@ -332,6 +333,26 @@ func TestClientCalls(t *testing.T) {
 	require.ErrorIs(t, err, taskflow.ErrInvalid)
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "max_retries", te.Field)
+	// a live session's tasks, one session check for a whole batch
+	rdb, _ := testredis.Client(t)
+	au, err := auth.New(rdb, auth.Config{Namespace: keyspace.MustParse(d.cfg.Namespace)})
+	require.NoError(t, err)
+	sess, err := au.CreateSession(d.ctx)
+	require.NoError(t, err)
+	owned, err := c.EnqueueMany(d.ctx, []taskflow.Request{
+		{Type: "any.thing", Options: []taskflow.Option{taskflow.Session(sess.ID)}},
+		{Type: "any.thing", Options: []taskflow.Option{taskflow.Session(sess.ID)}},
+	})
+	require.NoError(t, err)
+	for _, tk := range owned {
+		require.Equal(t, sess.ID, tk.SessionID)
+	}
+	_, err = c.EnqueueMany(d.ctx, []taskflow.Request{
+		{Type: "any.thing", Options: []taskflow.Option{taskflow.Session(sess.ID)}},
+		{Type: "any.thing"},
+	})
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "items[1]", te.Field)
 	_, err = c.Enqueue(d.ctx, "any.thing", nil, taskflow.Session("no-such-session"))
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "session", te.Field)

@@ -335,7 +335,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	if run("drain") {
 		// 3. drain the backlog
 		backlog := int64(2 * o.tasks)
-		w, stop, err := benchWorker(ctx, st, o, nil)
+		w, stop, err := benchWorker(ctx, st, o, "noop", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -348,7 +348,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 
 	if run("producer") {
 		// 4. a producer alongside the worker
-		w, stop, err := benchWorker(ctx, st, o, nil)
+		w, stop, err := benchWorker(ctx, st, o, "noop", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -402,7 +402,7 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 			}
 			mu.Unlock()
 		}
-		w, stop, err := benchWorker(ctx, st, o, onStart)
+		w, stop, err := benchWorker(ctx, st, o, "noop", onStart)
 		if err != nil {
 			return nil, err
 		}
@@ -440,18 +440,17 @@ func runBench(ctx context.Context, m *Main, o benchOpts) (*benchResult, error) {
 	return res, nil
 }
 
-// benchWorker starts the engine's worker serving noop; onStart (if set)
-// is called with each task id when its handler starts.
-func benchWorker(ctx context.Context, st *store.Store, o benchOpts, onStart func(string)) (*worker.Worker, func(), error) {
+// benchWorker starts the engine's worker serving typ with the built-in
+// noop handler function; onStart (if set) is called with each task id when
+// its handler starts.
+func benchWorker(ctx context.Context, st *store.Store, o benchOpts, typ string, onStart func(string)) (*worker.Worker, func(), error) {
 	mux := taskflow.NewMux()
-	if onStart == nil {
-		builtin.Register(mux) // the built-in noop, as taskflow worker serves it
-	} else {
-		mux.HandleFunc("noop", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	mux.HandleFunc(typ, func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		if onStart != nil {
 			onStart(t.ID)
-			return nil, nil
-		})
-	}
+		}
+		return builtin.Noop(ctx, t)
+	})
 	w, err := worker.New(st, mux, worker.Config{Concurrency: o.concurrency, Prefetch: o.prefetch, FetchBatch: o.fetchBatch, AckBatch: o.ackBatch})
 	if err != nil {
 		return nil, nil, err

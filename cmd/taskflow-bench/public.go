@@ -12,8 +12,6 @@ import (
 
 	"github.com/taskflow/taskflow"
 	"github.com/taskflow/taskflow/internal/engine/store"
-	"github.com/taskflow/taskflow/internal/engine/worker"
-	"github.com/taskflow/taskflow/internal/tasktypes/builtin"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -182,20 +180,14 @@ func refill(ctx context.Context, c *taskflow.Client, n, batch int) error {
 // drainEngine drains n tasks of the bench's type with the engine's worker
 // serving the built-in noop handler function, and returns tasks/s.
 func drainEngine(ctx context.Context, st *store.Store, o benchOpts, n int) (float64, error) {
-	mux := taskflow.NewMux()
-	mux.HandleFunc(publicType, builtin.Noop)
-	w, err := worker.New(st, mux, worker.Config{Concurrency: o.concurrency, FetchBatch: o.fetchBatch})
+	w, stop, err := benchWorker(ctx, st, o, publicType, nil)
 	if err != nil {
 		return 0, err
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
 	start := time.Now()
-	go func() { defer close(done); _ = w.Run(wctx) }()
 	waitCompleted(w, int64(n))
 	rate := float64(n) / time.Since(start).Seconds()
-	cancel()
-	<-done
+	stop()
 	return rate, nil
 }
 

@@ -1,4 +1,4 @@
-// Package tasktype is the registry of the task types a deployment accepts:
+// Package tasktypes is the registry of the task types a deployment accepts:
 // each one's description, params schema, who performs it and the text of
 // its completion notification. The in-process types declare themselves in
 // their packages (builtin, summarize, planapi); external services publish
@@ -95,7 +95,7 @@ type Config struct {
 	Redis redis.UniversalClient
 	Keys  protocol.Keys
 	// WorkerTypes is the hash where workers publish the task types they
-	// serve in process (store.Store.WorkerTypesKey; a type → a TypeSpec
+	// serve in process (store.WorkerTypesKeyOf; a type → a TypeSpec
 	// as JSON): each is accepted as an in-process type — or as an
 	// external one when a service published a spec for it (a worker
 	// dispatches it). Default empty: only Local and External.

@@ -1,4 +1,4 @@
-// Package lifecycle reads the lifecycle events the store's transitions write:
+// Package eventlog reads the lifecycle events the store's transitions write:
 // every transition of a task (from, to, time, task type, session) is one
 // event. The transition scripts append the events of one script call as ONE
 // entry of a capped Redis stream, so a batch of 64 completions costs one

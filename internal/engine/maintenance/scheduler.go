@@ -1,4 +1,4 @@
-// Package scheduler runs the engine's periodic work: due retries and
+// Package maintenance runs the engine's periodic work: due retries and
 // delayed tasks move from the scheduled set to their queues, expired leases
 // are reaped (the tasks of a crashed worker go back to their queue), and
 // tasks older than the max age are dead-lettered, and finished tasks older

@@ -433,12 +433,9 @@ func (s *Store) PublishWorker(ctx context.Context, id string, fields map[string]
 	return nil
 }
 
-// WorkerTypesKey is the hash of the task types workers serve in process
-// (type → spec JSON), for the task-type registry to read.
-func (s *Store) WorkerTypesKey() string { return s.global.workerTypes() }
-
-// WorkerTypesKeyOf is WorkerTypesKey of the namespace ns, for a process
-// that has no store (it lists types only).
+// WorkerTypesKeyOf is the hash of the task types the workers of namespace
+// ns serve in process (type → spec JSON, PublishWorkerTypes), for the
+// task-type registry to read.
 func WorkerTypesKeyOf(ns keyspace.Namespace) string {
 	return globalKeys{p: ns.Prefix()}.workerTypes()
 }

@@ -1,4 +1,4 @@
-// Package stream is the wire format: the Redis Streams that
+// Package protocol is the wire format: the Redis Streams that
 // carry task events between the agent (orchestrator) and external services,
 // their event schemas field for field, encoding and validated decoding, and
 // the consumer-group operations both sides use (XREADGROUP, XACK,

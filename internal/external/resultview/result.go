@@ -1,4 +1,4 @@
-// Package result builds the answers of the retrieval tools get_task_result
+// Package resultview builds the answers of the retrieval tools get_task_result
 // (per status: the result, the error details, progress and ETA, the queue
 // position, or the timeout message; a task or result that has left Redis is
 // read back from the PostgreSQL archive) and list_user_tasks (one line per

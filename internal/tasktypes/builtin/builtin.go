@@ -55,16 +55,6 @@ func Options(t tasktypes.Type) []taskflow.TypeOption {
 	return opts
 }
 
-// Declared is what r's handlers declare, as the task-type registry takes
-// it (tasktypes.Config.Local).
-func Declared(infos []taskflow.TypeInfo) []tasktypes.Type {
-	out := make([]tasktypes.Type, 0, len(infos))
-	for _, ti := range infos {
-		out = append(out, tasktypes.Declared(ti.Name, ti.Description, ti.Params, ti.JSONSchema, ti.Check, ti.Notify))
-	}
-	return out
-}
-
 // Noop returns {} at once.
 func Noop(ctx context.Context, t *task.Task) (json.RawMessage, error) {
 	return json.RawMessage(`{}`), nil

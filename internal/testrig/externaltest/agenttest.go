@@ -1,4 +1,4 @@
-// Package agenttest runs a whole deployment of the external path inside
+// Package externaltest runs a whole deployment of the external path inside
 // one test, on the real Redis of internal/testrig/testredis and the PostgreSQL of
 // TASKFLOW_TEST_DATABASE_URL: the store, a scheduler, a worker whose mux
 // dispatches the external types (internal/external/dispatch), the outcome consumer
