@@ -8,6 +8,7 @@ package testredis
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -280,11 +281,7 @@ func (s *Server) launch(bin string, extraArgs []string) (exited bool, log string
 			return true
 		default:
 		}
-		c, err := net.DialTimeout("tcp", s.Addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			up = true
-		}
+		up = answers(s.Addr)
 		return up
 	}, func() string {
 		return fmt.Sprintf("testredis: redis-server on %s did not come up: %s", s.Addr, strings.TrimSpace(readLog()))
@@ -295,6 +292,25 @@ func (s *Server) launch(bin string, extraArgs []string) (exited bool, log string
 		return true, log
 	}
 	return false, ""
+}
+
+// answers reports whether the server at addr answers PING. A connection
+// alone is not enough: the kernel accepts one on a listening port before
+// redis-server has finished starting — and a cluster node that then fails
+// to bind its bus port exits without ever answering.
+func answers(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	buf := make([]byte, 7)
+	n, _ := io.ReadFull(c, buf)
+	return string(buf[:n]) == "+PONG\r\n"
 }
 
 // URL is the server's redis:// URL.
