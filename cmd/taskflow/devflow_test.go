@@ -24,7 +24,7 @@ import (
 func TestDevWholeFlow(t *testing.T) {
 	t.Parallel()
 	base, printed := startDev(t, nil, "--services", "all", "--demo-data", "--output-dir", t.TempDir())
-	require.Contains(t, printed.String(), "example services running in this process: analysis, document, export, report")
+	require.Contains(t, printed.String(), "example services running in this process: analysis, document, export, report, wordcount")
 	require.Contains(t, printed.String(), "loaded 31 plan demo keys")
 
 	do := func(method, path, token, body string) (int, map[string]any) {
