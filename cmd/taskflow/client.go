@@ -123,6 +123,16 @@ type taskDoc struct {
 	} `json:"waiting_for"`
 }
 
+// shownState is the task's state as a person reads it: an external task
+// no live service takes is "WAITING FOR SERVICE" (its state is PENDING or
+// ACTIVE, which would read as queued or running).
+func (t taskDoc) shownState() string {
+	if t.WaitingFor != nil && t.WaitingFor.Reason == "no_service" {
+		return "WAITING FOR SERVICE (" + t.State + ")"
+	}
+	return t.State
+}
+
 func short(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) <= n {

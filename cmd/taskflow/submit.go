@@ -142,7 +142,7 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			}
 			return err
 		}
-		if t.State != last {
+		if shown := t.shownState(); shown != last {
 			extra := ""
 			if t.RetryCount > 0 {
 				extra = fmt.Sprintf(" retry %d/%d", t.RetryCount, t.MaxRetries)
@@ -150,16 +150,16 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			if t.LastError != "" && t.State != "COMPLETED" {
 				extra += " last error: " + short(t.LastError, 80)
 			}
-			fmt.Fprintf(m.Stderr, "[%6.1fs] %s%s\n", time.Since(start).Seconds(), t.State, extra)
-			last = t.State
+			fmt.Fprintf(m.Stderr, "[%6.1fs] %s%s\n", time.Since(start).Seconds(), shown, extra)
+			last = shown
 			lastPrint = time.Now()
 			delay = 50 * time.Millisecond
 		}
 		if t.WaitingFor != nil && !toldWaiting {
 			fmt.Fprintf(m.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), t.WaitingFor.Message)
 			toldWaiting, lastPrint = true, time.Now()
-		} else if t.State == last && time.Since(lastPrint) >= stillEvery {
-			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), t.State)
+		} else if time.Since(lastPrint) >= stillEvery {
+			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), last)
 			lastPrint = time.Now()
 		}
 		switch t.State {
