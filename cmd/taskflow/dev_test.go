@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +221,30 @@ func TestAPIInsecureServes(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("api did not stop")
 	}
+}
+
+// The banner names the client as a person types it in the same directory.
+func TestSelfCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "taskflow")
+	require.NoError(t, os.WriteFile(bin, []byte("x"), 0o755))
+	other := filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(other, []byte("y"), 0o755))
+	found := func(p string) func(string) (string, error) {
+		return func(string) (string, error) { return p, nil }
+	}
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	yes := func(string) bool { return true }
+	no := func(string) bool { return false }
+
+	// make install: PATH finds this very binary
+	require.Equal(t, "taskflow", selfCommand("taskflow", bin, found(bin), no))
+	// make run: started as bin/taskflow
+	require.Equal(t, "bin/taskflow", selfCommand("bin/taskflow", bin, missing, no))
+	// go run from the repository: the binary is a temporary file
+	tmp := "/tmp/go-build123/b001/exe/taskflow"
+	require.Equal(t, "go run ./cmd/taskflow", selfCommand(tmp, tmp, missing, yes))
+	// PATH finds another taskflow: this one's absolute path
+	require.Equal(t, bin, selfCommand("taskflow", bin, found(other), no))
+	require.Equal(t, bin, selfCommand("taskflow", bin, missing, no))
 }
