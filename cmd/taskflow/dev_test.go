@@ -248,3 +248,22 @@ func TestSelfCommand(t *testing.T) {
 	require.Equal(t, bin, selfCommand("taskflow", bin, found(other), no))
 	require.Equal(t, bin, selfCommand("taskflow", bin, missing, no))
 }
+
+// `taskflow healthcheck`, the probe of the image (which has no curl):
+// 0 when the API answers 200, 1 when it answers otherwise or not at all.
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	base, _ := startDev(t, nil)
+	run := func(args ...string) error {
+		return testMain(nil, io.Discard).Run(context.Background(), append([]string{"healthcheck"}, args...))
+	}
+	require.NoError(t, run("--url", base))
+	require.NoError(t, run("--url", base, "--path", "/ready"))
+	var ee *ExitError
+	require.ErrorAs(t, run("--url", base, "--path", "/no-such-probe"), &ee)
+	require.Equal(t, 1, ee.Code)
+	require.ErrorAs(t, run("--url", "http://127.0.0.1:1"), &ee)
+	require.Equal(t, 1, ee.Code)
+	require.ErrorAs(t, run("--url", base, "--path", "live"), &ee)
+	require.Equal(t, 2, ee.Code)
+}
