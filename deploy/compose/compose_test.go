@@ -154,7 +154,9 @@ func TestComposeStack(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			logs, _ := exec.Command("docker-compose", "-p", project, "-f", filepath.Join(root, "compose.yaml"), "logs", "--tail", "30").CombinedOutput()
+			cmd := exec.Command("docker-compose", "-f", "compose.yaml", "logs", "--no-color", "--tail", "20")
+			cmd.Dir, cmd.Env = root, append(os.Environ(), env...)
+			logs, _ := cmd.CombinedOutput()
 			t.Logf("logs:\n%s", logs)
 		}
 		cmd := exec.Command("docker-compose", "-f", "compose.yaml", "down", "-v", "--timeout", "20")
@@ -198,7 +200,7 @@ func TestComposeStack(t *testing.T) {
 	const sleeps, reports = 200, 20
 	var ids []string
 	for i := 0; i < sleeps+reports; i++ {
-		body := map[string]any{"task_type": "sleep", "params": map[string]any{"duration_ms": 200}}
+		body := map[string]any{"task_type": "sleep", "params": map[string]any{"duration_ms": 500}}
 		if i >= sleeps {
 			body = map[string]any{"task_type": "report.generate", "params": map[string]any{"quarter": "Q4", "year": 2024,
 				"format": "csv", "data": map[string]any{"revenue": []int{1, 2, i}}}}
@@ -210,16 +212,33 @@ func TestComposeStack(t *testing.T) {
 		require.Equal(t, http.StatusCreated, code, "submit %d", i)
 		ids = append(ids, sub.TaskID)
 	}
-	// a worker dies while tasks run: its leases expire, the others finish them
-	time.Sleep(500 * time.Millisecond)
+	// a worker dies while it runs tasks: its leases expire, the other
+	// worker finishes them
+	require.Eventually(t, func() bool {
+		var ws struct {
+			Workers []struct {
+				InFlight int `json:"in_flight"`
+			} `json:"workers"`
+		}
+		apis[0].do("GET", "/api/v1/workers", nil, &ws)
+		busy := 0
+		for _, w := range ws.Workers {
+			if w.InFlight > 0 {
+				busy++
+			}
+		}
+		return busy == 2
+	}, 20*time.Second, 50*time.Millisecond, "both workers run tasks")
 	compose("kill", "-s", "SIGKILL", "worker-1")
 
 	type taskView struct {
 		State        string `json:"state"`
 		StateHistory []struct {
-			To string `json:"to"`
+			To    string `json:"to"`
+			Cause string `json:"cause"`
 		} `json:"state_history"`
 	}
+	recovered := 0
 	deadline := time.Now().Add(3 * time.Minute)
 	for _, id := range ids {
 		var tv taskView
@@ -237,10 +256,14 @@ func TestComposeStack(t *testing.T) {
 			if c.To == "COMPLETED" {
 				completed++
 			}
+			if c.Cause == "lease_expired" {
+				recovered++
+			}
 		}
 		require.Equal(t, 1, completed, "task %s completed once: %+v", id, tv.StateHistory)
 	}
-	t.Logf("%d tasks completed once each, worker-1 SIGKILLed, in %s", len(ids), time.Since(start).Round(time.Millisecond))
+	require.Positive(t, recovered, "the killed worker's tasks came back when their leases expired")
+	t.Logf("%d tasks completed once each, worker-1 SIGKILLed, %d of its tasks recovered, in %s", len(ids), recovered, time.Since(start).Round(time.Millisecond))
 
 	// a report's file is served by either API process (the shared volume)
 	var res struct {

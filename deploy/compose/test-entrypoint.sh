@@ -16,7 +16,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 		--auth-host=scram-sha-256 --auth-local=trust >/dev/null
 	rm -f "$pwfile"
 	as_postgres pg_ctl -D "$PGDATA" -o "-c listen_addresses=" -w start >/dev/null
-	if [ -n "${POSTGRES_DB:-}" ] && [ "$POSTGRES_DB" != "${POSTGRES_USER:-postgres}" ]; then
+	if [ -n "${POSTGRES_DB:-}" ] && [ "$POSTGRES_DB" != postgres ]; then
 		as_postgres createdb -U "${POSTGRES_USER:-postgres}" "$POSTGRES_DB"
 	fi
 	as_postgres pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
