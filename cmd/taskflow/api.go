@@ -20,6 +20,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/ratelimit"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/frontdoor/audit"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/internal/frontend/httpapi"
@@ -133,8 +134,15 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		}
 		return nil, err
 	}
+	trail, err := audit.New(rdb, audit.Config{Namespace: st.Namespace(), Retention: cfg.AuditRetention})
+	if err != nil {
+		for _, c := range x.close {
+			c()
+		}
+		return nil, err
+	}
 	svc, err := service.New(service.Config{
-		Store: st, Auth: au, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
+		Store: st, Auth: au, Audit: trail, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
 		ExternalInFlight: cfg.External.InFlight,
 		Types:            types,
 		Breakers:         newBreakerControl(st),

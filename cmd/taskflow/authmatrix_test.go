@@ -36,6 +36,10 @@ type authRow struct {
 // without a route), so a new route cannot go untried.
 var authMatrix = map[string]authRow{
 	"POST /api/v1/sessions":                      {access: "public"},
+	"POST /api/v1/keys":                          {access: "admin", body: `{"name":"matrix","role":"viewer"}`},
+	"GET /api/v1/keys":                           {access: "admin"},
+	"DELETE /api/v1/keys/{name}":                 {access: "admin"},
+	"GET /api/v1/audit":                          {access: "admin"},
 	"DELETE /api/v1/sessions/current":            {access: "self"},
 	"GET /health":                                {access: "public"},
 	"GET /live":                                  {access: "public"},

@@ -118,9 +118,25 @@ type Authenticator struct {
 	cache map[string]cached // token hash → session
 }
 
+// cached is a verified token: a session's, or a named key's (role set).
 type cached struct {
 	sessionID string
+	role      identity.Role
+	name      string
 	until     time.Time
+}
+
+// remember caches a verified token, evicting an arbitrary entry when full.
+func (a *Authenticator) remember(h string, c cached) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= a.cfg.CacheSize {
+		for k := range a.cache {
+			delete(a.cache, k)
+			break
+		}
+	}
+	a.cache[h] = c
 }
 
 // New returns an Authenticator over rdb.
@@ -210,15 +226,18 @@ func (a *Authenticator) DeleteSession(ctx context.Context, token string) error {
 func (a *Authenticator) Authenticate(ctx context.Context, token string) (Principal, error) {
 	if token == "" {
 		if a.cfg.Open {
-			return Principal{Admin: true}, nil
+			return Principal{Admin: true, Role: identity.RoleAdmin, Name: "open"}, nil
 		}
 		return Principal{}, ErrNoCredentials
 	}
 	if a.hasAdmin {
 		sum := sha256.Sum256([]byte(token))
 		if subtle.ConstantTimeCompare(sum[:], a.adminSum[:]) == 1 {
-			return Principal{Admin: true}, nil
+			return Principal{Admin: true, Role: identity.RoleAdmin, Name: "admin"}, nil
 		}
+	}
+	if strings.HasPrefix(token, keyPrefix) && len(token) <= 128 {
+		return a.namedKey(ctx, token)
 	}
 	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 128 {
 		return Principal{}, ErrInvalidToken
@@ -229,7 +248,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Princip
 		a.mu.Lock()
 		c, ok := a.cache[h]
 		a.mu.Unlock()
-		if ok && now.Before(c.until) {
+		if ok && now.Before(c.until) && c.sessionID != "" {
 			return Principal{SessionID: c.sessionID}, nil
 		}
 	}
@@ -241,15 +260,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, token string) (Princip
 		return Principal{}, fmt.Errorf("auth: look up token: %w", err)
 	}
 	if a.cfg.CacheTTL > 0 {
-		a.mu.Lock()
-		if len(a.cache) >= a.cfg.CacheSize {
-			for k := range a.cache { // evict an arbitrary entry
-				delete(a.cache, k)
-				break
-			}
-		}
-		a.cache[h] = cached{sessionID: id, until: now.Add(a.cfg.CacheTTL)}
-		a.mu.Unlock()
+		a.remember(h, cached{sessionID: id, until: now.Add(a.cfg.CacheTTL)})
 	}
 	return Principal{SessionID: id}, nil
 }

@@ -18,3 +18,15 @@ func tokenKey(ns keyspace.Namespace, tokenHash string) string {
 func sessionKey(ns keyspace.Namespace, sessionID string) string {
 	return ns.Key("auth", "session", sessionID)
 }
+
+// namedKeysKey is a HASH: a named API key's name → its record (JSON: role,
+// the key's SHA-256, created_at, created_by). Keys are never stored.
+func namedKeysKey(ns keyspace.Namespace) string {
+	return ns.Key("auth", "keys")
+}
+
+// namedKeyLookup is a STRING: the name of the named key with this SHA-256
+// (hex); created and deleted with its record (scripts/*.lua).
+func namedKeyLookup(ns keyspace.Namespace, keyHash string) string {
+	return ns.Key("auth", "key", keyHash)
+}

@@ -16,13 +16,73 @@ import (
 
 // Principal is the identity a request acts as.
 type Principal struct {
-	// Admin is true for the operator (admin key, or any caller in open mode).
+	// Admin is true for a deployment-wide caller: the admin key, a named
+	// key of any role, or any caller in open mode. It sees every task;
+	// Role says what it may change.
 	Admin bool
+	// Role is what a deployment-wide caller may do (RoleAdmin when Admin
+	// is set and Role is empty: the admin key, open mode, in-process
+	// callers); empty for a session.
+	Role Role
+	// Name names the caller in the audit trail: "admin" (the admin key),
+	// "open" (open mode), a named key's name; empty for a session.
+	Name string
 	// SessionID is set when the caller presented a session token.
 	SessionID string
 }
 
-// Anonymous reports whether the principal is nobody at all.
+// Role is what a named key (or the admin key) may do.
+type Role string
+
+// The roles, from most to least able.
+const (
+	// RoleAdmin may do anything, named keys included.
+	RoleAdmin Role = "admin"
+	// RoleOperator acts on tasks, queues, schedules and breakers, but not
+	// on keys.
+	RoleOperator Role = "operator"
+	// RoleViewer reads: the API's GETs, the dashboard, metrics, live feeds.
+	RoleViewer Role = "viewer"
+)
+
+// Roles lists the roles a named key may have.
+var Roles = []Role{RoleAdmin, RoleOperator, RoleViewer}
+
+// Valid reports whether r is one of Roles.
+func (r Role) Valid() bool { return r == RoleAdmin || r == RoleOperator || r == RoleViewer }
+
+// EffectiveRole is p's role: Role, RoleAdmin for an Admin without one,
+// "" for a session or nobody.
+func (p Principal) EffectiveRole() Role {
+	if !p.Admin {
+		return ""
+	}
+	if p.Role == "" {
+		return RoleAdmin
+	}
+	return p.Role
+}
+
+// MayChange reports whether p may make changes beyond its own session's
+// (a viewer may not).
+func (p Principal) MayChange() bool { return p.EffectiveRole() != RoleViewer }
+
+// ManagesKeys reports whether p may create, list and revoke named keys.
+func (p Principal) ManagesKeys() bool { return p.EffectiveRole() == RoleAdmin }
+
+// Actor names p in the audit trail.
+func (p Principal) Actor() string {
+	switch {
+	case p.Name != "":
+		return p.Name
+	case p.Admin:
+		return "admin"
+	case p.SessionID != "":
+		return "session:" + p.SessionID
+	}
+	return "anonymous"
+}
+
 func (p Principal) Anonymous() bool { return !p.Admin && p.SessionID == "" }
 
 // Sentinels of a Verifier's Authenticate and of BearerToken.

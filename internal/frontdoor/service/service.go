@@ -22,6 +22,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/frontdoor/audit"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/plan/planapi"
 	"github.com/taskflow/taskflow/internal/tasktypes"
@@ -32,8 +33,10 @@ import (
 type Config struct {
 	// Store is the task store. Required.
 	Store *store.Store
-	// Auth creates sessions. Required.
+	// Auth creates sessions and named keys. Required.
 	Auth *auth.Authenticator
+	// Audit is the audit trail of operators' changes; nil records none.
+	Audit *audit.Log
 	// Types is the registry of the task types the deployment accepts
 	// (internal/tasktypes): a submit of another type is refused (422), a
 	// submit or schedule whose params break the type's declared params is

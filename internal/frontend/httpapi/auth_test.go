@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,10 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/plans", nil, "session"},
 		{"GET", "/api/v1/plans/{name}", nil, "session"},
 		{"POST", "/api/v1/plans/{name}/execute", map[string]any{"user_id": 1}, "session"},
+		{"POST", "/api/v1/keys", map[string]any{"name": "matrix-key", "role": "viewer"}, "admin"},
+		{"GET", "/api/v1/keys", nil, "admin"},
+		{"DELETE", "/api/v1/keys/{name}", nil, "admin"},
+		{"GET", "/api/v1/audit", nil, "admin"},
 	}
 }
 
@@ -330,4 +335,118 @@ func (l *syncLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Named keys: an admin creates them with a role; a viewer reads but
+// changes nothing, an operator acts but manages no keys; a revoked key is
+// refused at once. Every change made with a key lands in the audit trail,
+// with the key's name; a session's change to its own task does not.
+func TestRolesAndAuditTrail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mk := func(name, role string) string {
+		r := b.do("POST", "/api/v1/keys", adminKey, map[string]any{"name": name, "role": role})
+		require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+		require.Equal(t, "no-store", r.hdr.Get("Cache-Control"))
+		key, _ := r.body["key"].(string)
+		require.True(t, strings.HasPrefix(key, "tfk_"), string(r.raw))
+		require.Equal(t, role, r.body["role"])
+		require.Equal(t, "admin", r.body["created_by"])
+		return key
+	}
+	viewer, operator, boss := mk("grafana", "viewer"), mk("oncall", "operator"), mk("lead", "admin")
+
+	r := b.do("POST", "/api/v1/keys", adminKey, map[string]any{"name": "grafana", "role": "viewer"})
+	require.Equal(t, http.StatusConflict, r.code, string(r.raw))
+	r = b.do("POST", "/api/v1/keys", adminKey, map[string]any{"name": "Bad Name", "role": "viewer"})
+	require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
+	require.Equal(t, "name", r.errField())
+	r = b.do("POST", "/api/v1/keys", adminKey, map[string]any{"name": "x", "role": "root"})
+	require.Equal(t, http.StatusUnprocessableEntity, r.code, string(r.raw))
+	require.Equal(t, "role", r.errField())
+
+	sess := b.session()
+	id := b.submit(sess.Token, "A task. It has two sentences.")
+
+	// the viewer reads everything, changes nothing
+	for _, path := range []string{"/api/v1/tasks", "/api/v1/tasks/" + id, "/api/v1/queues/status", "/api/v1/workers", "/metrics", "/api/v1/queues/dlq"} {
+		r = b.do("GET", path, viewer, nil)
+		require.Equal(t, http.StatusOK, r.code, "viewer GET %s: %s", path, r.raw)
+	}
+	r = b.do("POST", "/api/v1/plans/follows/execute", viewer, map[string]any{"user_id": 1})
+	require.Less(t, r.code, 300, "a plan run changes nothing: %s", r.raw)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/api/v1/tasks", map[string]any{"task_type": "noop"}},
+		{"POST", "/api/v1/tasks/" + id + "/cancel", nil},
+		{"POST", "/api/v1/queues/dlq/retry", map[string]any{"all": true}},
+		{"POST", "/api/v1/workers/open-circuit-breaker", map[string]any{"dependency": "openrouter"}},
+		{"GET", "/api/v1/keys", nil},
+		{"GET", "/api/v1/audit", nil},
+	} {
+		r = b.do(c.method, c.path, viewer, c.body)
+		require.Equal(t, http.StatusForbidden, r.code, "viewer %s %s: %s", c.method, c.path, r.raw)
+	}
+	r = b.do("POST", "/api/v1/tasks", viewer, map[string]any{"task_type": "noop"})
+	require.Contains(t, r.body["error"].(map[string]any)["message"], "the viewer role is read-only")
+
+	// the operator acts, but on no keys
+	r = b.do("POST", "/api/v1/tasks/"+id+"/cancel", operator, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	r = b.do("POST", "/api/v1/queues/dlq/retry", operator, map[string]any{"all": true})
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	for _, c := range []struct{ method, path string }{{"GET", "/api/v1/keys"}, {"POST", "/api/v1/keys"}, {"DELETE", "/api/v1/keys/grafana"}, {"GET", "/api/v1/audit"}} {
+		r = b.do(c.method, c.path, operator, map[string]any{"name": "sneaky", "role": "admin"})
+		require.Equal(t, http.StatusForbidden, r.code, "operator %s %s: %s", c.method, c.path, r.raw)
+		require.Contains(t, r.body["error"].(map[string]any)["message"], "admin role")
+	}
+
+	// a session's change to its own task is not an operator's change
+	id2 := b.submit(sess.Token, "Another task. Two sentences again.")
+	r = b.do("POST", "/api/v1/tasks/"+id2+"/cancel", sess.Token, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+
+	// a named admin key manages keys; the listing never shows a key
+	r = b.do("GET", "/api/v1/keys", boss, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Len(t, r.body["keys"], 3)
+	require.NotContains(t, string(r.raw), "tfk_")
+	r = b.do("DELETE", "/api/v1/keys/grafana", boss, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	r = b.do("GET", "/api/v1/tasks", viewer, nil)
+	require.Equal(t, http.StatusUnauthorized, r.code, "a revoked key is refused at once: %s", r.raw)
+	r = b.do("DELETE", "/api/v1/keys/grafana", boss, nil)
+	require.Equal(t, http.StatusNotFound, r.code, string(r.raw))
+
+	// the audit trail: newest first, who, what, on what; a failed change
+	// (the 404 above) and the session's own change are not in it
+	r = b.do("GET", "/api/v1/audit", adminKey, nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	type entry struct{ Actor, Role, Action, Target string }
+	var got []entry
+	for _, e := range r.body["entries"].([]any) {
+		m := e.(map[string]any)
+		got = append(got, entry{m["actor"].(string), m["role"].(string), m["action"].(string), fmt.Sprint(m["target"])})
+		require.NotEmpty(t, m["at"])
+	}
+	require.Equal(t, []entry{
+		{"lead", "admin", "DELETE /api/v1/keys/{name}", "name=grafana"},
+		{"oncall", "operator", "POST /api/v1/queues/dlq/retry", "<nil>"},
+		{"oncall", "operator", "POST /api/v1/tasks/{task_id}/cancel", "task_id=" + id},
+		{"admin", "admin", "POST /api/v1/keys", "<nil>"},
+		{"admin", "admin", "POST /api/v1/keys", "<nil>"},
+		{"admin", "admin", "POST /api/v1/keys", "<nil>"},
+	}, got)
+	r = b.do("GET", "/api/v1/audit?actor=oncall&limit=1", adminKey, nil)
+	require.Len(t, r.body["entries"], 1)
+	next, _ := r.body["next"].(string)
+	require.NotEmpty(t, next)
+	r = b.do("GET", "/api/v1/audit?actor=oncall&before="+next, adminKey, nil)
+	require.Len(t, r.body["entries"], 1)
+	require.Equal(t, "POST /api/v1/tasks/{task_id}/cancel", r.body["entries"].([]any)[0].(map[string]any)["action"])
+	r = b.do("GET", "/api/v1/audit?before=nope", adminKey, nil)
+	require.Equal(t, http.StatusBadRequest, r.code, string(r.raw))
+	require.Equal(t, "before", r.errField())
 }

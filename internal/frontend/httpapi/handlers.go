@@ -52,28 +52,29 @@ func (s *Server) routes() {
 			queryParam("summary", "boolean", "true: leave out content and result"),
 		},
 		responses: map[int]string{200: "TaskList"}}})
-	add(route{method: "POST", path: "/api/v1/tasks/requeue-orphaned", access: admin, handler: s.requeueOrphaned, doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/tasks/requeue-orphaned", access: admin, audit: true, handler: s.requeueOrphaned, doc: opDoc{
 		tag: "tasks", summary: "Requeue ACTIVE tasks whose lease expired",
 		description: "The scheduler does this continuously; this is the operator's manual trigger.",
 		responses:   map[int]string{200: "Requeued"}}})
 	add(route{method: "GET", path: "/api/v1/tasks/{task_id}", access: principal, handler: s.get, doc: opDoc{
 		tag: "tasks", summary: "Get a task with its result and histories", params: []paramDoc{taskID},
 		responses: map[int]string{200: "Task"}}})
-	add(route{method: "DELETE", path: "/api/v1/tasks/{task_id}", access: principal, handler: s.delete, doc: opDoc{
+	add(route{method: "DELETE", path: "/api/v1/tasks/{task_id}", access: principal, audit: true, handler: s.delete, doc: opDoc{
 		tag: "tasks", summary: "Delete a task",
 		description: "Refused with 409 task_active while the task is ACTIVE (a worker holds it): cancel it first.",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Deleted", 409: "Error"}}})
-	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/retry", access: principal, handler: s.retry, doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/retry", access: principal, audit: true, handler: s.retry, doc: opDoc{
 		tag: "tasks", summary: "Retry a FAILED or DLQ task",
 		description: "Any other state is refused with 409 task_not_retryable, saying which state the task is in.",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Submitted", 409: "Error"}}})
-	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/cancel", access: principal, handler: s.cancel, doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/tasks/{task_id}/cancel", access: principal, audit: true, handler: s.cancel, doc: opDoc{
 		tag: "tasks", summary: "Cancel a PENDING, ACTIVE or TIMEOUT task",
 		description: "PENDING/TIMEOUT end CANCELLED at once (200); an ACTIVE task's worker is told and ends it CANCELLED (202, outcome requested).",
 		params:      []paramDoc{taskID}, responses: map[int]string{200: "Cancelled", 202: "Cancelled", 409: "Error"}}})
 
 	s.scheduleRoutes(add)
 	s.planRoutes(add)
+	s.keyRoutes(add)
 	s.statsRoutes(add)
 	s.resultRoutes(add)
 	s.notificationRoutes(add)
@@ -100,7 +101,7 @@ func (s *Server) routes() {
 		if action == service.BulkDelete {
 			summary = "Delete many dead letters at once"
 		}
-		add(route{method: "POST", path: "/api/v1/queues/dlq/" + action, access: admin, handler: s.dlqBulk(action), doc: opDoc{
+		add(route{method: "POST", path: "/api/v1/queues/dlq/" + action, access: admin, audit: true, handler: s.dlqBulk(action), doc: opDoc{
 			tag: "queues", summary: summary, request: "BulkRequest",
 			description: "Names the tasks (task_ids, at most 10000) or all dead letters matching filter (all: true). Each task moves by its own transition; one that left the DLQ meanwhile is listed in failed.",
 			responses:   map[int]string{200: "BulkResult"}}})
@@ -121,10 +122,10 @@ func (s *Server) routes() {
 	add(route{method: "GET", path: "/api/v1/workers", access: admin, handler: s.workers, doc: opDoc{
 		tag: "workers", summary: "Live workers: heartbeat age, concurrency, in-flight tasks, breaker state per dependency",
 		responses: map[int]string{200: "Workers"}}})
-	add(route{method: "POST", path: "/api/v1/workers/reset-circuit-breaker", access: admin, handler: s.breaker(false), doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/workers/reset-circuit-breaker", access: admin, audit: true, handler: s.breaker(false), doc: opDoc{
 		tag: "workers", summary: "Close a dependency's circuit breaker (all when dependency is empty)", request: "BreakerRequest",
 		responses: map[int]string{200: "BreakerResult", 202: "BreakerResult", 409: "Error"}}})
-	add(route{method: "POST", path: "/api/v1/workers/open-circuit-breaker", access: admin, handler: s.breaker(true), doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/workers/open-circuit-breaker", access: admin, audit: true, handler: s.breaker(true), doc: opDoc{
 		tag: "workers", summary: "Force a dependency's circuit breaker open for duration_seconds, or until a reset", request: "BreakerRequest",
 		responses: map[int]string{200: "BreakerResult", 202: "BreakerResult", 409: "Error"}}})
 

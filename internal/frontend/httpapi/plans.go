@@ -23,7 +23,7 @@ func (s *Server) planRoutes(add func(route)) {
 			"a plan that does not compile 500 plan_invalid.",
 		params:    []paramDoc{name},
 		responses: map[int]string{200: "PlanGraph"}}})
-	add(route{method: "POST", path: "/api/v1/plans/{name}/execute", access: principal, ownDeadline: true, handler: s.runPlan, doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/plans/{name}/execute", access: principal, ownDeadline: true, readOnly: true, handler: s.runPlan, doc: opDoc{
 		tag: "plans", summary: "Run a plan synchronously; body: rankd's request", request: "PlanRequest",
 		description: "The body is {user_id, request_id?, param_overrides?, deadline_ms?, node_timeout_ms?}; the answer is rankd's success line, " +
 			"with ?trace=1 also the run's per-node timeline (trace) and its wall time (elapsed_us). " +

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/taskflow/taskflow/internal/frontdoor/identity"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
@@ -43,8 +44,23 @@ type route struct {
 	// deadline_ms), so Config.RequestTimeout does not apply. Live feeds
 	// (streams, queryToken routes) are exempt too.
 	ownDeadline bool
-	handler     func(w http.ResponseWriter, r *http.Request, p identity.Principal)
-	doc         opDoc
+	// audit: a change a deployment-wide caller makes here is recorded in
+	// the audit trail (a session's own changes are not).
+	audit bool
+	// readOnly: a POST that changes nothing (a plan run), which a viewer
+	// may call.
+	readOnly bool
+	// keysOnly: the admin role only (named keys, the audit trail), not an
+	// operator's or a viewer's key.
+	keysOnly bool
+	handler  func(w http.ResponseWriter, r *http.Request, p identity.Principal)
+	doc      opDoc
+}
+
+// changes reports whether the route changes something: any method but
+// GET and HEAD. A viewer's key may not call it.
+func (r route) changes() bool {
+	return !r.readOnly && r.method != http.MethodGet && r.method != http.MethodHead
 }
 
 // router dispatches to routes. A trailing slash is ignored ("/x/" is "/x");
@@ -79,10 +95,14 @@ func setRoute(w http.ResponseWriter, pattern string) {
 }
 
 func (rt *router) add(r route) {
+	if r.audit && !r.changes() {
+		panic("httpapi: " + r.method + " " + r.path + " is audited but changes nothing") // a programming error: every test fails
+	}
 	rt.routes = append(rt.routes, r)
 	rt.noteLiteral(r.path)
 	h := r.handler
 	acc, queryToken := r.access, r.queryToken
+	changes, audited, keysOnly := r.changes(), r.audit, r.keysOnly
 	var inner http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		h(w, req, identity.FromContext(req.Context()))
 	})
@@ -112,7 +132,19 @@ func (rt *router) add(r route) {
 				rt.s.writeError(w, req, service.Forbidden("this endpoint needs the admin key"))
 				return
 			}
+			if keysOnly && !p.ManagesKeys() {
+				rt.s.writeError(w, req, service.Forbidden("this endpoint needs the admin role (this key's role is %s)", roleOf(p)))
+				return
+			}
+			if changes && !p.MayChange() {
+				rt.s.writeError(w, req, service.Forbidden("the viewer role is read-only: %s needs an operator or admin key", pattern))
+				return
+			}
 			req = req.WithContext(identity.WithPrincipal(req.Context(), p))
+		}
+		if audited && p.Admin {
+			rt.s.audited(w, req, p, pattern, inner)
+			return
 		}
 		inner.ServeHTTP(w, req)
 	})
@@ -215,6 +247,73 @@ func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, errorBody{Error: errorDetail{
 		Code: "not_found", Message: "no endpoint " + r.URL.Path + " (see /openapi.json)"}})
 }
+
+func roleOf(p identity.Principal) string {
+	if r := p.EffectiveRole(); r != "" {
+		return string(r)
+	}
+	return "a session"
+}
+
+// audited serves a change and records it in the audit trail when it
+// succeeded (status below 400): who, what route, on what, when.
+func (s *Server) audited(w http.ResponseWriter, r *http.Request, p identity.Principal, pattern string, next http.Handler) {
+	rec := &auditWriter{ResponseWriter: w}
+	next.ServeHTTP(rec, r)
+	if rec.code == 0 {
+		rec.code = http.StatusOK
+	}
+	if rec.code >= 400 {
+		return
+	}
+	var target []string
+	for _, name := range pathNames(pattern) {
+		target = append(target, name+"="+r.PathValue(name))
+	}
+	if q := r.URL.RawQuery; q != "" && !strings.Contains(q, "access_token") {
+		target = append(target, q)
+	}
+	// the answer is written: the request's deadline must not lose the entry
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
+	defer cancel()
+	if err := s.svc.RecordChange(ctx, p, service.AuditEntry{Action: pattern, Target: strings.Join(target, " "),
+		Status: rec.code, Client: s.clientAddr(r)}); err != nil {
+		s.log.WarnContext(ctx, "audit trail: change not recorded", "action", pattern, "actor", p.Actor(), "err", err)
+	}
+}
+
+// pathNames are the wildcard names of a route pattern, in order.
+func pathNames(pattern string) []string {
+	var out []string
+	for _, seg := range strings.Split(pattern, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}"))
+		}
+	}
+	return out
+}
+
+// auditWriter notes the status an audited route answered.
+type auditWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *auditWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *auditWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *auditWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // authenticate resolves the request's bearer token (or, when query is
 // true, its ?access_token=) to a principal, as a *service.Error on failure.

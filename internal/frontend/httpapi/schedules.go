@@ -10,7 +10,7 @@ import (
 // scheduleRoutes registers the recurring-task endpoints.
 func (s *Server) scheduleRoutes(add func(route)) {
 	scheduleID := pathParam("schedule_id", "the schedule's id")
-	add(route{method: "POST", path: "/api/v1/schedules", access: principal, handler: s.createSchedule, doc: opDoc{
+	add(route{method: "POST", path: "/api/v1/schedules", access: principal, audit: true, handler: s.createSchedule, doc: opDoc{
 		tag: "schedules", summary: "Create a recurring task (cron expression + task template)", request: "ScheduleRequest",
 		description: "At every due time one task of the template is created, owned by the caller's session, whatever the number of schedulers. A taken id is 409 duplicate_schedule_id.",
 		responses:   map[int]string{201: "Schedule", 409: "Error"}}})
@@ -20,7 +20,7 @@ func (s *Server) scheduleRoutes(add func(route)) {
 	add(route{method: "GET", path: "/api/v1/schedules/{schedule_id}", access: principal, handler: s.getSchedule, doc: opDoc{
 		tag: "schedules", summary: "Get a schedule", params: []paramDoc{scheduleID},
 		responses: map[int]string{200: "Schedule"}}})
-	add(route{method: "DELETE", path: "/api/v1/schedules/{schedule_id}", access: principal, handler: s.deleteSchedule, doc: opDoc{
+	add(route{method: "DELETE", path: "/api/v1/schedules/{schedule_id}", access: principal, audit: true, handler: s.deleteSchedule, doc: opDoc{
 		tag: "schedules", summary: "Delete a schedule (the tasks it created stay)", params: []paramDoc{scheduleID},
 		responses: map[int]string{200: "ScheduleDeleted"}}})
 }

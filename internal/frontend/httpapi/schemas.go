@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/frontdoor/identity"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/internal/frontend/stats"
 	"github.com/taskflow/taskflow/task"
@@ -71,6 +72,11 @@ var components = []component{
 	response[service.PlanNode]("PlanNode", ""),
 	response[service.PlanAnswer]("PlanRun", "rankd's success line; with ?trace=1 also trace and elapsed_us."),
 	response[service.PlanTraceLine]("PlanTraceLine", ""),
+	request[service.KeyRequest]("KeyRequest", ""),
+	response[service.NamedKey]("NamedKey", "A named API key; key only in the answer to its creation."),
+	response[service.KeyList]("KeyList", ""),
+	response[service.AuditPage]("AuditPage", "A page of the audit trail, newest first."),
+	response[service.AuditEntry]("AuditEntry", "One change made with the admin key or a named key."),
 	response[service.NotificationPage]("NotificationPage", ""),
 	response[service.Notification]("Notification", "A session's notification (docs/notifications.md): an item of the poll's page, "+
 		"a message of the WebSocket feed, the data of the SSE feed's event: notification, and an item of the notifications "+
@@ -83,6 +89,7 @@ var typeSchemas = map[reflect.Type]map[string]any{
 	reflect.TypeFor[json.RawMessage](): {}, // any JSON value; a field's openapi tag may say which
 	reflect.TypeFor[task.State]():      enumOf(task.States...),
 	reflect.TypeFor[task.Priority]():   enumOf(task.Priorities...),
+	reflect.TypeFor[identity.Role]():   enumOf(identity.Roles...),
 }
 
 // apiSchemas are the component schemas, derived once from components.

@@ -30,6 +30,7 @@ import (
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/frontdoor/audit"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/internal/frontend/httpapi"
@@ -150,7 +151,9 @@ func setup(t testing.TB, o ...setupOpts) *testBundle {
 	t.Cleanup(func() { _ = eng.Close() })
 	plans, err := planapi.New(eng, planapi.Config{PlanDir: b.plans, DefaultDeadline: 5 * time.Second})
 	require.NoError(t, err)
-	scfg := service.Config{Store: st, Auth: au, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
+	trail, err := audit.New(rdb, audit.Config{Namespace: keyspace.MustParse(ns)})
+	require.NoError(t, err)
+	scfg := service.Config{Store: st, Auth: au, Audit: trail, MaxContentBytes: opt.maxContent, Breakers: opt.breakers,
 		Dependencies: b.deps, Schedules: b.cron, SessionLimit: sessionLimit,
 		Results:       resultview.New(st, resultview.Config{Archive: b.arc, Clock: opt.resultClock}),
 		Notifications: b.note, NotificationHub: hub, OnNotificationDelivered: opt.onDelivered, Plans: plans}

@@ -78,6 +78,9 @@ type Config struct {
 	// (TASKFLOW_SESSION_TTL: seconds or a duration, "86400" or "24h"), and
 	// with them the session's task index. Default 24h. Read here only.
 	SessionTTL time.Duration
+	// AuditRetention is how long the audit trail keeps an entry
+	// (TASKFLOW_AUDIT_RETENTION). Default 90 days.
+	AuditRetention time.Duration
 	// ShutdownGrace bounds a graceful shutdown (TASKFLOW_SHUTDOWN_GRACE).
 	// Default 10s.
 	ShutdownGrace time.Duration
@@ -169,6 +172,7 @@ const (
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxContentBytes  = 512 << 10
 	DefaultSessionTTL       = 24 * time.Hour
+	DefaultAuditRetention   = 90 * 24 * time.Hour
 	DefaultShutdownGrace    = 10 * time.Second
 	DefaultRequestTimeout   = time.Second
 	DefaultConcurrency      = 10
@@ -201,6 +205,9 @@ func (c Config) WithDefaults() Config {
 		if int64(c.MaxContentBytes) > c.MaxBodyBytes {
 			c.MaxContentBytes = int(c.MaxBodyBytes)
 		}
+	}
+	if c.AuditRetention == 0 {
+		c.AuditRetention = DefaultAuditRetention
 	}
 	if c.SessionTTL == 0 {
 		c.SessionTTL = DefaultSessionTTL
