@@ -22,6 +22,11 @@ export function Plans({ name }: { name?: string }) {
   }, [])
   return (
     <section aria-labelledby="plans-h">
+      {name && (
+        <p className="crumbs">
+          <Link href="/ui/plans">← Back to the plan list</Link>
+        </p>
+      )}
       <PageHead id="plans-h" title={name ? `Plan ${name}` : 'Plans'} sub={name ? 'Its DAG, a run, and the run\'s per-node timeline.' : 'The plans this server runs.'} />
       {error && <Notice kind="error">{error}</Notice>}
       {!name && list && (
@@ -107,9 +112,6 @@ function PlanView({ name }: { name: string }) {
 
   return (
     <>
-      <p>
-        <Link href="/ui/plans">← Back to the plan list</Link>
-      </p>
       {error && <Notice kind="error">{error}</Notice>}
       {graph && <Dag graph={graph} />}
       <form

@@ -87,7 +87,7 @@ export function TaskDetail({ id }: { id: string }) {
               </span>
               <span className="tag">{task.task_type}</span>
               <span className={`prio-${task.priority}`}>{task.priority} priority</span>
-              {res?.message && <span>{res.message}</span>}
+              {res?.message && !task.waiting_for && <span>{res.message}</span>}
             </p>
           )}
         </div>
@@ -180,7 +180,7 @@ export function TaskDetail({ id }: { id: string }) {
                 </Fact>
               )}
               {task.last_error && (
-                <Fact name="Last error">
+                <Fact name="Last error" wide>
                   <ErrorText text={task.last_error} />
                 </Fact>
               )}
@@ -286,9 +286,9 @@ export function TaskDetail({ id }: { id: string }) {
   )
 }
 
-function Fact({ name, children }: { name: string; children: ReactNode }) {
+function Fact({ name, children, wide }: { name: string; children: ReactNode; wide?: boolean }) {
   return (
-    <div>
+    <div className={wide ? 'fact-wide' : undefined}>
       <dt>{name}</dt>
       <dd>{children}</dd>
     </div>

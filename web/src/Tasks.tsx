@@ -201,8 +201,10 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
                   <th scope="col">Task</th>
                   <th scope="col">Type</th>
                   <th scope="col">State</th>
-                  <th scope="col">Priority</th>
-                  <th scope="col" className="num" title="attempts started, of those allowed">
+                  <th scope="col" className="hide-sm">
+                    Priority
+                  </th>
+                  <th scope="col" className="num hide-sm" title="attempts started, of those allowed">
                     Attempts
                   </th>
                   <th scope="col">Duration</th>
@@ -229,8 +231,8 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
                     <td>
                       <TaskState task={{ state: t.state, waiting_for: waitingFor(t) }} />
                     </td>
-                    <td className={`prio-${t.priority}`}>{t.priority}</td>
-                    <td className="num nowrap" title={`${t.retry_count} retries of ${t.max_retries} allowed`}>
+                    <td className={`prio-${t.priority} hide-sm`}>{t.priority}</td>
+                    <td className="num nowrap hide-sm" title={`${t.retry_count} retries of ${t.max_retries} allowed`}>
                       {attempts(t)} / {t.max_retries + 1}
                     </td>
                     <td className="nowrap">

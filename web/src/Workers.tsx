@@ -90,7 +90,7 @@ export function WorkersPage() {
                 const of = w.concurrency || 0
                 return (
                   <tr key={w.worker_id}>
-                    <td>
+                    <td className="nowrap">
                       <code>{w.worker_id}</code>
                     </td>
                     <td>{w.host ?? '–'}</td>
@@ -104,7 +104,7 @@ export function WorkersPage() {
                     </td>
                     <td className="nowrap">
                       {w.heartbeat_age_seconds !== undefined ? (
-                        <Pill state={w.heartbeat_age_seconds > 10 ? 'behind' : 'ok'}>{`${w.heartbeat_age_seconds.toFixed(1)} s ago`}</Pill>
+                        <Pill state={w.heartbeat_age_seconds > 20 ? 'behind' : 'ok'}>{`${w.heartbeat_age_seconds.toFixed(1)} s ago`}</Pill>
                       ) : (
                         '–'
                       )}

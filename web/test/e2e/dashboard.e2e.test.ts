@@ -334,7 +334,8 @@ describe('dashboard', () => {
         for (const [path, heading] of pages) {
           await page.goto(base + path)
           await page.getByRole('heading', { level: 2, name: new RegExp('^' + heading) }).first().waitFor()
-          await page.getByRole('table').first().waitFor() // the page's data
+          // the page's data
+          await (path === '/ui/submit' ? page.getByLabel('Task type') : page.getByRole('table').first()).waitFor()
           await page.waitForTimeout(150)
           const at = `${path} ${width}px ${scheme}`
           expect(await page.evaluate(() => document.documentElement.scrollWidth), at).toBeLessThanOrEqual(width)
