@@ -13,8 +13,11 @@ FUZZPKGS ?= ./...
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
 
-run: ## Run taskflow dev with the example services and the plans' demo data (embedded Redis when REDIS_URL is unset)
-	$(GO) run ./cmd/taskflow dev --services all --demo-data
+run: ## Build bin/taskflow and bin/rankd, then run taskflow dev with the example services and the plans' demo data (embedded Redis on 127.0.0.1:6380 when REDIS_URL is unset); Ctrl-C stops it
+	@$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/taskflow ./cmd/rankd
+	@# Ctrl-C reaches taskflow, which stops gracefully and exits 0; the
+	@# recipe's shell ignores the interrupt itself, so make ends quietly
+	@trap 'exit 0' INT; bin/taskflow dev --services all --demo-data; rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 130 ] || exit $$rc
 
 # The commit the binaries report (taskflow version, rankd --version) when the
 # build has no VCS information of its own (GOFLAGS=-buildvcs=false, go run).

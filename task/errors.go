@@ -28,6 +28,12 @@ const (
 	ErrTypeNotFound           = "NotFound"
 	ErrTypePanic              = "Panic"
 	ErrTypeTaskTooOld         = "TaskTooOld"
+	// ErrTypeTaskTimeout is an attempt that ran past the task's own
+	// timeout (retried on the Default schedule unless one is set for it).
+	ErrTypeTaskTimeout = "TaskTimeout"
+	// ErrTypePermanent is a permanent failure whose handler named no
+	// error type (task.Permanent(err)).
+	ErrTypePermanent = "PermanentFailure"
 )
 
 // Handlers report how a failure must be treated by returning (or wrapping)
@@ -36,7 +42,7 @@ const (
 
 // PermanentError marks a failure that must not be retried.
 type PermanentError struct {
-	Type string // error type recorded on the task; ErrTypeInvalidInput when empty
+	Type string // error type recorded on the task; ErrTypePermanent when empty
 	Err  error
 }
 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -199,12 +200,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fail(err)
 	}
-	res, err := eng.Run(ctx, c, req, opts)
+	traced := opts
+	traced.Trace = true // to tell a plan that read nothing
+	res, err := eng.Run(ctx, c, req, traced)
 	if o.trace && res != nil {
-		printTrace(stderr, c.Name, res)
+		printTrace(stderr, c.Name, res, dataSource(eng, c, o))
 	}
 	if err != nil {
 		return fail(err)
+	}
+	if noData(res) {
+		// otherwise stderr stays the reference rankd's (errors only)
+		dataNote(stderr, eng, c, o)
+		warnIfNoData(stderr, res)
 	}
 	line := plan.AppendOutput(nil, req.RequestID, engineID, res.Outputs, reg)
 	line = append(line, '\n')
@@ -296,8 +304,68 @@ func errMessage(err error) string {
 	return msg
 }
 
-func printTrace(w io.Writer, name string, res *plan.Result) {
-	fmt.Fprintf(w, "trace %s: %d node(s), %s, critical path %d Redis round trip(s)\n", name, len(res.Trace), res.Elapsed.Round(time.Microsecond), res.CriticalRoundTrips)
+// dataNote says on stderr where the plan's data is read: the Redis of
+// each endpoint and the key prefix, so an answer can be told from an
+// answer on another Redis's (or no) data.
+func dataNote(w io.Writer, eng *plan.Engine, c *plan.Compiled, o options) {
+	if where := dataSource(eng, c, o); where != "" {
+		fmt.Fprintf(w, "rankd: plan %s reads %s\n", c.Name, where)
+	}
+}
+
+// dataSource names the Redis of each endpoint the plan reads, and the
+// key prefix; "" for a plan that reads none.
+func dataSource(eng *plan.Engine, c *plan.Compiled, o options) string {
+	var where []string
+	for _, id := range c.Endpoints {
+		where = append(where, eng.DescribeEndpoint(id))
+	}
+	if len(where) == 0 {
+		return ""
+	}
+	prefix := ""
+	if o.keyPrefix != "" {
+		prefix = fmt.Sprintf(" (key prefix %q)", o.keyPrefix)
+	}
+	return strings.Join(slices.Compact(where), ", ") + prefix
+}
+
+// warnIfNoData warns when every Redis read of a run found nothing: the
+// plan's data is not where rankd looked (another Redis, another prefix,
+// or not loaded), and an empty answer would look like a real one.
+func warnIfNoData(w io.Writer, res *plan.Result) {
+	if reads := redisReads(res); reads > 0 {
+		fmt.Fprintf(w, "rankd: warning: the plan's %d Redis read(s) found no data: is the data loaded there? (`taskflow seed-demo` loads the demo data; `make run` loads it into its embedded Redis, redis://127.0.0.1:6380/0)\n", reads)
+	}
+}
+
+// redisReads counts the nodes of a traced run that read Redis.
+func redisReads(res *plan.Result) int {
+	n := 0
+	for _, t := range res.Trace {
+		if t.RoundTrips > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// noData: a traced run read Redis and every read found nothing.
+func noData(res *plan.Result) bool {
+	rows := 0
+	for _, t := range res.Trace {
+		if t.RoundTrips > 0 {
+			rows += t.RowsOut
+		}
+	}
+	return redisReads(res) > 0 && rows == 0
+}
+
+func printTrace(w io.Writer, name string, res *plan.Result, source string) {
+	if source != "" {
+		source = ", data from " + source
+	}
+	fmt.Fprintf(w, "trace %s: %d node(s), %s, critical path %d Redis round trip(s)%s\n", name, len(res.Trace), res.Elapsed.Round(time.Microsecond), res.CriticalRoundTrips, source)
 	fmt.Fprintf(w, "%-12s %-22s %-4s %-7s %10s %10s %8s %8s %4s\n", "node", "op", "kind", "place", "start_us", "end_us", "rows_in", "rows_out", "rtt")
 	tr := append([]plan.NodeTrace(nil), res.Trace...)
 	sort.SliceStable(tr, func(i, j int) bool { return tr[i].Start < tr[j].Start })
@@ -326,8 +394,14 @@ func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOption
 	if err := eng.Ping(ctx, c); err != nil {
 		return fail(err)
 	}
-	opts.Trace = false
+	dataNote(stderr, eng, c, o)
 	req := &plan.Request{RequestID: "bench", UserID: o.benchUserID}
+	probe := opts
+	probe.Trace = true
+	if res, err := eng.Run(ctx, c, req, probe); err == nil {
+		warnIfNoData(stderr, res) // a benchmark of empty reads measures nothing
+	}
+	opts.Trace = false
 	var crit atomic.Int64
 	one := func() (time.Duration, error) {
 		t0 := time.Now()

@@ -288,11 +288,39 @@ func TestPlanAndRunErrorsOnStderr(t *testing.T) {
 	}
 }
 
+// A plan whose data is not where rankd reads answers as the reference
+// does (no candidates), and says on stderr which Redis it read and that
+// nothing was there; a run on loaded data keeps stderr empty.
+func TestWarnsWhenThePlansDataIsAbsent(t *testing.T) {
+	t.Parallel()
+	_, ns := testredis.Client(t)
+	env := map[string]string{"REDIS_URL": testredis.URL(), "RANKD_KEY_PREFIX": ns + ":nothing-here:"}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--plan-name", "complex_dag"}, strings.NewReader(`{"user_id":1}`), &out, &errb, func(k string) string { return env[k] })
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), `"candidates":[]`)
+	require.Contains(t, errb.String(), "rankd: plan complex_dag reads "+testredis.URL())
+	require.Contains(t, errb.String(), `(key prefix "`+ns+`:nothing-here:")`)
+	require.Contains(t, errb.String(), "rankd: warning: the plan's 2 Redis read(s) found no data")
+
+	r := rankd(t, `{"user_id":1}`, "--plan-name", "complex_dag")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NotContains(t, r.stdout, `"candidates":[]`)
+	require.Empty(t, r.stderr)
+
+	// the benchmark checks first: a benchmark of empty reads measures nothing
+	errb.Reset()
+	out.Reset()
+	code = run(context.Background(), []string{"--plan-name", "complex_dag", "--bench", "5", "--bench-concurrency", "1"}, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, errb.String(), "rankd: warning: the plan's 2 Redis read(s) found no data")
+}
+
 func TestTrace(t *testing.T) {
 	t.Parallel()
 	r := rankd(t, `{"user_id":1}`, "--plan", filepath.Join(plans, "complex_dag.plan.json"), "--trace")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "critical path 2 Redis round trip(s)")
+	require.Contains(t, r.stderr, "critical path 2 Redis round trip(s), data from "+testredis.URL())
 	// The reference's reads: the viewer's and the follows' countries too.
 	all := rankd(t, `{"user_id":1}`, "--plan", filepath.Join(plans, "complex_dag.plan.json"), "--trace", "--read_dead_columns")
 	require.Equal(t, 0, all.code, all.stderr)

@@ -92,7 +92,7 @@ func TestLoadgen(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
 	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0")
-	dev.Env = append(dev.Environ(), "REDIS_URL=", "TASKFLOW_ADMIN_KEY=")
+	dev.Env = append(dev.Environ(), "REDIS_URL=", "TASKFLOW_ADMIN_KEY=", "TASKFLOW_DEV_REDIS_ADDR=127.0.0.1:0")
 	stderr, err := dev.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, dev.Start())

@@ -60,17 +60,37 @@ func clientCommand(m *Main, cmd *cobra.Command, run func(ctx context.Context, c 
 
 // do sends a request and decodes a JSON answer into out (when not nil).
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	raw, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("unexpected answer from %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// get fetches path and returns the answer's body as it is (a file).
+func (c *apiClient) get(ctx context.Context, path string) ([]byte, error) {
+	return c.send(ctx, "GET", path, nil)
+}
+
+// send sends a request and returns the answer's body; an answer from 400
+// up is an *APIError.
+func (c *apiClient) send(ctx context.Context, method, path string, body any) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -80,28 +100,23 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach the taskflow API at %s (is `taskflow dev` or `taskflow api` running? set TASKFLOW_URL): %w", c.base, err)
+		return nil, fmt.Errorf("cannot reach the taskflow API at %s (is `taskflow dev` or `taskflow api` running? set TASKFLOW_URL): %w", c.base, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.StatusCode >= 400 {
 		var env struct {
 			Error struct{ Code, Message, Field string } `json:"error"`
 		}
 		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
-			return &APIError{Status: res.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field}
+			return nil, &APIError{Status: res.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field}
 		}
-		return &APIError{Status: res.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
+		return nil, &APIError{Status: res.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
 	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return fmt.Errorf("unexpected answer from %s %s: %w", method, path, err)
-		}
-	}
-	return nil
+	return raw, nil
 }
 
 // taskDoc is the part of a task the client commands show.
@@ -121,6 +136,20 @@ type taskDoc struct {
 		Reason  string `json:"reason"`
 		Message string `json:"message"`
 	} `json:"waiting_for"`
+	// Notifications are the session's, delivered on this response.
+	Notifications []struct {
+		Message string `json:"message"`
+	} `json:"notifications"`
+}
+
+// shownState is the task's state as a person reads it: an external task
+// no live service takes is "WAITING FOR SERVICE" (its state is PENDING or
+// ACTIVE, which would read as queued or running).
+func (t taskDoc) shownState() string {
+	if t.WaitingFor != nil && t.WaitingFor.Reason == "no_service" {
+		return "WAITING FOR SERVICE (" + t.State + ")"
+	}
+	return t.State
 }
 
 func short(s string, n int) string {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -72,7 +75,7 @@ Redis this process uses (the plans read it there). ` + "`make run`" + ` passes b
 			},
 		}
 		f := cmd.Flags()
-		cfg.BindFlags(f, "addr", "redis-url", "namespace", "admin-key", "concurrency", "output-dir")
+		cfg.BindFlags(f, "addr", "redis-url", "dev-redis-addr", "namespace", "admin-key", "concurrency", "output-dir")
 		f.StringVar(&opts.servicesFlag, "services", "", "example external services to run in this process: "+strings.Join(tools.Names(), ",")+", or all")
 		f.BoolVar(&opts.demoData, "demo-data", false, "load the plans' demo data into this process's Redis")
 		return cmd
@@ -109,14 +112,21 @@ func parseServices(v string) ([]string, error) {
 
 func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devOptions) error {
 	out := m.Stderr
+	var emb *devredis.Server
 	if cfg.RedisURL == "" {
-		emb, err := devredis.Start()
+		var moved bool
+		var err error
+		emb, moved, err = devredis.StartPreferring(cfg.DevRedisAddr)
 		if err != nil {
 			return err
 		}
 		defer emb.Close()
 		cfg.RedisURL = emb.URL()
 		fmt.Fprintf(out, "taskflow dev: REDIS_URL is unset, so tasks live in an embedded in-memory Redis (%s).\n", emb.Addr())
+		if moved {
+			fmt.Fprintf(out, "taskflow dev: %s was taken, so the embedded Redis is on %s: point taskflow mcp and rankd at REDIS_URL=%s (not the documented redis://%s/0)\n",
+				cfg.DevRedisAddr, emb.Addr(), emb.URL(), cfg.DevRedisAddr)
+		}
 		fmt.Fprintln(out, "taskflow dev: NOTHING IS KEPT when this process stops. Set REDIS_URL to use a real Redis.")
 	} else {
 		fmt.Fprintf(out, "taskflow dev: using Redis at %s\n", redactedURL(cfg.RedisURL))
@@ -163,10 +173,20 @@ func runDev(ctx context.Context, m *Main, cfg app.Config, addr string, opts devO
 	fmt.Fprintf(out, "taskflow dev: dashboard %s/ui/\n", base)
 	fmt.Fprintf(out, "taskflow dev: MCP server for agents %s/mcp (streamable HTTP; docs/mcp.md)\n", base)
 	fmt.Fprintf(out, "taskflow dev: open %s/docs  (API %s/api/v1/, health %s/health)\n", base, base, base)
+	// commands printed as they run when pasted into another terminal in
+	// this directory: the client named as this process was started
+	self := selfCommand(os.Args[0], executable(), exec.LookPath, fileExists)
+	urlEnv := ""
+	if base != "http://"+DevAddr {
+		urlEnv = "TASKFLOW_URL=" + base + " "
+	}
 	fmt.Fprintf(out, "taskflow dev: try  curl -s -X POST %s/api/v1/tasks/summarize/ -H 'Content-Type: application/json' -d '{\"content\":\"...\"}'\n", base)
-	fmt.Fprintf(out, "taskflow dev: or   echo 'some text. more text.' | TASKFLOW_URL=%s taskflow submit --wait\n", base)
+	fmt.Fprintf(out, "taskflow dev: or   echo 'Some text. More text.' | %s%s submit --wait\n", urlEnv, self)
 	if opts.demoData {
 		fmt.Fprintf(out, "taskflow dev: plan curl -s -X POST %s/api/v1/plans/complex_dag/execute -d '{\"user_id\":1}'\n", base)
+	}
+	if emb != nil {
+		fmt.Fprintf(out, "taskflow dev: agents over stdio: REDIS_URL=%s %s mcp   (docs/mcp.md)\n", emb.URL(), self)
 	}
 
 	// the API, the engine and the orchestrator run as one group: the first
@@ -235,6 +255,55 @@ func serviceTypes(names []string) []string {
 		out = append(out, tools.Catalog[n].Types...)
 	}
 	return out
+}
+
+// selfCommand is how a person in this process's working directory runs
+// this binary again: "taskflow" when that is what PATH finds (make
+// install), the path it was started by when typed as one (bin/taskflow:
+// make run), "go run ./cmd/taskflow" for a `go run` from the repository
+// (the binary is a temporary file), else the binary's absolute path.
+func selfCommand(arg0, exe string, lookPath func(string) (string, error), exists func(string) bool) string {
+	if !strings.Contains(arg0, string(filepath.Separator)) {
+		if p, err := lookPath(arg0); err == nil && sameFile(p, exe) {
+			return arg0
+		}
+	} else if !strings.Contains(arg0, "go-build") {
+		return arg0
+	}
+	if strings.Contains(exe, "go-build") && exists(filepath.Join("cmd", "taskflow", "main.go")) {
+		return "go run ./cmd/taskflow"
+	}
+	if exe != "" {
+		return exe
+	}
+	return arg0
+}
+
+// executable is this process's binary, "" when unknown.
+func executable() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// sameFile: a and b name one file (b already resolved).
+func sameFile(a, b string) bool {
+	if r, err := filepath.EvalSymlinks(a); err == nil {
+		a = r
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // redactedURL hides a password in a Redis URL.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -219,4 +221,49 @@ func TestAPIInsecureServes(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("api did not stop")
 	}
+}
+
+// The banner names the client as a person types it in the same directory.
+func TestSelfCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "taskflow")
+	require.NoError(t, os.WriteFile(bin, []byte("x"), 0o755))
+	other := filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(other, []byte("y"), 0o755))
+	found := func(p string) func(string) (string, error) {
+		return func(string) (string, error) { return p, nil }
+	}
+	missing := func(string) (string, error) { return "", exec.ErrNotFound }
+	yes := func(string) bool { return true }
+	no := func(string) bool { return false }
+
+	// make install: PATH finds this very binary
+	require.Equal(t, "taskflow", selfCommand("taskflow", bin, found(bin), no))
+	// make run: started as bin/taskflow
+	require.Equal(t, "bin/taskflow", selfCommand("bin/taskflow", bin, missing, no))
+	// go run from the repository: the binary is a temporary file
+	tmp := "/tmp/go-build123/b001/exe/taskflow"
+	require.Equal(t, "go run ./cmd/taskflow", selfCommand(tmp, tmp, missing, yes))
+	// PATH finds another taskflow: this one's absolute path
+	require.Equal(t, bin, selfCommand("taskflow", bin, found(other), no))
+	require.Equal(t, bin, selfCommand("taskflow", bin, missing, no))
+}
+
+// `taskflow healthcheck`, the probe of the image (which has no curl):
+// 0 when the API answers 200, 1 when it answers otherwise or not at all.
+func TestHealthcheck(t *testing.T) {
+	t.Parallel()
+	base, _ := startDev(t, nil)
+	run := func(args ...string) error {
+		return testMain(nil, io.Discard).Run(context.Background(), append([]string{"healthcheck"}, args...))
+	}
+	require.NoError(t, run("--url", base))
+	require.NoError(t, run("--url", base, "--path", "/ready"))
+	var ee *ExitError
+	require.ErrorAs(t, run("--url", base, "--path", "/no-such-probe"), &ee)
+	require.Equal(t, 1, ee.Code)
+	require.ErrorAs(t, run("--url", "http://127.0.0.1:1"), &ee)
+	require.Equal(t, 1, ee.Code)
+	require.ErrorAs(t, run("--url", base, "--path", "live"), &ee)
+	require.Equal(t, 2, ee.Code)
 }

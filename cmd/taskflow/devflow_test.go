@@ -24,7 +24,7 @@ import (
 func TestDevWholeFlow(t *testing.T) {
 	t.Parallel()
 	base, printed := startDev(t, nil, "--services", "all", "--demo-data", "--output-dir", t.TempDir())
-	require.Contains(t, printed.String(), "example services running in this process: analysis, document, export, report")
+	require.Contains(t, printed.String(), "example services running in this process: analysis, document, export, report, wordcount")
 	require.Contains(t, printed.String(), "loaded 31 plan demo keys")
 
 	do := func(method, path, token, body string) (int, map[string]any) {
@@ -141,7 +141,20 @@ func TestWaitingForAService(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	require.Contains(t, string(body), "no service for data.export is running")
-	got, _, err := client(t, base, "", "services")
+	require.Contains(t, string(body), `"status":"waiting_for_service"`)
+	// the listing says so too, as the API, the dashboard and the CLI show it
+	res, err = http.Get(base + "/api/v1/tasks?summary=true&task_type=data.export")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Contains(t, string(body), `"waiting_for":{"reason":"no_service"`)
+	got, _, err := client(t, base, "", "status", id)
+	require.NoError(t, err)
+	require.Regexp(t, `state\s+WAITING FOR SERVICE \((PENDING|ACTIVE)\)`, got)
+	got, _, err = client(t, base, "", "tasks")
+	require.NoError(t, err)
+	require.Contains(t, got, "WAITING FOR SERVICE")
+	got, _, err = client(t, base, "", "services")
 	require.NoError(t, err)
 	require.Regexp(t, `data\.export\s+none running`, got)
 

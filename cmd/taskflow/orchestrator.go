@@ -41,7 +41,7 @@ func init() { register("orchestrator", newOrchestratorCommand) }
 
 // externalTypes are the task types external services perform: the
 // configuration's (TASKFLOW_EXTERNAL_TYPES), else the example services'
-// and the Node example's text.wordcount.
+// (text.wordcount among them, also the Node example's).
 func externalTypes(m *Main) []string {
 	cfg, _ := m.config() // a list is always read; other variables' errors stop the commands that run parts
 	if cfg.External.Types != nil {
@@ -51,7 +51,6 @@ func externalTypes(m *Main) []string {
 	for _, n := range tools.Names() {
 		out = append(out, tools.Catalog[n].Types...)
 	}
-	out = append(out, "text.wordcount")
 	sort.Strings(out)
 	return out
 }

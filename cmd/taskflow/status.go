@@ -36,7 +36,7 @@ func init() {
 				}
 				w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
 				fmt.Fprintf(w, "task\t%s\ntype\t%s\nstate\t%s\nretries\t%d/%d\ncreated\t%s\nupdated\t%s\n",
-					t.ID, t.Type, t.State, t.RetryCount, t.MaxRetries, t.CreatedAt.Format("2006-01-02 15:04:05.000"), t.UpdatedAt.Format("2006-01-02 15:04:05.000"))
+					t.ID, t.Type, t.shownState(), t.RetryCount, t.MaxRetries, t.CreatedAt.Format("2006-01-02 15:04:05.000"), t.UpdatedAt.Format("2006-01-02 15:04:05.000"))
 				if t.LastError != "" {
 					fmt.Fprintf(w, "last error\t%s: %s\n", t.ErrorType, t.LastError)
 				}

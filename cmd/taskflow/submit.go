@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ func init() {
 			taskType, params, priority string
 			wait                       bool
 			waitFor                    time.Duration
+			download                   string
 			maxRetries                 int
 			timeout                    float64
 		)
@@ -34,6 +37,7 @@ func init() {
 		cmd.Flags().Float64Var(&timeout, "timeout", 0, "seconds one attempt may run, fractions allowed (unset: the server's TASKFLOW_TASK_TIMEOUT)")
 		cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task ends, showing progress, then print its result")
 		cmd.Flags().DurationVar(&waitFor, "wait-timeout", 10*time.Minute, "give up waiting after this long")
+		cmd.Flags().StringVar(&download, "download", "", "with --wait: save the result's file (its file_url) into this directory")
 		_ = cmd.RegisterFlagCompletionFunc("type", completeTaskTypes(m))
 		_ = cmd.RegisterFlagCompletionFunc("priority", cobra.FixedCompletions([]string{"high", "normal", "low"}, cobra.ShellCompDirectiveNoFileComp))
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
@@ -47,6 +51,14 @@ func init() {
 			}
 			if waitFor <= 0 {
 				return fmt.Errorf("--wait-timeout %s: must be more than 0", waitFor)
+			}
+			if download != "" && !wait {
+				return errors.New("--download needs --wait (the file exists once the task completed)")
+			}
+			if download != "" {
+				if st, err := os.Stat(download); err != nil || !st.IsDir() {
+					return fmt.Errorf("--download %s: not a directory", download)
+				}
 			}
 			body := map[string]any{"task_type": taskType}
 			content, src, err := readContent(m, args, taskType == "summarize" || (params == "" && len(args) > 0))
@@ -87,7 +99,11 @@ func init() {
 				return err
 			}
 			fmt.Fprintf(m.Stderr, "task %s submitted\n", sub.TaskID)
-			return waitTask(ctx, m, c, sub.TaskID, waitFor)
+			t, err := waitTask(ctx, m, c, sub.TaskID, waitFor)
+			if err != nil || download == "" {
+				return err
+			}
+			return downloadResultFile(ctx, m, c, t, download)
 		})
 	})
 }
@@ -124,8 +140,10 @@ func readContent(m *Main, args []string, required bool) (string, string, error) 
 }
 
 // waitTask polls the task until it ends, printing each state change with
-// the elapsed time to stderr, then prints the result (or the error).
-func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.Duration) error {
+// the elapsed time to stderr, and the notifications the session's polls
+// deliver (the next-response channel), then prints the result (or the
+// error) and returns the completed task.
+func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.Duration) (taskDoc, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
@@ -138,11 +156,11 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 		var t taskDoc
 		if err := c.do(ctx, "GET", "/api/v1/tasks/"+id, nil, &t); err != nil {
 			if ctx.Err() != nil {
-				return &ExitError{Code: 3, Err: fmt.Errorf("gave up waiting for task %s after %s (state %s)", id, limit, last)}
+				return t, &ExitError{Code: 3, Err: fmt.Errorf("gave up waiting for task %s after %s (state %s)", id, limit, last)}
 			}
-			return err
+			return t, err
 		}
-		if t.State != last {
+		if shown := t.shownState(); shown != last {
 			extra := ""
 			if t.RetryCount > 0 {
 				extra = fmt.Sprintf(" retry %d/%d", t.RetryCount, t.MaxRetries)
@@ -150,27 +168,30 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			if t.LastError != "" && t.State != "COMPLETED" {
 				extra += " last error: " + short(t.LastError, 80)
 			}
-			fmt.Fprintf(m.Stderr, "[%6.1fs] %s%s\n", time.Since(start).Seconds(), t.State, extra)
-			last = t.State
+			fmt.Fprintf(m.Stderr, "[%6.1fs] %s%s\n", time.Since(start).Seconds(), shown, extra)
+			last = shown
 			lastPrint = time.Now()
 			delay = 50 * time.Millisecond
 		}
 		if t.WaitingFor != nil && !toldWaiting {
 			fmt.Fprintf(m.Stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), t.WaitingFor.Message)
 			toldWaiting, lastPrint = true, time.Now()
-		} else if t.State == last && time.Since(lastPrint) >= stillEvery {
-			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), t.State)
+		} else if time.Since(lastPrint) >= stillEvery {
+			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), last)
 			lastPrint = time.Now()
+		}
+		for _, n := range t.Notifications {
+			fmt.Fprintf(m.Stderr, "[%6.1fs] notification: %s\n", time.Since(start).Seconds(), n.Message)
 		}
 		switch t.State {
 		case "COMPLETED":
-			return printResult(m, c.base, t.Result)
+			return t, printResult(m, c.base, t.Result)
 		case "DLQ", "CANCELLED":
-			return &ExitError{Code: 2, Err: fmt.Errorf("task %s ended %s: %s %s", id, t.State, t.ErrorType, t.LastError)}
+			return t, &ExitError{Code: 2, Err: fmt.Errorf("task %s ended %s: %s %s", id, t.State, t.ErrorType, t.LastError)}
 		}
 		select {
 		case <-ctx.Done():
-			return &ExitError{Code: 3, Err: fmt.Errorf("gave up waiting for task %s after %s (state %s)", id, limit, last)}
+			return t, &ExitError{Code: 3, Err: fmt.Errorf("gave up waiting for task %s after %s (state %s)", id, limit, last)}
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, time.Second)
@@ -210,4 +231,35 @@ func printResult(m *Main, base string, raw json.RawMessage) error {
 	}
 	_, err := fmt.Fprintln(m.Stdout, string(raw))
 	return err
+}
+
+// downloadResultFile saves the file a completed task's result links
+// (file_url on this API) into dir, under the file's own name, and says
+// where on stderr. A result without a file is an error: --download was
+// asked for one.
+func downloadResultFile(ctx context.Context, m *Main, c *apiClient, t taskDoc, dir string) error {
+	var r struct {
+		FileURL string `json:"file_url"`
+	}
+	_ = json.Unmarshal(t.Result, &r)
+	if !strings.HasPrefix(r.FileURL, "/api/") {
+		if r.FileURL == "" {
+			return fmt.Errorf("--download: task %s's result has no file", t.ID)
+		}
+		return fmt.Errorf("--download: task %s's file is not served by the API: %s", t.ID, r.FileURL)
+	}
+	name := path.Base(r.FileURL)
+	if name == "." || name == "/" || name == ".." {
+		return fmt.Errorf("--download: unexpected file_url %q", r.FileURL)
+	}
+	data, err := c.get(ctx, r.FileURL)
+	if err != nil {
+		return fmt.Errorf("--download: %w", err)
+	}
+	dst := filepath.Join(dir, name)
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		return fmt.Errorf("--download: %w", err)
+	}
+	fmt.Fprintf(m.Stderr, "saved %s (%d bytes)\n", dst, len(data))
+	return nil
 }

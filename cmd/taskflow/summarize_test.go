@@ -18,9 +18,17 @@ import (
 	"github.com/taskflow/taskflow/task"
 )
 
+// An embedded Redis of a test's `taskflow dev` takes a free port, unless
+// the test says otherwise: the documented 127.0.0.1:6380 is left to
+// TestFirstHourAsPasted (and a developer's `make run`).
 func testMain(env map[string]string, stdout io.Writer) *Main {
 	return &Main{Stdin: strings.NewReader(""), Stdout: stdout, Stderr: io.Discard,
-		Getenv: func(k string) string { return env[k] }, Logger: NewMain().Logger}
+		Getenv: func(k string) string {
+			if v, ok := env[k]; ok || k != "TASKFLOW_DEV_REDIS_ADDR" {
+				return v
+			}
+			return "127.0.0.1:0"
+		}, Logger: NewMain().Logger}
 }
 
 // TestSummarizeRegistration: without a key the summarize handler is the

@@ -69,7 +69,7 @@ func printTasks(m *Main, ts []taskDoc, total int64) error {
 	w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(w, "TASK_ID\tTYPE\tSTATE\tRETRIES\tUPDATED\tLAST ERROR")
 	for _, t := range ts {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Type, t.State, t.RetryCount, t.MaxRetries,
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", t.ID, t.Type, t.shownState(), t.RetryCount, t.MaxRetries,
 			t.UpdatedAt.Format("01-02 15:04:05"), short(t.LastError, 60))
 	}
 	fmt.Fprintf(w, "(%d of %d)\n", len(ts), total)

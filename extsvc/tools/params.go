@@ -34,6 +34,9 @@ var ParamSchemas = map[string]param.Schema{
 		{Name: "format", Kind: param.String, Enum: []string{"csv", "json", "jsonl"}, Description: "default csv"},
 		{Name: "columns", Kind: param.Array, Items: param.String, Description: "CSV columns in order; default every key, sorted"},
 	}},
+	"text.wordcount": {Fields: []param.Field{
+		{Name: "text", Kind: param.String, Required: true, MaxLen: MaxWordcountBytes, Description: "the text whose words are counted"},
+	}},
 }
 
 // Descriptions say what each example type does, for people and agents
@@ -46,12 +49,14 @@ var (
 		"data.analyze":     "Computes statistics of a CSV (per column: count, mean, min, max); the result links the analysis.",
 		"document.process": "Extracts the text, headings and statistics of a document (text, HTML or Markdown).",
 		"data.export":      "Writes rows (JSON objects) as CSV, JSON or JSON Lines; the result links the file.",
+		"text.wordcount":   "Counts the words of a text and lists its most frequent ones.",
 	}
 	Notify = map[string]string{
 		"report.generate":  "Your {quarter} {year} report is ready",
 		"data.analyze":     "Your data analysis is ready",
 		"document.process": "Your document is processed",
 		"data.export":      "Your {format} export is ready",
+		"text.wordcount":   "Your word count is ready",
 	}
 )
 

@@ -102,7 +102,11 @@ func (h reportHandler) Handle(ctx context.Context, t *extsvc.Task) (json.RawMess
 	if err != nil {
 		return nil, err
 	}
-	return extsvc.Result(url, fmt.Sprintf("%s: %d metrics", p.Title, len(rows)), map[string]any{
+	noun := "metrics"
+	if len(rows) == 1 {
+		noun = "metric"
+	}
+	return extsvc.Result(url, fmt.Sprintf("%s: %d %s", p.Title, len(rows), noun), map[string]any{
 		"format": p.Format, "bytes": len(out), "sha256": sum, "metrics": len(rows),
 	}), nil
 }

@@ -1,8 +1,9 @@
 // Package tools holds the example external services of tools:
 // report.generate (generate_report_tool), data.analyze (analyze_data_tool),
-// document.process (process_document_tool) and data.export
-// (export_data_tool). Each writes a real output file and returns the original
-// result object {file_url, summary, metadata}. `taskflow service NAME`
+// document.process (process_document_tool), data.export (export_data_tool)
+// and text.wordcount (wordcount_text_tool, also served by the Node example).
+// Each returns the original result object {file_url, summary, metadata};
+// all but the word count write a real output file. `taskflow service NAME`
 // runs them.
 package tools
 
@@ -59,6 +60,11 @@ var Catalog = map[string]Spec{
 	}},
 	"export": {Service: "export-service", Types: []string{"data.export"}, Register: func(s *extsvc.Server, o Options) {
 		handle(s, "data.export", exportHandler{o})
+	}},
+	// the same type as the Node example service (examples/node-service),
+	// so `taskflow dev --services all` serves every type it offers
+	"wordcount": {Service: "wordcount-service", Types: []string{"text.wordcount"}, Register: func(s *extsvc.Server, o Options) {
+		handle(s, "text.wordcount", wordcountHandler{o})
 	}},
 }
 

@@ -73,6 +73,10 @@ func run(t *testing.T, name string, params map[string]string) (map[string]protoc
 		}
 		var r result
 		require.NoError(t, json.Unmarshal(d.Result, &r))
+		if spec.Types[0] == "text.wordcount" {
+			require.Empty(t, r.FileURL, "the word count writes no file")
+			continue
+		}
 		prefix := "/api/v1/results/" + id + "/files/"
 		require.True(t, strings.HasPrefix(r.FileURL, prefix), r.FileURL)
 		name := strings.TrimPrefix(r.FileURL, prefix)
@@ -189,6 +193,27 @@ func TestExportService(t *testing.T) {
 	_, b = completed(t, got["jsonl"])
 	require.Equal(t, "{\"a\":1}\n{\"a\":2}\n", string(b))
 	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["xml"]))
+}
+
+func TestWordcountService(t *testing.T) {
+	t.Parallel()
+	got, _ := run(t, "wordcount", map[string]string{
+		"ok":    `{"text":"The cat saw the dog.\nThe dog's bowl: 2 bowls, 2 cats."}`,
+		"blank": `{"text":"  \n "}`,
+		"none":  `{}`,
+	})
+	d, err := protocol.As[protocol.CompletedData](got["ok"])
+	require.NoError(t, err)
+	var r struct {
+		Summary  string    `json:"summary"`
+		Metadata WordCount `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal(d.Result, &r))
+	require.Equal(t, "12 words, 9 distinct", r.Summary)
+	require.Equal(t, WordCount{Words: 12, Distinct: 9, Lines: 2, TopWords: []WordTally{
+		{"the", 3}, {"2", 2}, {"bowl", 1}, {"bowls", 1}, {"cat", 1}}}, r.Metadata)
+	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["blank"]))
+	require.Equal(t, "INVALID_PARAMS", failedCode(t, got["none"]))
 }
 
 func FuzzAnalyze(f *testing.F) {

@@ -305,6 +305,10 @@ func (ep *redisEndpoint) ping(ctx context.Context) error {
 	return ep.client.Do(ctx, ep.client.B().Ping().Build()).Error()
 }
 
+// DescribeEndpoint names where endpoint id points (a password hidden),
+// for messages.
+func (e *Engine) DescribeEndpoint(id string) string { return e.describeEndpoint(id) }
+
 // describeEndpoint names where an endpoint points, for messages.
 func (e *Engine) describeEndpoint(id string) string {
 	if e.cfg.RedisURL != "" {

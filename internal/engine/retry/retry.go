@@ -182,7 +182,7 @@ func Classify(err error) Decision {
 	if errors.As(err, &pe) {
 		t := pe.Type
 		if t == "" {
-			t = task.ErrTypeInvalidInput
+			t = task.ErrTypePermanent
 		}
 		return Decision{Class: task.ClassPermanent, ErrorType: t}
 	}

@@ -107,7 +107,7 @@ func TestClassify(t *testing.T) {
 		{"404", fmt.Errorf("wrapped: %w", statusErr(404)), task.ClassPermanent, task.ErrTypeNotFound, 0},
 		{"Deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), task.ClassTransient, task.ErrTypeNetworkTimeout, 0},
 		{"ConnRefused", &net.OpError{Op: "dial", Err: errors.New("refused")}, task.ClassTransient, task.ErrTypeNetworkTimeout, 0},
-		{"Permanent", task.Permanent(errors.New("bad")), task.ClassPermanent, task.ErrTypeInvalidInput, 0},
+		{"Permanent", task.Permanent(errors.New("bad")), task.ClassPermanent, task.ErrTypePermanent, 0},
 		{"RetryAfter", task.RetryAfter(errors.New("later"), time.Minute), task.ClassTransient, task.ErrTypeDefault, time.Minute},
 		{"TransientTyped", task.Transient(task.ErrTypeRateLimit, errors.New("slow down")), task.ClassTransient, task.ErrTypeRateLimit, 0},
 		{"Other", errors.New("boom"), task.ClassTransient, task.ErrTypeDefault, 0},

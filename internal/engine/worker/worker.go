@@ -337,6 +337,9 @@ func (w *Worker) runTask(j job) {
 	}
 	dctx, cancelT := context.WithTimeout(hctx, timeout)
 	result, err := w.call(dctx, t)
+	if err != nil && errors.Is(dctx.Err(), context.DeadlineExceeded) && hctx.Err() == nil {
+		err = ownTimeout(err, timeout)
+	}
 	cancelT()
 	cause := context.Cause(hctx)
 	w.forget(t.ID)
@@ -434,6 +437,24 @@ func (w *Worker) waitForDependency(ctx context.Context, t *task.Task, du *task.D
 		return
 	}
 	w.stats.released.Add(1)
+}
+
+// ownTimeout names a failure that came when the attempt ran past the
+// task's own timeout for what it is: TaskTimeout (transient, the Default
+// schedule unless TASKFLOW_RETRY_SCHEDULES sets one), not the
+// NetworkTimeout a bare context.DeadlineExceeded would be classified as.
+// A handler that chose its own class (task.Permanent, task.Transient,
+// an HTTP status) keeps it.
+func ownTimeout(err error, timeout time.Duration) error {
+	var pe *task.PermanentError
+	var te *task.TransientError
+	var hs retry.HTTPStatuser
+	var ce *task.CancelError
+	var du *task.DependencyUnavailableError
+	if errors.As(err, &pe) || errors.As(err, &te) || errors.As(err, &hs) || errors.As(err, &ce) || errors.As(err, &du) {
+		return err
+	}
+	return task.Transient(task.ErrTypeTaskTimeout, fmt.Errorf("the task's timeout of %s was exceeded: %w", timeout, err))
 }
 
 // call runs the handler, turning a panic into a failure with its stack.

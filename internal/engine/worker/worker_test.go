@@ -236,6 +236,15 @@ func TestHandlerOutcomes(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
+	mux.HandleFunc("bad", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		return nil, task.Permanent(errors.New("no such account"))
+	})
+	mux.HandleFunc("outbound", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		cctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+		defer cancel()
+		<-cctx.Done()
+		return nil, fmt.Errorf("GET /quote: %w", cctx.Err())
+	})
 	b.start(t, mux, Config{Concurrency: 4})
 	enq := func(typ string, timeout time.Duration) string {
 		tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: typ, Timeout: timeout})
@@ -255,8 +264,18 @@ func TestHandlerOutcomes(t *testing.T) {
 	l := b.waitState(t, enq("later", 0), task.StateFailed)
 	require.WithinDuration(t, time.Now().Add(time.Hour), *l.RetryAfter, time.Minute)
 
+	// the task's own timeout is named as such, not as a network timeout
 	s := b.waitState(t, enq("slow", 50*time.Millisecond), task.StateFailed)
-	require.Equal(t, task.ErrTypeNetworkTimeout, s.ErrorType)
+	require.Equal(t, task.ErrTypeTaskTimeout, s.ErrorType)
+	require.Contains(t, s.ErrorHistory[0].Message, "the task's timeout of 50ms was exceeded")
+
+	// a permanent failure without a type of its own
+	d := b.waitState(t, enq("bad", 0), task.StateDLQ)
+	require.Equal(t, task.ErrTypePermanent, d.ErrorType)
+
+	// a handler's own deadline (an outbound call's) stays a network timeout
+	o := b.waitState(t, enq("outbound", 0), task.StateFailed)
+	require.Equal(t, task.ErrTypeNetworkTimeout, o.ErrorType)
 }
 
 func TestGracefulShutdownHandsBack(t *testing.T) {

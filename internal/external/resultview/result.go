@@ -52,7 +52,7 @@ type View struct {
 	TaskType string `json:"task_type"`
 	// Status is lowercase name: pending, processing, completed,
 	// failed, timeout, cancelled (failed covers the DLQ; State says which).
-	Status     string          `json:"status" openapi:"enum=pending|processing|completed|failed|timeout|cancelled" jsonschema:"failed covers the DLQ: state says which"`
+	Status     string          `json:"status" openapi:"enum=pending|processing|waiting_for_service|completed|failed|timeout|cancelled" jsonschema:"failed covers the DLQ: state says which; waiting_for_service: an external task no live service takes (state PENDING or ACTIVE)"`
 	State      task.State      `json:"state"`
 	Result     json.RawMessage `json:"result,omitempty" jsonschema:"completed: the task's result"`
 	Error      *ErrorDetails   `json:"error,omitempty" jsonschema:"failed, timeout: the error"`
@@ -102,6 +102,10 @@ func New(st *store.Store, cfg Config) *Results {
 	}
 	return &Results{st: st, rdb: st.Client(), cfg: cfg, k: NewKeys(st.Namespace())}
 }
+
+// StatusWaitingForService is the status of an unfinished external task
+// whose type no live service takes (its state stays PENDING or ACTIVE).
+const StatusWaitingForService = "waiting_for_service"
 
 // StatusOf maps a state to status name.
 func StatusOf(s task.State) string {

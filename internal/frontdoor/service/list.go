@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -53,6 +54,8 @@ type TaskSummary struct {
 	CompletedAt *time.Time    `json:"completed_at,omitempty"`
 	// WaitingOn: as TaskView.WaitingOn.
 	WaitingOn []string `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
+	// WaitingFor: as TaskView.WaitingFor.
+	WaitingFor *WaitingFor `json:"waiting_for,omitempty"`
 }
 
 // SummaryOf is t without content and result.
@@ -172,14 +175,24 @@ func (s *Service) List(ctx context.Context, p auth.Principal, in ListInput) (Tas
 	}
 	tasks, waiting := l.tasks, l.waiting
 	out.Total, out.Partial = l.total, l.partial
+	// the services' registry is read once, and only when the page holds
+	// an unfinished external task (an error leaves waiting_for unset)
+	var svcs []ServiceInfo
+	if slices.ContainsFunc(tasks, s.mayWaitForService) {
+		svcs, _ = s.serviceRegistry(ctx)
+	}
 	for _, t := range tasks {
+		var wf *WaitingFor
+		if svcs != nil {
+			wf = s.waitingForIn(svcs, t)
+		}
 		if q.summary {
 			sm := SummaryOf(t)
-			sm.WaitingOn = waiting[t.ID]
+			sm.WaitingOn, sm.WaitingFor = waiting[t.ID], wf
 			out.Tasks = append(out.Tasks, sm)
 		} else {
 			v := ViewOf(t)
-			v.WaitingOn = waiting[t.ID]
+			v.WaitingOn, v.WaitingFor = waiting[t.ID], wf
 			out.Tasks = append(out.Tasks, v)
 		}
 	}

@@ -61,7 +61,8 @@ func (s *Service) Result(ctx context.Context, p auth.Principal, id string) (Resu
 	}
 	v := res.View(ctx, t, source)
 	if w := s.waitingFor(ctx, t); w != nil {
-		v.Message = w.Message // the reason it is not picked up, in the answer's own words
+		// the reason it is not picked up, in the answer's own words
+		v.Status, v.Message = resultview.StatusWaitingForService, w.Message
 	}
 	return v, nil
 }

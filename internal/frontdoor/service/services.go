@@ -154,11 +154,27 @@ func (s *Service) serviceRegistry(ctx context.Context) ([]ServiceInfo, error) {
 // nil when the task is not waiting for that reason (or on a read error:
 // the hint is a courtesy, never a failure of the request).
 func (s *Service) waitingFor(ctx context.Context, t *task.Task) *WaitingFor {
-	if t == nil || s.cfg.Types == nil || !s.cfg.Types.IsExternal(t.Type) || (t.State != task.StatePending && t.State != task.StateActive) {
+	if !s.mayWaitForService(t) {
 		return nil
 	}
 	svcs, err := s.serviceRegistry(ctx)
 	if err != nil {
+		return nil
+	}
+	return s.waitingForIn(svcs, t)
+}
+
+// mayWaitForService: t is an external task not yet finished, so whether a
+// live service takes its type matters.
+func (s *Service) mayWaitForService(t *task.Task) bool {
+	return t != nil && s.cfg.Types != nil && s.cfg.Types.IsExternal(t.Type) &&
+		(t.State == task.StatePending || t.State == task.StateActive)
+}
+
+// waitingForIn is waitingFor against a registry already read (a listing
+// reads it once for its page).
+func (s *Service) waitingForIn(svcs []ServiceInfo, t *task.Task) *WaitingFor {
+	if !s.mayWaitForService(t) {
 		return nil
 	}
 	for _, sv := range svcs {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/taskflow/taskflow/internal/external/resultview"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 )
 
@@ -412,7 +413,11 @@ func (a *cancelAnswer) attach(ns []service.Notification) { a.Notifications = ns 
 // describe says a task's status in a sentence.
 func describe(v service.ResultView) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %s (%s) is %s.", v.TaskID, v.TaskType, v.Status)
+	status := v.Status
+	if status == resultview.StatusWaitingForService {
+		status = "waiting for a service"
+	}
+	fmt.Fprintf(&b, "Task %s (%s) is %s.", v.TaskID, v.TaskType, status)
 	if v.Message != "" {
 		b.WriteString(" " + v.Message)
 	}

@@ -43,6 +43,11 @@ type Config struct {
 	// RedisURL is the Redis to use (REDIS_URL, --redis-url). Default empty:
 	// `taskflow dev` then embeds an in-memory server; `taskflow api` refuses.
 	RedisURL string
+	// DevRedisAddr is where `taskflow dev` serves its embedded Redis when
+	// RedisURL is empty (TASKFLOW_DEV_REDIS_ADDR, --dev-redis-addr).
+	// Default "127.0.0.1:6380", a fixed address the documentation's
+	// commands (taskflow mcp, rankd) name; "127.0.0.1:0" picks a free port.
+	DevRedisAddr string
 	// Namespace prefixes every Redis key of this deployment
 	// (TASKFLOW_NAMESPACE, --namespace). Default "taskflow".
 	Namespace string
@@ -159,6 +164,7 @@ type External struct {
 // Defaults, named so that docs and tests can refer to them.
 const (
 	DefaultAddr             = ":8080"
+	DefaultDevRedisAddr     = "127.0.0.1:6380"
 	DefaultNamespace        = keyspace.DefaultName
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxContentBytes  = 512 << 10
@@ -180,6 +186,9 @@ var ErrInvalid = errors.New("invalid configuration")
 func (c Config) WithDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
+	}
+	if c.DevRedisAddr == "" {
+		c.DevRedisAddr = DefaultDevRedisAddr
 	}
 	if c.Namespace == "" {
 		c.Namespace = DefaultNamespace

@@ -17,13 +17,30 @@ type Server struct {
 }
 
 // Start listens on a free loopback port and serves until Close.
-func Start() (*Server, error) {
+func Start() (*Server, error) { return StartAt("127.0.0.1:0") }
+
+// StartAt listens on addr and serves until Close.
+func StartAt(addr string) (*Server, error) {
 	m := miniredis.NewMiniRedis()
 	m.ClockTTL(true)
-	if err := m.StartAddr("127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("devredis: start embedded Redis: %w", err)
+	if err := m.StartAddr(addr); err != nil {
+		return nil, fmt.Errorf("devredis: start embedded Redis on %s: %w", addr, err)
 	}
 	return &Server{m: m}, nil
+}
+
+// StartPreferring listens on addr, or on a free loopback port when addr
+// cannot be had (taken by another process); moved says which happened.
+func StartPreferring(addr string) (s *Server, moved bool, err error) {
+	s, err = StartAt(addr)
+	if err == nil {
+		return s, false, nil
+	}
+	s, ferr := Start()
+	if ferr != nil {
+		return nil, false, fmt.Errorf("%w; and on a free port: %w", err, ferr)
+	}
+	return s, true, nil
 }
 
 // Addr is host:port of the server.

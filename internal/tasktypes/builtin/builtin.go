@@ -68,8 +68,8 @@ type SleepParams struct {
 	// DurationMS is how long to sleep (0..86,400,000).
 	DurationMS int64 `json:"duration_ms"`
 	// Fail, when set, is how the task fails after sleeping: "transient"
-	// (retried as ServiceUnavailableError), "permanent" (straight to the
-	// DLQ as InvalidInputError), "timeout" (a network timeout), "panic",
+	// (retried as ServiceUnavailable), "permanent" (straight to the
+	// DLQ as PermanentFailure), "timeout" (a network timeout), "panic",
 	// or "cancel".
 	Fail string `json:"fail,omitempty"`
 }
