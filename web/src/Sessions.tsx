@@ -284,7 +284,7 @@ function SessionView({ asked, admin }: { asked: string; admin: boolean }) {
                       <span className="tag">{t.task_type}</span>
                     </td>
                     <td>
-                      <TaskState task={t as { state: string; waiting_for?: { message: string } }} />
+                      <TaskState task={t} />
                     </td>
                     <td>
                       <ErrorText text={t.last_error} max={60} />

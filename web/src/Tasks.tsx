@@ -5,7 +5,7 @@ import { count } from './format'
 import { Link } from './Link'
 import { navigate } from './route'
 import { FieldError, fieldsOf, paramsOf } from './schemaForm'
-import { Duration, ErrorText, Glyph, Notice, PageHead, Pill, TaskId, TaskState, Time, waitingFor } from './ui'
+import { Duration, ErrorText, Glyph, Notice, PageHead, Pill, TaskId, TaskState, Time } from './ui'
 export { TaskDetail } from './TaskDetail'
 
 type Summary = components['schemas']['TaskSummary']
@@ -229,7 +229,7 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
                       <span className="tag">{t.task_type}</span>
                     </td>
                     <td>
-                      <TaskState task={{ state: t.state, waiting_for: waitingFor(t) }} />
+                      <TaskState task={t} />
                     </td>
                     <td className={`prio-${t.priority} hide-sm`}>{t.priority}</td>
                     <td className="num nowrap hide-sm" title={`${t.retry_count} retries of ${t.max_retries} allowed`}>

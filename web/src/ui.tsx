@@ -141,13 +141,6 @@ export function TaskState({ task }: { task: { state: string; waiting_for?: { mes
   return <Pill state={task.state} />
 }
 
-// waitingFor reads a task's waiting_for when its type has one (the list
-// items carry it once the API sends it).
-export function waitingFor(t: object): { reason: string; message: string } | undefined {
-  const w = (t as { waiting_for?: { reason: string; message: string } | null }).waiting_for
-  return w ?? undefined
-}
-
 // ---- times
 // Time shows how long ago (or ahead) iso is, the exact time in its title.
 export function Time({ iso, empty = '–' }: { iso: string | null | undefined; empty?: string }) {

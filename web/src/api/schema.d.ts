@@ -1154,10 +1154,10 @@ export interface components {
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             /**
-             * @description failed covers the DLQ: state says which
+             * @description failed covers the DLQ: state says which; waiting_for_service: an external task no live service takes (state PENDING or ACTIVE)
              * @enum {string}
              */
-            status: "pending" | "processing" | "completed" | "failed" | "timeout" | "cancelled";
+            status: "pending" | "processing" | "waiting_for_service" | "completed" | "failed" | "timeout" | "cancelled";
             task_id: string;
             task_type: string;
             /** Format: date-time */
@@ -1662,6 +1662,12 @@ export interface components {
             task_type: string;
             /** Format: date-time */
             updated_at: string;
+            waiting_for?: {
+                /** @description e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers */
+                message: string;
+                /** @enum {string} */
+                reason: "no_service";
+            };
             /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
         };

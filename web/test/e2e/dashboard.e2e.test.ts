@@ -420,6 +420,11 @@ describe('dashboard', () => {
     await page.getByTestId('task-state').filter({ hasText: 'WAITING FOR SERVICE' }).waitFor({ timeout: 15_000 })
     await page.getByRole('status').filter({ hasText: /no service for text\.wordcount/ }).waitFor()
     await shoot('task-waiting')
+    // and so does its row in the list (the listing carries waiting_for too)
+    await page.goto(base + '/ui/tasks?type=text.wordcount')
+    const waiting = page.getByRole('row').filter({ has: page.getByRole('link', { name: ext }) })
+    await waiting.getByText('WAITING FOR SERVICE').waitFor()
+    expect(await waiting.getByText('PENDING', { exact: true }).count()).toBe(0)
   })
 
   it('submits any task type from a form made of its params schema, and shows a refused field', async () => {
