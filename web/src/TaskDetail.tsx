@@ -300,19 +300,22 @@ function Fact({ name, children, wide }: { name: string; children: ReactNode; wid
 function History({ task }: { task: Task }) {
   const ss = spans(task.state_history ?? [], Date.now())
   if (ss.length === 0) return null
-  const total = ss.reduce((a, s) => a + (s.current ? 0 : s.ms), 0) || 1
+  const total = ss.reduce((a, s) => a + s.ms, 0) || 1
   return (
     <div className="panel">
       <h3 className="panel-title">State history</h3>
       <ol className="strip" aria-hidden="true">
-        {ss
-          .filter((s) => !s.current)
-          .map((s, i) => (
-            <li key={i} className={`strip-${s.state.toLowerCase()}`} style={{ flexGrow: Math.max(s.ms / total, 0.02) }} title={`${s.state} ${duration(s.ms)}`}>
-              <Glyph state={s.state} />
-              {s.state}
-            </li>
-          ))}
+        {ss.map((s, i) => (
+          <li
+            key={i}
+            className={`strip-${s.state.toLowerCase()}${s.current ? ' strip-now' : ''}`}
+            style={{ flexGrow: Math.max(s.ms / total, 0.04) }}
+            title={`${s.state} ${duration(s.ms)}${s.current ? ' so far' : ''}`}
+          >
+            <Glyph state={s.state} />
+            {s.state}
+          </li>
+        ))}
       </ol>
       <div className="table-wrap">
         <table>
