@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: image compose-test test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -112,6 +112,23 @@ ui-bench: web-deps ## Measure the dashboard against running servers (not part of
 	@test -n "$(TASKS_URL)$(OVERVIEW_URL)" || { echo "ui-bench: set TASKS_URL (an API serving a namespace filled by taskflow-bench fill) and/or OVERVIEW_URL (a taskflow dev it may load with tasks); web/test/perf/run.sh does the whole sequence"; exit 2; }
 	@if [ -n "$(TASKS_URL)" ]; then cd web && TASKS_URL='$(TASKS_URL)' node test/perf/tasks-page.mjs; fi
 	@if [ -n "$(OVERVIEW_URL)" ]; then cd web && OVERVIEW_URL='$(OVERVIEW_URL)' node test/perf/overview-load.mjs; fi
+
+# make image: the compile stage needs the Go image GO_IMAGE; where no
+# registry is reachable, BINARY=prebuilt packs a static binary built here.
+BINARY ?= compile
+IMAGE ?= taskflow:latest
+DOCKER ?= $(shell test -x /usr/bin/docker && echo /usr/bin/docker || echo docker)
+
+image: ## Build the container image (Dockerfile; IMAGE=taskflow:latest; BINARY=prebuilt packs a static binary built here instead of compiling in the Go image)
+	@if [ "$(BINARY)" = prebuilt ]; then \
+		rm -rf bin/linux && mkdir -p bin/linux/data/output bin/linux/data/artifacts && \
+		CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o bin/linux/ ./cmd/taskflow ./cmd/rankd && \
+		cp /etc/ssl/certs/ca-certificates.crt bin/linux/; fi
+	DOCKER_BUILDKIT=1 $(DOCKER) build --network host --build-arg BINARY=$(BINARY) --build-arg COMMIT=$(shell git rev-parse HEAD 2>/dev/null) -t $(IMAGE) .
+
+compose-test: ## Bring compose.yaml up for real (image, Redis, PostgreSQL, 2 APIs, 2 workers, orchestrator, services), SIGKILL a worker mid-run, check every task completes once, bring it down (needs dockerd and docker-compose; not part of make test)
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "compose-test: no Docker daemon: start one (as root: dockerd --storage-driver=vfs --iptables=false --bridge=none &)"; exit 2; }
+	$(GO) test -tags compose -count=1 -v -timeout 30m ./deploy/compose/
 
 bench: ## Run the Go benchmarks (results go in docs/benchmarks.md by hand)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -278,4 +280,55 @@ func TestSessionListsOnlyItsOwnTasks(t *testing.T) {
 	r = b.do("GET", "/api/v1/tasks?status=PENDING&limit=10", adminKey, nil)
 	require.Equal(t, http.StatusOK, r.code)
 	require.EqualValues(t, 4, r.body["total"])
+}
+
+// Refused credentials are counted by reason on /metrics and logged at most
+// once per reason per 10 s (the rest counted in the next line), with the
+// client's address and never the token.
+func TestRefusedCredentialsCountedAndLogged(t *testing.T) {
+	t.Parallel()
+	var logs syncLog
+	b := setup(t, setupOpts{logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	const guess = "tfs_not-a-real-token-0123456789"
+	for i := 0; i < 5; i++ {
+		r := b.do("GET", "/api/v1/tasks", guess, nil)
+		require.Equal(t, http.StatusUnauthorized, r.code)
+	}
+	req, err := http.NewRequest("GET", b.srv.URL+"/api/v1/tasks", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Basic "+guess)
+	res, err := b.srv.Client().Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	b.do("GET", "/api/v1/queues/status", "", nil) // no credentials at all
+
+	m := string(b.do("GET", "/metrics", adminKey, nil).raw)
+	require.Contains(t, m, `taskflow_auth_failures_total{reason="invalid_token"} 5`)
+	require.Contains(t, m, `taskflow_auth_failures_total{reason="malformed_header"} 1`)
+	require.Contains(t, m, `taskflow_auth_failures_total{reason="no_credentials"} 1`)
+
+	out := logs.String()
+	require.Equal(t, 1, strings.Count(out, "reason=invalid_token"), out)
+	require.Equal(t, 1, strings.Count(out, "reason=malformed_header"), out)
+	require.NotContains(t, out, "no_credentials", "a request without credentials is not an attempt")
+	require.Contains(t, out, "client=127.0.0.1")
+	require.NotContains(t, out, "not-a-real-token", "the secret never reaches the log")
+}
+
+// syncLog is a log sink safe for the server's goroutines.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -12,6 +12,10 @@ import (
 type httpMetrics struct {
 	latency  *prometheus.HistogramVec
 	inflight prometheus.Gauge
+	// authFailures counts requests refused for their credentials, by
+	// reason (no_credentials, malformed_header, invalid_token): a rise of
+	// invalid_token is someone trying tokens.
+	authFailures *prometheus.CounterVec
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -25,8 +29,15 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Name: "taskflow_http_requests_in_flight",
 			Help: "HTTP requests being served (SSE streams included).",
 		}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "taskflow_auth_failures_total",
+			Help: "Requests refused for their credentials, by reason: no_credentials, malformed_header, invalid_token.",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.latency, m.inflight} {
+	for _, r := range authReasons {
+		m.authFailures.WithLabelValues(r) // present at 0 from the start
+	}
+	for _, c := range []prometheus.Collector{m.latency, m.inflight, m.authFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

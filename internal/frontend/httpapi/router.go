@@ -221,11 +221,21 @@ func (rt *router) miss(w http.ResponseWriter, r *http.Request) {
 func (s *Server) authenticate(r *http.Request, query bool) (identity.Principal, error) {
 	tok, err := identity.RequestToken(r, query)
 	if err != nil {
+		reason := authMalformed
+		if errors.Is(err, identity.ErrNoCredentials) {
+			reason = authNoCredentials
+		}
+		s.authFailed(r, reason)
 		return identity.Principal{}, service.Unauthenticated("%v", err)
 	}
 	p, err := s.auth.Authenticate(r.Context(), tok)
 	switch {
 	case errors.Is(err, identity.ErrNoCredentials), errors.Is(err, identity.ErrInvalidToken):
+		reason := authInvalidToken
+		if errors.Is(err, identity.ErrNoCredentials) {
+			reason = authNoCredentials
+		}
+		s.authFailed(r, reason)
 		return identity.Principal{}, service.Unauthenticated("%v", err)
 	case err != nil:
 		return identity.Principal{}, service.Unavailable(err)

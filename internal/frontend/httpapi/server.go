@@ -156,6 +156,7 @@ type Server struct {
 	router    *router
 	handler   http.Handler
 	metrics   *httpMetrics
+	authLog   authLog
 	engine    *engineMetrics
 	series    *stats.Window
 	mountDocs []route
