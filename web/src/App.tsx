@@ -9,6 +9,7 @@ import { Schedules } from './Schedules'
 import { Sessions } from './Sessions'
 import { Submit, TaskDetail, Tasks } from './Tasks'
 import { WorkersPage } from './Workers'
+import { PageHead } from './ui'
 
 type Auth = 'checking' | 'signed-out' | 'signed-in'
 
@@ -51,34 +52,55 @@ export function App() {
     void probe()
   }, [])
 
+  // the menu (a phone's width) closes when the page changes
+  const [menu, setMenu] = useState(false)
+  useEffect(() => setMenu(false), [url.pathname])
+
+  const item = (href: string, name: string, key: string) => (
+    <Link href={href} aria-current={page === key ? 'page' : undefined}>
+      {name}
+    </Link>
+  )
   return (
     <div className="shell">
-      <header>
-        <h1>taskflow</h1>
-        <nav aria-label="Main">
-          <Link href="/ui/" aria-current={page === '' ? 'page' : undefined}>Overview</Link>{' '}
-          <Link href="/ui/tasks" aria-current={page === 'tasks' ? 'page' : undefined}>Tasks</Link>{' '}
-          <Link href="/ui/dlq" aria-current={page === 'dlq' ? 'page' : undefined}>Dead letters</Link>{' '}
-          <Link href="/ui/workers" aria-current={page === 'workers' ? 'page' : undefined}>Workers</Link>{' '}
-          <Link href="/ui/schedules" aria-current={page === 'schedules' ? 'page' : undefined}>Schedules</Link>{' '}
-          <Link href="/ui/sessions" aria-current={page === 'sessions' ? 'page' : undefined}>Session</Link>{' '}
-          <Link href="/ui/plans" aria-current={page === 'plans' ? 'page' : undefined}>Plans</Link>{' '}
-          <Link href="/ui/submit" aria-current={page === 'submit' ? 'page' : undefined}>Submit</Link>
+      <header className="topbar">
+        <Link href="/ui/" className="brand" aria-label="taskflow, overview">
+          <Logo />
+          <h1>taskflow</h1>
+        </Link>
+        <button type="button" className="menu-toggle ghost" aria-expanded={menu} aria-controls="main-nav" onClick={() => setMenu((m) => !m)}>
+          <svg width="16" height="16" viewBox="0 0 16 16" aria-hidden="true">
+            <path d="M2 4 H14 M2 8 H14 M2 12 H14" stroke="currentColor" strokeWidth="1.6" strokeLinecap="round" />
+          </svg>
+          Menu
+        </button>
+        <nav id="main-nav" className="nav" aria-label="Main" data-open={menu ? 'true' : 'false'}>
+          {item('/ui/', 'Overview', '')}
+          {item('/ui/tasks', 'Tasks', 'tasks')}
+          {item('/ui/dlq', 'Dead letters', 'dlq')}
+          {item('/ui/workers', 'Workers', 'workers')}
+          {item('/ui/schedules', 'Schedules', 'schedules')}
+          {item('/ui/sessions', 'Sessions', 'sessions')}
+          {item('/ui/plans', 'Plans', 'plans')}
+          {item('/ui/submit', 'Submit', 'submit')}
         </nav>
         {auth === 'signed-in' && getToken() && (
-          <button
-            type="button"
-            onClick={() => {
-              setToken(null)
-              setAuth('signed-out')
-            }}
-          >
-            Sign out
-          </button>
+          <div className="topbar-end">
+            <span className="tag">{role === 'admin' ? 'admin' : 'session'}</span>
+            <button
+              type="button"
+              onClick={() => {
+                setToken(null)
+                setAuth('signed-out')
+              }}
+            >
+              Sign out
+            </button>
+          </div>
         )}
       </header>
       <main>
-        {auth === 'checking' && <p>Loading…</p>}
+        {auth === 'checking' && <p className="muted">Loading…</p>}
         {auth === 'signed-out' && (
           <SignIn
             error={error}
@@ -91,18 +113,21 @@ export function App() {
         )}
         {auth === 'signed-in' && page === '' && role === 'admin' && <Overview />}
         {auth === 'signed-in' && page === '' && role === 'session' && (
-          <p>
-            Signed in as a session: the overview, dead letters and workers are the operators&apos; (admin key). Your
-            tasks are under <Link href="/ui/tasks">Tasks</Link>, your notifications under{' '}
-            <Link href="/ui/sessions">Session</Link>.
-          </p>
+          <section aria-labelledby="ov">
+            <PageHead id="ov" title="Overview" />
+            <p className="notice notice-info">
+              Signed in as a session: the overview, dead letters and workers are the operators&apos; (admin key). Your
+              tasks are under <Link href="/ui/tasks">Tasks</Link>, your notifications under{' '}
+              <Link href="/ui/sessions">Sessions</Link>.
+            </p>
+          </section>
         )}
         {auth === 'signed-in' && page === 'tasks' && rest[0] && <TaskDetail id={rest[0]} />}
-        {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} />}
+        {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} role={role} />}
         {auth === 'signed-in' && page === 'dlq' && <DeadLetters url={url} />}
         {auth === 'signed-in' && page === 'workers' && <WorkersPage />}
         {auth === 'signed-in' && page === 'schedules' && <Schedules />}
-        {auth === 'signed-in' && page === 'sessions' && <Sessions url={url} />}
+        {auth === 'signed-in' && page === 'sessions' && <Sessions url={url} role={role} />}
         {auth === 'signed-in' && page === 'submit' && <Submit />}
         {auth === 'signed-in' && page === 'plans' && <Plans name={rest[0] ? decodeURIComponent(rest[0]) : undefined} />}
         {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit', 'plans'].includes(page) && (
@@ -113,11 +138,22 @@ export function App() {
   )
 }
 
+// Logo: three stacked bars moving right, the queue's flow.
+function Logo() {
+  return (
+    <svg width="22" height="22" viewBox="0 0 22 22" aria-hidden="true">
+      <rect x="2" y="3" width="12" height="4" rx="2" fill="currentColor" opacity="0.55" />
+      <rect x="5" y="9" width="12" height="4" rx="2" fill="currentColor" opacity="0.8" />
+      <rect x="8" y="15" width="12" height="4" rx="2" fill="currentColor" />
+    </svg>
+  )
+}
+
 function SignIn({ error, onSubmit }: { error: string; onSubmit: (t: string) => void }) {
   const [tok, setTok] = useState('')
   return (
     <form
-      className="card"
+      className="card panel signin"
       onSubmit={(e) => {
         e.preventDefault()
         onSubmit(tok.trim())
@@ -126,7 +162,9 @@ function SignIn({ error, onSubmit }: { error: string; onSubmit: (t: string) => v
       <h2>Sign in</h2>
       <label htmlFor="token">Admin key or session token</label>
       <input id="token" type="password" autoComplete="off" value={tok} onChange={(e) => setTok(e.target.value)} />
-      <button type="submit">Sign in</button>
+      <button type="submit" className="primary">
+        Sign in
+      </button>
       {error && <p role="alert">{error}</p>}
     </form>
   )

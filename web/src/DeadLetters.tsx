@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'react'
 import { api } from './api'
 import type { components } from './api/schema'
-import { Link } from './Link'
 import { navigate } from './route'
+import { ErrorText, Notice, PageHead, Pill, TaskId, Time } from './ui'
 
 type DLQPage = components['schemas']['DLQPage']
 type BulkResult = components['schemas']['BulkResult']
@@ -75,98 +75,132 @@ export function DeadLetters({ url }: { url: URL }) {
   const pages = data ? Math.max(1, Math.ceil(data.total / PAGE)) : 1
   return (
     <section aria-labelledby="dlq-h">
-      <h2 id="dlq-h">Dead letters</h2>
-      <form
-        className="actions"
-        onSubmit={(e) => {
-          e.preventDefault()
-          go(tt.trim(), et.trim(), 1)
-        }}
-      >
-        <label htmlFor="dlq-type">Task type</label>
-        <input id="dlq-type" value={tt} onChange={(e) => setTT(e.target.value)} />
-        <label htmlFor="dlq-error">Error type</label>
-        <input id="dlq-error" value={et} onChange={(e) => setET(e.target.value)} />
-        <button type="submit">Filter</button>
-      </form>
-      {error && <p role="alert">{error}</p>}
-      {done && <p role="status">{done}</p>}
-      {data && (
-        <>
-          <div className="actions">
-            <button type="button" disabled={selected.size === 0} onClick={() => void act('retry', false)}>
-              Retry selected ({selected.size})
-            </button>
-            <button type="button" disabled={selected.size === 0} onClick={() => void act('delete', false)}>
-              Delete selected ({selected.size})
-            </button>
-            <button type="button" disabled={data.total === 0} onClick={() => void act('retry', true)}>
-              Retry all matching ({data.total})
-            </button>
-            <button type="button" disabled={data.total === 0} onClick={() => void act('delete', true)}>
-              Delete all matching ({data.total})
-            </button>
-          </div>
-          <table>
-            <caption>
-              {data.total} dead letters, page {page} of {pages}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">
-                  <input
-                    type="checkbox"
-                    aria-label="Select all on this page"
-                    checked={allOnPage}
-                    onChange={(e) => setSelected(e.target.checked ? new Set(items.map((t) => t.task_id)) : new Set())}
-                  />
-                </th>
-                <th scope="col">Task</th>
-                <th scope="col">Type</th>
-                <th scope="col">Error type</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Dead since</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((t) => (
-                <tr key={t.task_id}>
-                  <td>
-                    <input
-                      type="checkbox"
-                      aria-label={`Select ${t.task_id}`}
-                      checked={selected.has(t.task_id)}
-                      onChange={(e) =>
-                        setSelected((old) => {
-                          const s = new Set(old)
-                          if (e.target.checked) s.add(t.task_id)
-                          else s.delete(t.task_id)
-                          return s
-                        })
-                      }
-                    />
-                  </td>
-                  <td>
-                    <Link href={`/ui/tasks/${t.task_id}`}>{t.task_id}</Link>
-                  </td>
-                  <td>{t.task_type}</td>
-                  <td>{t.dlq?.error_type ?? t.error_type}</td>
-                  <td>{t.dlq?.last_error ?? t.last_error}</td>
-                  <td>{t.dlq?.dlq_at}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <nav aria-label="Pages" className="actions">
-            <button type="button" disabled={page <= 1} onClick={() => go(taskType, errorType, page - 1)}>
-              Previous
-            </button>
-            <button type="button" disabled={page >= pages} onClick={() => go(taskType, errorType, page + 1)}>
-              Next
-            </button>
-          </nav>
-        </>
-      )}
+      <PageHead id="dlq-h" title="Dead letters" sub="Tasks that failed for good. Retry or delete them one by one, or all that match a filter." />
+      {error && <Notice kind="error">{error}</Notice>}
+      {done && <Notice kind="ok">{done}</Notice>}
+      <div className="panel">
+        <form
+          className="toolbar"
+          onSubmit={(e) => {
+            e.preventDefault()
+            go(tt.trim(), et.trim(), 1)
+          }}
+        >
+          <span className="field-inline">
+            <label htmlFor="dlq-type">Task type</label>
+            <input id="dlq-type" value={tt} onChange={(e) => setTT(e.target.value)} size={14} />
+          </span>
+          <span className="field-inline">
+            <label htmlFor="dlq-error">Error type</label>
+            <input id="dlq-error" value={et} onChange={(e) => setET(e.target.value)} size={14} />
+          </span>
+          <button type="submit">Filter</button>
+        </form>
+        {data && (
+          <>
+            <div className="toolbar">
+              <span className="muted grow">{selected.size > 0 ? `${selected.size} selected` : 'Select tasks, or act on everything matching the filter.'}</span>
+              <button type="button" className="primary" disabled={selected.size === 0} onClick={() => void act('retry', false)}>
+                Retry selected ({selected.size})
+              </button>
+              <button type="button" className="danger" disabled={selected.size === 0} onClick={() => void act('delete', false)}>
+                Delete selected ({selected.size})
+              </button>
+              <button type="button" disabled={data.total === 0} onClick={() => void act('retry', true)}>
+                Retry all matching ({data.total})
+              </button>
+              <button type="button" className="danger" disabled={data.total === 0} onClick={() => void act('delete', true)}>
+                Delete all matching ({data.total})
+              </button>
+            </div>
+            <div className="table-wrap">
+              <table>
+                <caption>
+                  {data.total} dead letters, page {page} of {pages}
+                </caption>
+                <thead>
+                  <tr>
+                    <th scope="col">
+                      <input
+                        type="checkbox"
+                        aria-label="Select all on this page"
+                        checked={allOnPage}
+                        onChange={(e) => setSelected(e.target.checked ? new Set(items.map((t) => t.task_id)) : new Set())}
+                      />
+                    </th>
+                    <th scope="col">Task</th>
+                    <th scope="col">Type</th>
+                    <th scope="col">State</th>
+                    <th scope="col" className="num">
+                      Attempts
+                    </th>
+                    <th scope="col">Error type</th>
+                    <th scope="col">Last error</th>
+                    <th scope="col">Dead since</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {items.length === 0 && (
+                    <tr>
+                      <td colSpan={8} className="empty">
+                        No dead letter{taskType || errorType ? ' matches this filter' : ''}.
+                      </td>
+                    </tr>
+                  )}
+                  {items.map((t) => (
+                    <tr key={t.task_id}>
+                      <td>
+                        <input
+                          type="checkbox"
+                          aria-label={`Select ${t.task_id}`}
+                          checked={selected.has(t.task_id)}
+                          onChange={(e) =>
+                            setSelected((old) => {
+                              const s = new Set(old)
+                              if (e.target.checked) s.add(t.task_id)
+                              else s.delete(t.task_id)
+                              return s
+                            })
+                          }
+                        />
+                      </td>
+                      <td>
+                        <TaskId id={t.task_id} />
+                      </td>
+                      <td>
+                        <span className="tag">{t.task_type}</span>
+                      </td>
+                      <td>
+                        <Pill state="DLQ" />
+                      </td>
+                      <td className="num" title={`${t.dlq?.retry_count ?? t.retry_count} retries of ${t.max_retries} allowed`}>
+                        {(t.dlq?.retry_count ?? t.retry_count) + 1}
+                      </td>
+                      <td>
+                        <span className="tag">{t.dlq?.error_type ?? t.error_type ?? '–'}</span>
+                      </td>
+                      <td>
+                        <ErrorText text={t.dlq?.last_error ?? t.last_error} />
+                      </td>
+                      <td>
+                        <Time iso={t.dlq?.dlq_at} />
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <nav aria-label="Pages" className="toolbar">
+              <button type="button" disabled={page <= 1} onClick={() => go(taskType, errorType, page - 1)}>
+                Previous
+              </button>
+              <button type="button" disabled={page >= pages} onClick={() => go(taskType, errorType, page + 1)}>
+                Next
+              </button>
+            </nav>
+          </>
+        )}
+      </div>
     </section>
   )
 }

@@ -3,6 +3,7 @@ import { api } from './api'
 import type { components } from './api/schema'
 import { Link } from './Link'
 import { gantt, layoutPlan, shortOp, type PlanGraph } from './planLayout'
+import { ErrorText, Notice, PageHead, Pill } from './ui'
 
 type PlanList = components['schemas']['PlanList']
 type PlanRun = components['schemas']['PlanRun']
@@ -21,9 +22,15 @@ export function Plans({ name }: { name?: string }) {
   }, [])
   return (
     <section aria-labelledby="plans-h">
-      <h2 id="plans-h">{name ? `Plan ${name}` : 'Plans'}</h2>
-      {error && <p role="alert">{error}</p>}
+      {name && (
+        <p className="crumbs">
+          <Link href="/ui/plans">← Back to the plan list</Link>
+        </p>
+      )}
+      <PageHead id="plans-h" title={name ? `Plan ${name}` : 'Plans'} sub={name ? 'Its DAG, a run, and the run\'s per-node timeline.' : 'The plans this server runs.'} />
+      {error && <Notice kind="error">{error}</Notice>}
       {!name && list && (
+        <div className="panel table-wrap">
         <table>
           <caption>{list.plans.length} plans</caption>
           <thead>
@@ -40,7 +47,9 @@ export function Plans({ name }: { name?: string }) {
                   <Link href={`/ui/plans/${encodeURIComponent(p.name)}`}>{p.name}</Link>
                 </td>
                 {p.error ? (
-                  <td colSpan={2}>does not compile: {p.error}</td>
+                  <td colSpan={2}>
+                    <Pill state="stuck">does not compile</Pill> <ErrorText text={p.error} />
+                  </td>
                 ) : (
                   <>
                     <td>{p.nodes}</td>
@@ -51,6 +60,7 @@ export function Plans({ name }: { name?: string }) {
             ))}
           </tbody>
         </table>
+        </div>
       )}
       {name && <PlanView name={name} />}
     </section>
@@ -102,13 +112,10 @@ function PlanView({ name }: { name: string }) {
 
   return (
     <>
-      <p>
-        <Link href="/ui/plans">Back to the plan list</Link>
-      </p>
-      {error && <p role="alert">{error}</p>}
+      {error && <Notice kind="error">{error}</Notice>}
       {graph && <Dag graph={graph} />}
       <form
-        className="card"
+        className="card panel panel-body"
         onSubmit={(e) => {
           e.preventDefault()
           void submit()
@@ -123,10 +130,10 @@ function PlanView({ name }: { name: string }) {
           <label htmlFor="plan-deadline">Deadline (ms)</label>
           <input id="plan-deadline" type="number" min={1} value={deadline} onChange={(e) => setDeadline(e.target.value)} />
         </div>
-        <button type="submit" disabled={running}>
+        <button type="submit" className="primary" disabled={running}>
           {running ? 'Running…' : 'Run plan'}
         </button>
-        {runErr && <p role="alert">{runErr}</p>}
+        {runErr && <Notice kind="error">{runErr}</Notice>}
       </form>
       {run && <RunView run={run} />}
     </>
@@ -136,7 +143,7 @@ function PlanView({ name }: { name: string }) {
 function Dag({ graph }: { graph: PlanGraph }) {
   const l = useMemo(() => layoutPlan(graph), [graph])
   return (
-    <figure className="dag">
+    <figure className="dag panel">
       <figcaption>
         DAG: {graph.nodes.length} nodes ({graph.nodes.filter((n) => n.kind === 'IO').length} IO,{' '}
         {graph.nodes.filter((n) => n.kind === 'CPU').length} CPU), output {graph.outputs.join(', ')}
@@ -203,8 +210,9 @@ function RunView({ run }: { run: PlanRun }) {
     <>
       <h3>Timeline</h3>
       <p>
-        Run {run.engine_request_id}: {run.elapsed_us ?? '?'} µs, {run.candidates.length} candidates.
+        Run <code>{run.engine_request_id}</code>: {run.elapsed_us ?? '?'} µs, {run.candidates.length} candidates.
       </p>
+      <div className="panel table-wrap">
       <table className="gantt">
         <caption>Per-node timeline (µs from the run&apos;s start)</caption>
         <thead>
@@ -251,7 +259,9 @@ function RunView({ run }: { run: PlanRun }) {
           })}
         </tbody>
       </table>
+      </div>
       <h3>Output</h3>
+      <div className="panel table-wrap">
       <table>
         <caption>{run.candidates.length} candidates</caption>
         <thead>
@@ -275,6 +285,7 @@ function RunView({ run }: { run: PlanRun }) {
           ))}
         </tbody>
       </table>
+      </div>
     </>
   )
 }

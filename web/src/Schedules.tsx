@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react'
 import { api } from './api'
 import type { components } from './api/schema'
 import { describeCron } from './cronText'
+import { Notice, PageHead, Time } from './ui'
 
 type ScheduleList = components['schemas']['ScheduleList']
 
@@ -60,70 +61,89 @@ export function Schedules() {
 
   return (
     <section aria-labelledby="sched-h">
-      <h2 id="sched-h">Schedules</h2>
-      {error && <p role="alert">{error}</p>}
-      {done && <p role="status">{done}</p>}
-      <form
-        className="card"
-        noValidate
-        onSubmit={(e) => {
-          e.preventDefault()
-          void create()
-        }}
-      >
-        <h3>New schedule</h3>
-        <label htmlFor="sched-cron">Cron expression (UTC)</label>
-        <input id="sched-cron" value={cron} onChange={(e) => setCron(e.target.value)} aria-describedby="sched-reading" />
-        <p id="sched-reading" className="hint" data-testid="cron-reading">
-          {reading ? `Runs ${reading}.` : 'The server checks this expression when you save it.'}
-        </p>
-        <label htmlFor="sched-type">Task type</label>
-        <select id="sched-type" value={typ} onChange={(e) => setTyp(e.target.value)}>
-          {(types.length ? types : [typ]).map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
-        <label htmlFor="sched-id">Id (optional)</label>
-        <input id="sched-id" value={id} onChange={(e) => setID(e.target.value)} />
-        <button type="submit">Create schedule</button>
-      </form>
-      {list && (
-        <table>
-          <caption>{list.count} schedules</caption>
-          <thead>
-            <tr>
-              <th scope="col">Schedule</th>
-              <th scope="col">Cron</th>
-              <th scope="col">Runs</th>
-              <th scope="col">Task type</th>
-              <th scope="col">Last run (UTC)</th>
-              <th scope="col">Next run (UTC)</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.schedules.map((s) => (
-              <tr key={s.schedule_id}>
-                <td>{s.schedule_id}</td>
-                <td>
-                  <code>{s.cron}</code>
-                </td>
-                <td>{describeCron(s.cron) || '–'}</td>
-                <td>{s.task_type}</td>
-                <td>{s.last_run_at ?? 'not yet'}</td>
-                <td>{s.next_run_at ?? 'never'}</td>
-                <td>
-                  <button type="button" onClick={() => void remove(s.schedule_id)}>
-                    Delete {s.schedule_id}
-                  </button>
-                </td>
-              </tr>
+      <PageHead id="sched-h" title="Schedules" sub="Recurring tasks: each expression read out in words, with its last and next run." />
+      {error && <Notice kind="error">{error}</Notice>}
+      {done && <Notice kind="ok">{done}</Notice>}
+      <div className="sched-layout">
+        {list && (
+          <div className="panel table-wrap">
+            <table>
+              <caption>{list.count} schedules</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Schedule</th>
+                  <th scope="col">Cron</th>
+                  <th scope="col">Runs</th>
+                  <th scope="col">Task type</th>
+                  <th scope="col">Last run</th>
+                  <th scope="col">Next run</th>
+                  <th scope="col">Actions</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.schedules.length === 0 && (
+                  <tr>
+                    <td colSpan={7} className="empty">
+                      No schedule yet.
+                    </td>
+                  </tr>
+                )}
+                {list.schedules.map((s) => (
+                  <tr key={s.schedule_id}>
+                    <td>{s.schedule_id}</td>
+                    <td>
+                      <code>{s.cron}</code>
+                    </td>
+                    <td>{describeCron(s.cron) || '–'}</td>
+                    <td>
+                      <span className="tag">{s.task_type}</span>
+                    </td>
+                    <td>
+                      <Time iso={s.last_run_at} empty="not yet" />
+                    </td>
+                    <td>
+                      <Time iso={s.next_run_at} empty="never" />
+                    </td>
+                    <td>
+                      <button type="button" className="danger" onClick={() => void remove(s.schedule_id)}>
+                        Delete {s.schedule_id}
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <form
+          className="card panel panel-body"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault()
+            void create()
+          }}
+        >
+          <h3>New schedule</h3>
+          <label htmlFor="sched-cron">Cron expression (UTC)</label>
+          <input id="sched-cron" value={cron} onChange={(e) => setCron(e.target.value)} aria-describedby="sched-reading" className="mono" />
+          <p id="sched-reading" className="hint" data-testid="cron-reading">
+            {reading ? `Runs ${reading}.` : 'The server checks this expression when you save it.'}
+          </p>
+          <label htmlFor="sched-type">Task type</label>
+          <select id="sched-type" value={typ} onChange={(e) => setTyp(e.target.value)}>
+            {(types.length ? types : [typ]).map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
             ))}
-          </tbody>
-        </table>
-      )}
+          </select>
+          <label htmlFor="sched-id">Id (optional)</label>
+          <input id="sched-id" value={id} onChange={(e) => setID(e.target.value)} />
+          <button type="submit" className="primary">
+            Create schedule
+          </button>
+        </form>
+      </div>
     </section>
   )
 }

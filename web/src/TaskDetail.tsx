@@ -4,6 +4,7 @@ import type { components } from './api/schema'
 import { Link } from './Link'
 import { navigate } from './route'
 import { duration, spans } from './timeline'
+import { CopyButton, Duration, ErrorText, Glyph, Notice, TaskId, TaskState, Time } from './ui'
 
 type Task = components['schemas']['Task']
 type Result = components['schemas']['Result']
@@ -69,25 +70,36 @@ export function TaskDetail({ id }: { id: string }) {
   const st = task?.state ?? ''
   return (
     <section aria-labelledby="task-h">
-      <h2 id="task-h">Task {id}</h2>
-      <p>
-        <Link href="/ui/tasks">Back to the task list</Link>
+      <p className="crumbs">
+        <Link href="/ui/tasks">← Back to the task list</Link>
       </p>
-      {error && <p role="alert">{error}</p>}
-      {task && (
-        <>
-          <p>
-            State: <strong data-testid="task-state">{task.state}</strong> · type {task.task_type}
-            {res?.message && <> · {res.message}</>}
-          </p>
-          <div className="actions">
+      <div className="page-head">
+        <div>
+          <h2 id="task-h" className="title-id">
+            <span>Task</span>
+            <code title={id}>{id}</code>
+            <CopyButton text={id} label={`Copy id ${id}`} />
+          </h2>
+          {task && (
+            <p className="page-sub title-id">
+              <span data-testid="task-state" data-state={task.state}>
+                <TaskState task={task} />
+              </span>
+              <span className="tag">{task.task_type}</span>
+              <span className={`prio-${task.priority}`}>{task.priority} priority</span>
+              {res?.message && !task.waiting_for && <span>{res.message}</span>}
+            </p>
+          )}
+        </div>
+        {task && (
+          <div className="page-actions">
             {(st === 'FAILED' || st === 'DLQ') && (
-              <button type="button" onClick={() => act('Retry', base + '/retry')}>
+              <button type="button" className="primary" onClick={() => act('Retry', base + '/retry')}>
                 Retry
               </button>
             )}
             {(st === 'PENDING' || st === 'ACTIVE' || st === 'TIMEOUT') && (
-              <button type="button" onClick={() => act('Cancel', base + '/cancel')}>
+              <button type="button" className="danger" onClick={() => act('Cancel', base + '/cancel')}>
                 Cancel
               </button>
             )}
@@ -95,14 +107,20 @@ export function TaskDetail({ id }: { id: string }) {
               Submit again
             </button>
             {st !== 'ACTIVE' && (
-              <button type="button" onClick={() => confirm('Delete this task?') && act('Delete', base, 'DELETE')}>
+              <button type="button" className="danger" onClick={() => confirm('Delete this task?') && act('Delete', base, 'DELETE')}>
                 Delete
               </button>
             )}
           </div>
-          {msg && <p role="status">{msg}</p>}
+        )}
+      </div>
+      {error && <Notice kind="error">{error}</Notice>}
+      {msg && <Notice kind={msg.includes('failed') ? 'error' : 'ok'}>{msg}</Notice>}
+      {task && (
+        <>
+          {task.waiting_for && <Notice kind="info">Waiting for a service: {task.waiting_for.message}</Notice>}
           {res?.progress && (
-            <div className="progress">
+            <div className="progress panel panel-body">
               <label htmlFor="task-progress">
                 Progress{res.progress.message ? `: ${res.progress.message}` : ''}
                 {res.progress.eta_seconds != null ? ` (about ${duration(res.progress.eta_seconds * 1000)} left)` : ''}
@@ -113,102 +131,150 @@ export function TaskDetail({ id }: { id: string }) {
               {res.progress.percent != null && <span>{res.progress.percent}%</span>}
             </div>
           )}
-          <div className="grid">
-            <table>
-              <caption>Task</caption>
-              <tbody>
-                <Row name="Priority">{task.priority}</Row>
-                <Row name="Session">
-                  {task.session_id ? <Link href={`/ui/tasks?session=${encodeURIComponent(task.session_id)}`}>{task.session_id}</Link> : '–'}
-                </Row>
-                <Row name="Attempts">
-                  {task.retry_count} retried of {task.max_retries} allowed
-                </Row>
-                <Row name="Worker">{task.worker || '–'}</Row>
-                <Row name="Timeout">{task.timeout != null ? `${task.timeout} s` : '–'}</Row>
-                <Row name="Created">{task.created_at}</Row>
-                <Row name="Started">{task.started_at ?? '–'}</Row>
-                <Row name="Completed">{task.completed_at ?? '–'}</Row>
-                {task.retry_after && <Row name="Next retry">{task.retry_after}</Row>}
-                {task.waiting_on && task.waiting_on.length > 0 && (
-                  <Row name="Waits on">
-                    {task.waiting_on.map((d, i) => (
-                      <span key={d}>
-                        {i > 0 && ', '}
-                        <Link href={`/ui/tasks/${d}`}>{d}</Link>
-                      </span>
-                    ))}
-                  </Row>
+          <div className="panel">
+            <h3 className="panel-title">Task</h3>
+            <dl className="facts">
+              <Fact name="State">
+                <TaskState task={task} />
+              </Fact>
+              <Fact name="Attempts">
+                {task.retry_count} retried of {task.max_retries} allowed
+              </Fact>
+              <Fact name="Duration">
+                <Duration task={task} />
+              </Fact>
+              <Fact name="Session">
+                {task.session_id ? (
+                  <span className="id">
+                    <Link href={`/ui/tasks?session=${encodeURIComponent(task.session_id)}`} className="mono" title={task.session_id}>
+                      {task.session_id}
+                    </Link>
+                  </span>
+                ) : (
+                  '–'
                 )}
-                {task.waiting_for && <Row name="Waiting for">{task.waiting_for.message}</Row>}
-              </tbody>
-            </table>
+              </Fact>
+              <Fact name="Worker">{task.worker ? <code>{task.worker}</code> : '–'}</Fact>
+              <Fact name="Timeout">{task.timeout != null ? `${task.timeout} s` : '–'}</Fact>
+              <Fact name="Created">
+                <Time iso={task.created_at} />
+              </Fact>
+              <Fact name="Started">
+                <Time iso={task.started_at} />
+              </Fact>
+              <Fact name="Completed">
+                <Time iso={task.completed_at} />
+              </Fact>
+              {task.retry_after && (
+                <Fact name="Next retry">
+                  <Time iso={task.retry_after} />
+                </Fact>
+              )}
+              {task.waiting_on && task.waiting_on.length > 0 && (
+                <Fact name="Waits on">
+                  {task.waiting_on.map((d) => (
+                    <div key={d}>
+                      <TaskId id={d} />
+                    </div>
+                  ))}
+                </Fact>
+              )}
+              {task.last_error && (
+                <Fact name="Last error" wide>
+                  <ErrorText text={task.last_error} />
+                </Fact>
+              )}
+            </dl>
           </div>
           <History task={task} />
           {task.error_history && task.error_history.length > 0 && (
-            <table>
-              <caption>Errors</caption>
-              <thead>
-                <tr>
-                  <th scope="col">At</th>
-                  <th scope="col">Attempt</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Message</th>
-                  <th scope="col">Worker</th>
-                </tr>
-              </thead>
-              <tbody>
-                {task.error_history.map((e, i) => (
-                  <tr key={i}>
-                    <td>{e.at}</td>
-                    <td>{e.attempt}</td>
-                    <td>{e.error_type}</td>
-                    <td>{e.message}</td>
-                    <td>{e.worker ?? '–'}</td>
+            <div className="panel table-wrap">
+              <table>
+                <caption>Errors</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">At</th>
+                    <th scope="col" className="num">
+                      Attempt
+                    </th>
+                    <th scope="col">Type</th>
+                    <th scope="col">Message</th>
+                    <th scope="col">Worker</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {task.error_history.map((e, i) => (
+                    <tr key={i}>
+                      <td>
+                        <Time iso={e.at} />
+                      </td>
+                      <td className="num">{e.attempt}</td>
+                      <td>
+                        <span className="tag">{e.error_type}</span>
+                      </td>
+                      <td>
+                        <ErrorText text={e.message} />
+                      </td>
+                      <td>{e.worker ? <code>{e.worker}</code> : '–'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
           {notes && (
-            <table>
-              <caption>Notifications sent to its session ({notes.length})</caption>
-              <thead>
-                <tr>
-                  <th scope="col">At</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Message</th>
-                </tr>
-              </thead>
-              <tbody>
-                {notes.length === 0 && (
+            <div className="panel table-wrap">
+              <table>
+                <caption>Notifications sent to its session ({notes.length})</caption>
+                <thead>
                   <tr>
-                    <td colSpan={3}>none yet</td>
+                    <th scope="col">At</th>
+                    <th scope="col">Type</th>
+                    <th scope="col">Message</th>
                   </tr>
-                )}
-                {notes.map((n) => (
-                  <tr key={n.notification_id}>
-                    <td>{new Date(n.timestamp).toISOString()}</td>
-                    <td>{n.type}</td>
-                    <td>{n.message}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {notes.length === 0 && (
+                    <tr>
+                      <td colSpan={3} className="empty">
+                        none yet
+                      </td>
+                    </tr>
+                  )}
+                  {notes.map((n) => (
+                    <tr key={n.notification_id}>
+                      <td>
+                        <Time iso={new Date(n.timestamp).toISOString()} />
+                      </td>
+                      <td>
+                        <span className="tag">{n.type}</span>
+                      </td>
+                      <td>{n.message}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
-          <h3>Result</h3>
-          <Json value={task.result ?? res?.result ?? null} label="Result" />
-          {task.params && Object.keys(task.params).length > 0 && (
-            <>
-              <h3>Params</h3>
-              <Json value={task.params} label="Params" />
-            </>
-          )}
+          <div className="cols-2">
+            <div className="panel">
+              <h3 className="panel-title">Result</h3>
+              <Json value={task.result ?? res?.result ?? null} label="Result" />
+            </div>
+            {task.params && Object.keys(task.params).length > 0 && (
+              <div className="panel">
+                <h3 className="panel-title">Params</h3>
+                <Json value={task.params} label="Params" />
+              </div>
+            )}
+          </div>
           {task.content && (
-            <>
-              <h3>Content</h3>
-              <pre aria-label="Content">{task.content}</pre>
-            </>
+            <div className="panel">
+              <h3 className="panel-title">Content</h3>
+              <div className="panel-body">
+                <pre aria-label="Content">{task.content}</pre>
+              </div>
+            </div>
           )}
           <details>
             <summary>Raw task JSON</summary>
@@ -220,12 +286,12 @@ export function TaskDetail({ id }: { id: string }) {
   )
 }
 
-function Row({ name, children }: { name: string; children: ReactNode }) {
+function Fact({ name, children, wide }: { name: string; children: ReactNode; wide?: boolean }) {
   return (
-    <tr>
-      <th scope="row">{name}</th>
-      <td>{children}</td>
-    </tr>
+    <div className={wide ? 'fact-wide' : undefined}>
+      <dt>{name}</dt>
+      <dd>{children}</dd>
+    </div>
   )
 }
 
@@ -234,44 +300,52 @@ function Row({ name, children }: { name: string; children: ReactNode }) {
 function History({ task }: { task: Task }) {
   const ss = spans(task.state_history ?? [], Date.now())
   if (ss.length === 0) return null
-  const total = ss.reduce((a, s) => a + (s.current ? 0 : s.ms), 0) || 1
+  const total = ss.reduce((a, s) => a + s.ms, 0) || 1
   return (
-    <>
-      <h3>State history</h3>
+    <div className="panel">
+      <h3 className="panel-title">State history</h3>
       <ol className="strip" aria-hidden="true">
-        {ss
-          .filter((s) => !s.current)
-          .map((s, i) => (
-            <li key={i} className={`strip-${s.state.toLowerCase()}`} style={{ flexGrow: Math.max(s.ms / total, 0.02) }} title={`${s.state} ${duration(s.ms)}`}>
-              {s.state}
-            </li>
-          ))}
+        {ss.map((s, i) => (
+          <li
+            key={i}
+            className={`strip-${s.state.toLowerCase()}${s.current ? ' strip-now' : ''}`}
+            style={{ flexGrow: Math.max(s.ms / total, 0.04) }}
+            title={`${s.state} ${duration(s.ms)}${s.current ? ' so far' : ''}`}
+          >
+            <Glyph state={s.state} />
+            {s.state}
+          </li>
+        ))}
       </ol>
-      <table>
-        <caption>Each change</caption>
-        <thead>
-          <tr>
-            <th scope="col">At</th>
-            <th scope="col">Change</th>
-            <th scope="col">Time in state</th>
-            <th scope="col">Cause</th>
-          </tr>
-        </thead>
-        <tbody>
-          {ss.map((s, i) => (
-            <tr key={i}>
-              <td>{new Date(s.at).toISOString()}</td>
-              <td>
-                {s.from ? `${s.from} → ` : ''}
-                {s.state}
-              </td>
-              <td>{s.current ? `${duration(s.ms)} so far` : duration(s.ms)}</td>
-              <td>{s.cause || '–'}</td>
+      <div className="table-wrap">
+        <table>
+          <caption className="visually-hidden">Each change</caption>
+          <thead>
+            <tr>
+              <th scope="col">At</th>
+              <th scope="col">Change</th>
+              <th scope="col">Time in state</th>
+              <th scope="col">Cause</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
-    </>
+          </thead>
+          <tbody>
+            {ss.map((s, i) => (
+              <tr key={i}>
+                <td>
+                  <Time iso={new Date(s.at).toISOString()} />
+                </td>
+                <td>
+                  {s.from ? `${s.from} → ` : ''}
+                  {s.state}
+                </td>
+                <td className="nowrap">{s.current ? `${duration(s.ms)} so far` : duration(s.ms)}</td>
+                <td>{s.cause ? <span className="tag">{s.cause}</span> : '–'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
   )
 }
 

@@ -1,16 +1,18 @@
 import { useEffect, useState } from 'react'
-import { api, ApiError } from './api'
+import { api, ApiError, type QueueStatus } from './api'
 import type { components } from './api/schema'
+import { count } from './format'
 import { Link } from './Link'
 import { navigate } from './route'
 import { FieldError, fieldsOf, paramsOf } from './schemaForm'
+import { Duration, ErrorText, Glyph, Notice, PageHead, Pill, TaskId, TaskState, Time } from './ui'
 export { TaskDetail } from './TaskDetail'
 
-type Task = components['schemas']['Task']
-const STATES = ['', 'PENDING', 'ACTIVE', 'COMPLETED', 'FAILED', 'DLQ', 'TIMEOUT', 'CANCELLED']
+type Summary = components['schemas']['TaskSummary']
+const STATES = ['', 'PENDING', 'ACTIVE', 'COMPLETED', 'FAILED', 'TIMEOUT', 'DLQ', 'CANCELLED']
 
 interface Page {
-  tasks: Task[]
+  tasks: Summary[]
   total: number
   page: number
   page_size: number
@@ -24,7 +26,7 @@ const DEEP_STATES = new Set(['COMPLETED', 'FAILED', 'DLQ', 'TIMEOUT', 'CANCELLED
 // Tasks: one server page at a time (the API merges and orders; the page
 // never loads the deployment), filtered by state, type, session and
 // priority, sorted by creation or last change; every filter is in the URL.
-export function Tasks({ url }: { url: URL }) {
+export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'session' }) {
   const q = url.searchParams
   const f = {
     state: q.get('state') ?? '',
@@ -40,6 +42,7 @@ export function Tasks({ url }: { url: URL }) {
   const [error, setError] = useState('')
   const [find, setFind] = useState('')
   const [sessionText, setSessionText] = useState(f.session)
+  const counts = useStateCounts(role, url.search)
   useEffect(() => {
     api<{ task_types: { name: string }[] }>('/api/v1/task-types')
       .then((r) => setTypes(r.task_types.map((t) => t.name)))
@@ -66,137 +69,239 @@ export function Tasks({ url }: { url: URL }) {
     // the URL's query string is the whole input
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key])
-  const go = (change: Partial<typeof f>, pg = 1) => {
+  const href = (change: Partial<typeof f>, pg = 1) => {
     const next = { ...f, ...change }
     const p = new URLSearchParams()
     for (const [k, v] of Object.entries(next)) {
       if (v && !(k === 'sort' && v === 'created') && !(k === 'order' && v === 'desc')) p.set(k, v)
     }
     if (pg > 1) p.set('page', String(pg))
-    navigate('/ui/tasks' + (p.size ? '?' + p.toString() : ''))
+    return '/ui/tasks' + (p.size ? '?' + p.toString() : '')
   }
+  const go = (change: Partial<typeof f>, pg = 1) => navigate(href(change, pg))
   const all = data ? Math.max(1, Math.ceil(data.total / data.page_size)) : 1
   // The API merges and orders at most 10,000 entries deep, except a final
   // state sorted by last change, which it cuts straight from that state's
   // index: past that the pager stops and says how to go further.
   const deepOK = f.sort === 'updated' && DEEP_STATES.has(f.state) && !f.type && !f.priority && !f.session
   const pages = deepOK ? all : Math.min(all, Math.floor(MAX_WINDOW / PAGE_SIZE))
+  const total = counts ? Object.values(counts).reduce((a, b) => a + b, 0) : undefined
   return (
     <section aria-labelledby="tasks-h">
-      <h2 id="tasks-h">Tasks</h2>
-      <form
-        className="filters"
-        aria-label="Find a task by id"
-        onSubmit={(e) => {
-          e.preventDefault()
-          if (find.trim()) navigate(`/ui/tasks/${encodeURIComponent(find.trim())}`)
-        }}
-      >
-        <label htmlFor="find-id">Task id</label>
-        <input id="find-id" value={find} onChange={(e) => setFind(e.target.value)} placeholder="0193…" />
-        <button type="submit">Open task</button>
-      </form>
-      <div className="filters" role="group" aria-label="Filters">
-        <label htmlFor="state-filter">State</label>
-        <select id="state-filter" value={f.state} onChange={(e) => go({ state: e.target.value })}>
-          {STATES.map((s) => (
-            <option key={s} value={s}>
-              {s || 'any'}
-            </option>
-          ))}
-        </select>
-        <label htmlFor="type-filter">Type</label>
-        <select id="type-filter" value={f.type} onChange={(e) => go({ type: e.target.value })}>
-          <option value="">any</option>
-          {types.map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
-        <label htmlFor="priority-filter">Priority</label>
-        <select id="priority-filter" value={f.priority} onChange={(e) => go({ priority: e.target.value })}>
-          <option value="">any</option>
-          <option value="high">high</option>
-          <option value="normal">normal</option>
-          <option value="low">low</option>
-        </select>
-        <label htmlFor="sort-by">Sort by</label>
-        <select id="sort-by" value={f.sort + ' ' + f.order} onChange={(e) => {
-          const [sort, order] = e.target.value.split(' ')
-          go({ sort, order })
-        }}>
-          <option value="created desc">newest created</option>
-          <option value="created asc">oldest created</option>
-          <option value="updated desc">last changed</option>
-          <option value="updated asc">least recently changed</option>
-        </select>
-      </div>
-      <form
-        className="filters"
-        aria-label="Session filter"
-        onSubmit={(e) => {
-          e.preventDefault()
-          go({ session: sessionText.trim() })
-        }}
-      >
-        <label htmlFor="session-filter">Session</label>
-        <input id="session-filter" value={sessionText} onChange={(e) => setSessionText(e.target.value)} placeholder="any" />
-        <button type="submit">Filter by session</button>
-        {f.session && (
-          <button type="button" onClick={() => { setSessionText(''); go({ session: '' }) }}>
-            Any session
-          </button>
-        )}
-      </form>
-      {error && <p role="alert">{error}</p>}
-      {data && (
-        <>
-          <table>
-            <caption>
-              {data.total} tasks{data.partial ? ' (at least: the filter stopped scanning)' : ''}, page {page} of {pages}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Task</th>
-                <th scope="col">Type</th>
-                <th scope="col">State</th>
-                <th scope="col">Priority</th>
-                <th scope="col">{f.sort === 'updated' ? 'Changed' : 'Created'}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.tasks.map((t) => (
-                <tr key={t.task_id}>
-                  <td>
-                    <Link href={`/ui/tasks/${t.task_id}`}>{t.task_id}</Link>
-                  </td>
-                  <td>{t.task_type}</td>
-                  <td>{t.state}</td>
-                  <td>{t.priority}</td>
-                  <td>{f.sort === 'updated' ? t.updated_at : t.created_at}</td>
-                </tr>
+      <PageHead id="tasks-h" title="Tasks" sub={role === 'session' ? 'The tasks of your session.' : 'Every task, one server page at a time.'}>
+        <form
+          className="field-inline"
+          aria-label="Find a task by id"
+          onSubmit={(e) => {
+            e.preventDefault()
+            if (find.trim()) navigate(`/ui/tasks/${encodeURIComponent(find.trim())}`)
+          }}
+        >
+          <label htmlFor="find-id">Task id</label>
+          <input id="find-id" value={find} onChange={(e) => setFind(e.target.value)} placeholder="paste a task id" size={24} />
+          <button type="submit">Open task</button>
+        </form>
+      </PageHead>
+      <div className="panel">
+        <nav className="tabs" aria-label="States" data-testid="state-tabs">
+          {STATES.map((st) => {
+            const n = st ? counts?.[st] : total
+            return (
+              <Link
+                key={st || 'all'}
+                href={href({ state: st })}
+                aria-current={f.state === st ? 'page' : undefined}
+                className={st ? `tab-${st.toLowerCase()}` : undefined}
+                data-state={st || 'ALL'}
+              >
+                {st ? <Glyph state={st} /> : null}
+                {st || 'All'}
+                {n !== undefined && (
+                  <span className="count" data-testid={`count-${st || 'ALL'}`} title={`${n} ${st ? st + ' ' : ''}tasks${role === 'admin' ? ', every type' : ''}`}>
+                    {count(n)}
+                  </span>
+                )}
+              </Link>
+            )
+          })}
+        </nav>
+        <div className="toolbar" role="group" aria-label="Filters">
+          <span className="field-inline">
+            <label htmlFor="type-filter">Type</label>
+            <select id="type-filter" value={f.type} onChange={(e) => go({ type: e.target.value })}>
+              <option value="">any</option>
+              {types.map((t) => (
+                <option key={t} value={t}>
+                  {t}
+                </option>
               ))}
-            </tbody>
-          </table>
-          {pages < all && (
-            <p className="hint">
-              Showing the first {pages} pages of {all}: to page further, choose a finished state (COMPLETED, FAILED, DLQ, TIMEOUT or
-              CANCELLED) sorted by last change, or narrow the filter.
-            </p>
+            </select>
+          </span>
+          <span className="field-inline">
+            <label htmlFor="priority-filter">Priority</label>
+            <select id="priority-filter" value={f.priority} onChange={(e) => go({ priority: e.target.value })}>
+              <option value="">any</option>
+              <option value="high">high</option>
+              <option value="normal">normal</option>
+              <option value="low">low</option>
+            </select>
+          </span>
+          <span className="field-inline">
+            <label htmlFor="sort-by">Sort by</label>
+            <select
+              id="sort-by"
+              value={f.sort + ' ' + f.order}
+              onChange={(e) => {
+                const [sort, order] = e.target.value.split(' ')
+                go({ sort, order })
+              }}
+            >
+              <option value="created desc">newest created</option>
+              <option value="created asc">oldest created</option>
+              <option value="updated desc">last changed</option>
+              <option value="updated asc">least recently changed</option>
+            </select>
+          </span>
+          {role === 'admin' && (
+            <form
+              className="field-inline"
+              aria-label="Session filter"
+              onSubmit={(e) => {
+                e.preventDefault()
+                go({ session: sessionText.trim() })
+              }}
+            >
+              <label htmlFor="session-filter">Session</label>
+              <input id="session-filter" value={sessionText} onChange={(e) => setSessionText(e.target.value)} placeholder="any" size={14} />
+              <button type="submit">Filter by session</button>
+              {f.session && (
+                <button
+                  type="button"
+                  className="ghost"
+                  onClick={() => {
+                    setSessionText('')
+                    go({ session: '' })
+                  }}
+                >
+                  Any session
+                </button>
+              )}
+            </form>
           )}
-          <nav aria-label="Pages">
+        </div>
+        {error && <Notice kind="error">{error}</Notice>}
+        {data && (
+          <div className="table-wrap">
+            <table>
+              <caption>
+                {count(data.total)} tasks{data.partial ? ' (at least: the filter stopped scanning)' : ''}, page {page} of {pages}
+              </caption>
+              <thead>
+                <tr>
+                  <th scope="col">Task</th>
+                  <th scope="col">Type</th>
+                  <th scope="col">State</th>
+                  <th scope="col" className="hide-sm">
+                    Priority
+                  </th>
+                  <th scope="col" className="num hide-sm" title="attempts started, of those allowed">
+                    Attempts
+                  </th>
+                  <th scope="col">Duration</th>
+                  <th scope="col">Last error</th>
+                  <th scope="col">{f.sort === 'updated' ? 'Changed' : 'Created'}</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.tasks.length === 0 && (
+                  <tr>
+                    <td colSpan={8} className="empty">
+                      No task matches.
+                    </td>
+                  </tr>
+                )}
+                {data.tasks.map((t) => (
+                  <tr key={t.task_id}>
+                    <td>
+                      <TaskId id={t.task_id} />
+                    </td>
+                    <td>
+                      <span className="tag">{t.task_type}</span>
+                    </td>
+                    <td>
+                      <TaskState task={t} />
+                    </td>
+                    <td className={`prio-${t.priority} hide-sm`}>{t.priority}</td>
+                    <td className="num nowrap hide-sm" title={`${t.retry_count} retries of ${t.max_retries} allowed`}>
+                      {attempts(t)} / {t.max_retries + 1}
+                    </td>
+                    <td className="nowrap">
+                      <Duration task={t} />
+                    </td>
+                    <td>
+                      <ErrorText text={t.last_error} max={90} />
+                    </td>
+                    <td>
+                      <Time iso={f.sort === 'updated' ? t.updated_at : t.created_at} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {data && pages < all && (
+          <p className="hint panel-body">
+            Showing the first {pages} pages of {all}: to page further, choose a finished state (COMPLETED, FAILED, DLQ, TIMEOUT or
+            CANCELLED) sorted by last change, or narrow the filter.
+          </p>
+        )}
+        {data && (
+          <nav aria-label="Pages" className="toolbar">
             <button type="button" disabled={page <= 1} onClick={() => go({}, page - 1)}>
               Previous page
-            </button>{' '}
+            </button>
             <button type="button" disabled={page >= pages} onClick={() => go({}, page + 1)}>
               Next page
             </button>
           </nav>
-        </>
-      )}
+        )}
+      </div>
     </section>
   )
+}
+
+// attempts counts the attempts a task started: its retries, plus the
+// one it is on or ended with once it started.
+function attempts(t: { retry_count: number; started_at?: string | null; state: string }): number {
+  return t.retry_count + (t.started_at && t.state !== 'PENDING' ? 1 : 0)
+}
+
+// useStateCounts is how many tasks each state holds, for the tabs: the
+// admin's from the queue status (every task), a session's from its own
+// listing (one small request per state). Read again when the list's
+// query changes and every 5 s.
+function useStateCounts(role: 'admin' | 'session', key: string): Record<string, number> | null {
+  const [counts, setCounts] = useState<Record<string, number> | null>(null)
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    let stop = false
+    const load =
+      role === 'admin'
+        ? api<QueueStatus>('/api/v1/queues/status').then((s) => s.states)
+        : Promise.all(
+            STATES.filter(Boolean).map((st) =>
+              api<Page>(`/api/v1/tasks?status=${st}&page_size=1&summary=true`).then((p) => [st, p.total] as const),
+            ),
+          ).then((xs) => Object.fromEntries(xs))
+    load.then((c) => !stop && setCounts(c)).catch(() => undefined)
+    const t = setTimeout(() => setTick((x) => x + 1), 5000)
+    return () => {
+      stop = true
+      clearTimeout(t)
+    }
+  }, [role, key, tick])
+  return counts
 }
 
 type TaskTypeInfo = components['schemas']['TaskTypes']['task_types'][number]
@@ -230,7 +335,7 @@ export function Submit() {
     // noValidate: the API's answer (422 naming the field) is the one rule,
     // shown next to the field, rather than the browser's own bubbles
     <form
-      className="card"
+      className="card panel panel-body"
       noValidate
       onSubmit={(e) => {
         e.preventDefault()
@@ -280,7 +385,9 @@ export function Submit() {
       </select>
       {info?.description && <p className="hint">{info.description}</p>}
       {info?.handled_by === 'service' && info.online === false && (
-        <p className="hint">No service for {typ} is running: the task waits until one starts.</p>
+        <p className="hint">
+          <Pill state="WAITING" /> No service for {typ} is running: the task waits until one starts.
+        </p>
       )}
       {typ === 'summarize' && (
         <>
@@ -344,8 +451,10 @@ export function Submit() {
         <option value="high">high</option>
         <option value="low">low</option>
       </select>
-      <button type="submit">Submit</button>
-      {error && <p role="alert">{error}</p>}
+      <button type="submit" className="primary">
+        Submit
+      </button>
+      {error && <Notice kind="error">{error}</Notice>}
     </form>
   )
 }

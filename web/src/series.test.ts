@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { lastValue, mean, toCharts, type Series } from './series'
+import { kpis, lastValue, toCharts, type Series } from './series'
 
 const base: Series = {
   step_seconds: 5,
@@ -35,11 +35,38 @@ describe('toCharts', () => {
   })
 })
 
-describe('lastValue and mean', () => {
+describe('lastValue', () => {
   it('skip the gaps', () => {
     expect(lastValue([1, 2, null])).toBe(2)
     expect(lastValue([null, null])).toBeNull()
-    expect(mean([1, null, 2])).toBe(1.5)
-    expect(mean([null])).toBeNull()
+  })
+})
+
+describe('kpis', () => {
+  it("rates the last minute's completions and takes the window's figures from the API", () => {
+    // 12 steps of 5 s: a minute; the newest started 2 s ago
+    const n = 14
+    const s: Series = {
+      ...base,
+      at: Array.from({ length: n }, (_, i) => 1000 + 5 * i),
+      completed: Array.from({ length: n }, (_, i) => (i < 2 ? 100 : 6)),
+      failed: Array(n).fill(0),
+      enqueued: Array(n).fill(0),
+      dead_lettered: Array(n).fill(0),
+      start_p50_ms: Array(n).fill(null),
+      start_p99_ms: Array(n).fill(null),
+      depth: {},
+      window: { enqueued: 0, completed: 272, failed: 28, dead_lettered: 3, starts: 300, start_p50_ms: 35.44, start_p99_ms: 1956.51 },
+    }
+    const k = kpis(s, 1000 + 5 * (n - 1) + 2)
+    // the last 12 steps hold 72 completions over 57 s
+    expect(k.throughput).toBe(Math.round((72 / 57) * 100) / 100)
+    expect(k.failureRate).toBeCloseTo(28 / 300)
+    expect(k.startP50).toBe(35.44) // the window's, never a mean of the steps
+    expect(k.startP99).toBe(1956.51)
+    expect(k.starts).toBe(300)
+  })
+  it('has no failure rate before anything ended', () => {
+    expect(kpis({ ...base, window: { ...base.window, completed: 0, failed: 0 } }, 112).failureRate).toBeNull()
   })
 })

@@ -43,15 +43,32 @@ export function lastValue(col: (number | null)[]): number | null {
   return null
 }
 
-// mean is the average of a line over its non-null values.
-export function mean(col: (number | null)[]): number | null {
-  let sum = 0
-  let k = 0
-  for (const v of col) {
-    if (v != null) {
-      sum += v
-      k++
-    }
+export interface Kpis {
+  throughput: number // completed per second over the last minute
+  failureRate: number | null // failed attempts / (completed + failed) over the window
+  startP50: number | null // the window's, as the API computed them
+  startP99: number | null
+  starts: number
+}
+
+// kpis reads the overview's tiles from the series: the last minute's
+// completions per second (the newest step counted over the part that has
+// passed), and the window's failure rate and start percentiles — the
+// API's window figures, the same the caption and the table show.
+export function kpis(s: Series, nowSec: number): Kpis {
+  const n = s.at.length
+  const steps = Math.max(1, Math.round(60 / s.step_seconds))
+  let done = 0
+  for (let i = Math.max(0, n - steps); i < n; i++) done += s.completed[i]
+  const from = s.at[Math.max(0, n - steps)]
+  const secs = Math.max(1, Math.min(60, nowSec - from))
+  const w = s.window
+  const ended = w.completed + w.failed
+  return {
+    throughput: Math.round((done / secs) * 100) / 100,
+    failureRate: ended ? w.failed / ended : null,
+    startP50: w.start_p50_ms,
+    startP99: w.start_p99_ms,
+    starts: w.starts,
   }
-  return k ? Math.round((sum / k) * 100) / 100 : null
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,16 +172,13 @@ func Touch(ctx context.Context, rdb redis.UniversalClient, stream, group, consum
 	return nil
 }
 
-// Lag is how many entries of stream group has not yet read (Redis ≥ 7
-// reports it in XINFO GROUPS), plus how many it has read but not
-// acknowledged.
+// Lag is how many entries of stream group has not been delivered yet
+// (counted as Groups counts them, at most LagCountLimit), plus how many
+// it has delivered and not seen acknowledged.
 func Lag(ctx context.Context, rdb redis.UniversalClient, stream, group string) (lag, pending int64, err error) {
-	gs, err := rdb.XInfoGroups(ctx, stream).Result()
+	gs, err := Groups(ctx, rdb, stream, time.Now())
 	if err != nil {
-		if strings.Contains(err.Error(), "no such key") {
-			return 0, 0, nil
-		}
-		return 0, 0, fmt.Errorf("stream: XINFO GROUPS %s: %w", stream, err)
+		return 0, 0, err
 	}
 	for _, g := range gs {
 		if g.Name == group {
@@ -190,19 +188,36 @@ func Lag(ctx context.Context, rdb redis.UniversalClient, stream, group string) (
 	return 0, 0, nil
 }
 
-// Group is one consumer group of a stream as XINFO GROUPS reports it.
+// LagCountLimit bounds the entries Groups counts past a group's last
+// delivered one: a group further behind reports this many with
+// LagAtLeast set.
+const LagCountLimit = 1000
+
+// Group is one consumer group of a stream: what an operator acts on.
 type Group struct {
 	Name      string `json:"group"`
 	Consumers int64  `json:"consumers"`
 	// Pending: delivered to a consumer and not acknowledged.
 	Pending int64 `json:"pending" jsonschema:"delivered to a consumer and not acknowledged"`
-	// Lag: entries the group has not read yet.
-	Lag int64 `json:"lag" jsonschema:"entries not read yet"`
+	// OldestPendingSeconds: how long ago the oldest pending entry was
+	// published (its id's time); nil when none is pending.
+	OldestPendingSeconds *float64 `json:"oldest_pending_seconds" jsonschema:"how long ago the oldest pending entry was published; null: none pending"`
+	// Lag: entries of the stream after the group's last delivered one,
+	// counted in the stream (never XINFO GROUPS' lag, which counts from
+	// the stream's entries-added counter: after an XDEL or a trim it can
+	// be null or count entries that are gone, and Redis-compatible servers
+	// such as the embedded one of taskflow dev report the stream's length
+	// there). At most LagCountLimit, then LagAtLeast.
+	Lag int64 `json:"lag" jsonschema:"entries in the stream not delivered to the group yet (counted; at most 1000, then lag_at_least)"`
+	// LagAtLeast: the count stopped at LagCountLimit.
+	LagAtLeast bool `json:"lag_at_least,omitempty" jsonschema:"more entries wait than were counted (lag is a lower bound)"`
+	// LastDeliveredID is the newest entry the group handed to a consumer.
+	LastDeliveredID string `json:"last_delivered_id"`
 }
 
 // Groups lists stream's consumer groups by name; none when the stream does
-// not exist yet.
-func Groups(ctx context.Context, rdb redis.UniversalClient, stream string) ([]Group, error) {
+// not exist yet. now dates the oldest pending entries.
+func Groups(ctx context.Context, rdb redis.UniversalClient, stream string, now time.Time) ([]Group, error) {
 	gs, err := rdb.XInfoGroups(ctx, stream).Result()
 	if err != nil {
 		if strings.Contains(err.Error(), "no such key") {
@@ -211,9 +226,62 @@ func Groups(ctx context.Context, rdb redis.UniversalClient, stream string) ([]Gr
 		return nil, fmt.Errorf("stream: XINFO GROUPS %s: %w", stream, err)
 	}
 	out := make([]Group, 0, len(gs))
+	if len(gs) == 0 {
+		return out, nil
+	}
+	// the newest entry: a group that was handed it has nothing waiting,
+	// which spares the count in the usual case
+	newest, err := rdb.XRevRangeN(ctx, stream, "+", "-", 1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("stream: XREVRANGE %s: %w", stream, err)
+	}
 	for _, g := range gs {
-		out = append(out, Group{Name: g.Name, Consumers: g.Consumers, Pending: g.Pending, Lag: g.Lag})
+		grp := Group{Name: g.Name, Consumers: g.Consumers, Pending: g.Pending, LastDeliveredID: g.LastDeliveredID}
+		if len(newest) > 0 && compareIDs(newest[0].ID, g.LastDeliveredID) > 0 {
+			xs, err := rdb.XRangeN(ctx, stream, "("+g.LastDeliveredID, "+", LagCountLimit+1).Result()
+			if err != nil {
+				return nil, fmt.Errorf("stream: XRANGE %s: %w", stream, err)
+			}
+			grp.Lag = int64(min(len(xs), LagCountLimit))
+			grp.LagAtLeast = len(xs) > LagCountLimit
+		}
+		if g.Pending > 0 {
+			ps, err := rdb.XPending(ctx, stream, g.Name).Result()
+			if err != nil {
+				return nil, fmt.Errorf("stream: XPENDING %s %s: %w", stream, g.Name, err)
+			}
+			if ms, ok := idMillis(ps.Lower); ok {
+				age := max(0, now.Sub(time.UnixMilli(ms)).Seconds())
+				age = float64(int64(age*10)) / 10
+				grp.OldestPendingSeconds = &age
+			}
+		}
+		out = append(out, grp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// idMillis is the time part of a stream entry id ("ms-seq").
+func idMillis(id string) (int64, bool) {
+	ms, _, _ := strings.Cut(id, "-")
+	v, err := strconv.ParseInt(ms, 10, 64)
+	return v, err == nil
+}
+
+// compareIDs orders two stream entry ids: -1, 0 or 1.
+func compareIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	for _, p := range [][2]string{{am, bm}, {as, bs}} {
+		x, _ := strconv.ParseUint(p[0], 10, 64)
+		y, _ := strconv.ParseUint(p[1], 10, 64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+	}
+	return 0
 }

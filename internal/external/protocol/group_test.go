@@ -123,3 +123,83 @@ func TestRetentionTrimsOldEntries(t *testing.T) {
 	require.GreaterOrEqual(t, n, int64(1))
 	require.Equal(t, "0-0", MinID(time.UnixMilli(10), time.Hour))
 }
+
+// TestGroupsCountWhatWaits: the figures the workers page shows come from
+// the stream itself. XINFO GROUPS' own lag (entries added minus entries
+// read) still counts entries a trim or an XDEL removed: after the three
+// unread entries are trimmed away, Redis says 3 wait while none does.
+func TestGroupsCountWhatWaits(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	ctx := context.Background()
+	s := NewKeys(keyspace.MustParse(ns)).Create()
+	p := NewPublisher(rdb, 0, nil)
+	require.NoError(t, EnsureGroup(ctx, rdb, s, "svc-group", "0"))
+	ids := publishN(t, p, s, 6)
+	msgs, err := ReadGroup(ctx, rdb, "svc-group", "w1", []string{s}, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, msgs, 6)
+	require.NoError(t, Ack(ctx, rdb, s, "svc-group", ids[:4]...))
+
+	// the injected clock: 90 s after the oldest unacknowledged entry
+	oldest, ok := idMillis(ids[4])
+	require.True(t, ok)
+	now := time.UnixMilli(oldest).Add(90 * time.Second)
+	one := func() Group {
+		t.Helper()
+		gs, err := Groups(ctx, rdb, s, now)
+		require.NoError(t, err)
+		require.Len(t, gs, 1)
+		return gs[0]
+	}
+	g := one()
+	require.Equal(t, "svc-group", g.Name)
+	require.EqualValues(t, 1, g.Consumers)
+	require.EqualValues(t, 2, g.Pending)
+	require.NotNil(t, g.OldestPendingSeconds)
+	require.InDelta(t, 90, *g.OldestPendingSeconds, 0.1)
+	require.Zero(t, g.Lag, "every entry was delivered")
+	require.Equal(t, ids[5], g.LastDeliveredID)
+
+	// three entries the group never read, then trimmed away
+	publishN(t, p, s, 3)
+	require.NoError(t, rdb.XTrimMaxLen(ctx, s, 0).Err())
+	info, err := rdb.XInfoGroups(ctx, s).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 3, info[0].Lag, "Redis's own figure counts the trimmed entries")
+	require.Zero(t, one().Lag, "nothing waits: the stream is empty")
+
+	// two new entries wait; one is deleted
+	fresh := publishN(t, p, s, 2)
+	require.EqualValues(t, 2, one().Lag)
+	require.NoError(t, rdb.XDel(ctx, s, fresh[0]).Err())
+	require.EqualValues(t, 1, one().Lag)
+
+	// all acknowledged: no pending age
+	require.NoError(t, Ack(ctx, rdb, s, "svc-group", ids[4:]...))
+	require.Nil(t, one().OldestPendingSeconds)
+
+	// far behind: the count stops at LagCountLimit and says so
+	_, err = rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+		for i := 0; i < LagCountLimit+5; i++ {
+			pl.XAdd(ctx, &redis.XAddArgs{Stream: s, Values: []any{"f", i}})
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	g = one()
+	require.EqualValues(t, LagCountLimit, g.Lag)
+	require.True(t, g.LagAtLeast)
+
+	// a stream nobody created yet has no groups
+	gs, err := Groups(ctx, rdb, s+":none", now)
+	require.NoError(t, err)
+	require.Empty(t, gs)
+}
+
+func TestCompareIDs(t *testing.T) {
+	require.Equal(t, 0, compareIDs("5-1", "5-1"))
+	require.Equal(t, 1, compareIDs("10-0", "9-5"))
+	require.Equal(t, -1, compareIDs("9-5", "9-10"))
+	require.Equal(t, 1, compareIDs("1-0", "0-0"))
+}

@@ -21,7 +21,7 @@ type Collector struct {
 // rdb; register it on a prometheus.Registerer.
 func NewCollector(rdb redis.UniversalClient, k Keys) *Collector {
 	return &Collector{rdb: rdb, keys: k,
-		lag:     prometheus.NewDesc("taskflow_stream_consumer_lag", "Entries of a stream not yet read by a consumer group.", []string{"stream", "group"}, nil),
+		lag:     prometheus.NewDesc("taskflow_stream_consumer_lag", "Entries of a stream not yet delivered to a consumer group (counted in the stream, at most 1000).", []string{"stream", "group"}, nil),
 		pending: prometheus.NewDesc("taskflow_stream_consumer_pending", "Entries read by a consumer group and not yet acknowledged.", []string{"stream", "group"}, nil),
 		dlq:     prometheus.NewDesc("taskflow_stream_dlq_size", "Entries in agent:stream:task.dlq (7-day retention).", nil, nil),
 	}
@@ -40,7 +40,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, s := range append(c.keys.Responses(), c.keys.Create()) {
-		gs, err := c.rdb.XInfoGroups(ctx, s).Result()
+		gs, err := Groups(ctx, c.rdb, s, time.Now())
 		if err != nil {
 			continue
 		}

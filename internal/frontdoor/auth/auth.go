@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -184,6 +185,8 @@ func (a *Authenticator) CreateSession(ctx context.Context) (Session, error) {
 			"expires_at", s.ExpiresAt.Format(time.RFC3339Nano))
 		p.Expire(ctx, sessionKey(a.cfg.Namespace, s.ID), a.cfg.SessionTTL)
 		p.Set(ctx, tokenKey(a.cfg.Namespace, h), s.ID, a.cfg.SessionTTL)
+		p.ZAdd(ctx, sessionsKey(a.cfg.Namespace), redis.Z{Score: float64(s.ExpiresAt.UnixMilli()), Member: s.ID})
+		p.Expire(ctx, sessionsKey(a.cfg.Namespace), a.cfg.SessionTTL) // outlives every session in it
 		return nil
 	})
 	if err != nil {
@@ -201,6 +204,56 @@ func (a *Authenticator) SessionExists(ctx context.Context, id string) (bool, err
 	return n == 1, nil
 }
 
+// SessionInfo is a live session as the admin's listing shows it (its
+// token is never stored, so never shown).
+type SessionInfo struct {
+	ID        string    `json:"session_id"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Sessions lists the live sessions, the newest first (the latest to
+// expire: every session lives SessionTTL), at most limit of them, and how
+// many are live in all. Expired ones are dropped from the index first.
+// Sessions created before the index existed are not listed.
+func (a *Authenticator) Sessions(ctx context.Context, limit int) ([]SessionInfo, int64, error) {
+	k := sessionsKey(a.cfg.Namespace)
+	now := a.cfg.Now()
+	var zs *redis.ZSliceCmd
+	var total *redis.IntCmd
+	if _, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRemRangeByScore(ctx, k, "-inf", strconv.FormatInt(now.UnixMilli(), 10))
+		zs = p.ZRevRangeWithScores(ctx, k, 0, int64(limit)-1)
+		total = p.ZCard(ctx, k)
+		return nil
+	}); err != nil {
+		return nil, 0, fmt.Errorf("auth: list sessions: %w", err)
+	}
+	ids := zs.Val()
+	created := make([]*redis.StringCmd, len(ids))
+	if len(ids) > 0 {
+		if _, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, z := range ids {
+				created[i] = p.HGet(ctx, sessionKey(a.cfg.Namespace, z.Member.(string)), "created_at")
+			}
+			return nil
+		}); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, 0, fmt.Errorf("auth: list sessions: %w", err)
+		}
+	}
+	out := make([]SessionInfo, 0, len(ids))
+	for i, z := range ids {
+		si := SessionInfo{ID: z.Member.(string), ExpiresAt: time.UnixMilli(int64(z.Score)).UTC()}
+		c, err := time.Parse(time.RFC3339Nano, created[i].Val())
+		if err != nil { // the session ended between the two reads
+			continue
+		}
+		si.CreatedAt = c
+		out = append(out, si)
+	}
+	return out, total.Val(), nil
+}
+
 // DeleteSession ends a session: its token stops working (in this process at
 // once; in other processes within CacheTTL).
 func (a *Authenticator) DeleteSession(ctx context.Context, token string) error {
@@ -212,7 +265,11 @@ func (a *Authenticator) DeleteSession(ctx context.Context, token string) error {
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
-	if err := a.rdb.Del(ctx, tokenKey(a.cfg.Namespace, h), sessionKey(a.cfg.Namespace, id)).Err(); err != nil {
+	if _, err := a.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, tokenKey(a.cfg.Namespace, h), sessionKey(a.cfg.Namespace, id))
+		p.ZRem(ctx, sessionsKey(a.cfg.Namespace), id)
+		return nil
+	}); err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
 	a.mu.Lock()

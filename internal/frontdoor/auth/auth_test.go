@@ -80,7 +80,7 @@ func TestTokensAreHashedAtRest(t *testing.T) {
 
 	keys, err := testredis.Keys(ctx, rdb, "*"+ns+"*")
 	require.NoError(t, err)
-	require.Len(t, keys, 2)
+	require.Len(t, keys, 3, "the token, the session and the index of sessions")
 	for _, k := range keys {
 		// one hash slot with the rest of the namespace: session creation
 		// (MULTI) and ending (DEL of both keys) work on a Redis Cluster
@@ -100,6 +100,10 @@ func TestTokensAreHashedAtRest(t *testing.T) {
 			for _, v := range m {
 				vals = append(vals, v)
 			}
+		case "zset":
+			vals, err = rdb.ZRange(ctx, k, 0, -1).Result()
+			require.NoError(t, err)
+			require.Equal(t, []string{s.ID}, vals)
 		}
 		for _, v := range vals {
 			require.NotContains(t, v, s.Token[4:])
@@ -227,4 +231,46 @@ func TestNamespaceIsRequired(t *testing.T) {
 	t.Parallel()
 	_, err := auth.New(nil, auth.Config{})
 	require.ErrorContains(t, err, "Namespace is required")
+}
+
+// TestSessionsListsTheLiveOnes: the admin's listing of sessions reads the
+// index that creating and ending a session keep, newest first, without
+// the expired ones (by the injected clock).
+func TestSessionsListsTheLiveOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	a := setup(t, auth.Config{AdminKey: adminKey, SessionTTL: time.Hour, Now: clock})
+
+	old, err := a.CreateSession(ctx)
+	require.NoError(t, err)
+	advance(10 * time.Minute)
+	mid, err := a.CreateSession(ctx)
+	require.NoError(t, err)
+	advance(10 * time.Minute)
+	last, err := a.CreateSession(ctx)
+	require.NoError(t, err)
+
+	got, total, err := a.Sessions(ctx, 10)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, total)
+	require.Equal(t, []string{last.ID, mid.ID, old.ID}, []string{got[0].ID, got[1].ID, got[2].ID}, "newest first")
+	require.True(t, got[0].CreatedAt.Equal(last.CreatedAt))
+	require.True(t, got[0].ExpiresAt.Equal(last.ExpiresAt))
+
+	got, total, err = a.Sessions(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.EqualValues(t, 3, total, "the total counts past the limit")
+
+	require.NoError(t, a.DeleteSession(ctx, mid.Token))
+	advance(45 * time.Minute) // old expired (its hour is up), last has 25 minutes left
+	got, total, err = a.Sessions(ctx, 10)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, total)
+	require.Len(t, got, 1)
+	require.Equal(t, last.ID, got[0].ID)
 }

@@ -50,6 +50,7 @@ type TaskSummary struct {
 	LastError   string        `json:"last_error,omitempty"`
 	CreatedAt   time.Time     `json:"created_at"`
 	UpdatedAt   time.Time     `json:"updated_at"`
+	StartedAt   *time.Time    `json:"started_at,omitempty" jsonschema:"when its last attempt started"`
 	CompletedAt *time.Time    `json:"completed_at,omitempty"`
 	// WaitingOn: as TaskView.WaitingOn.
 	WaitingOn []string `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
@@ -61,7 +62,7 @@ type TaskSummary struct {
 func SummaryOf(t *task.Task) TaskSummary {
 	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: t.Priority,
 		RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, ErrorType: t.ErrorType, LastError: t.LastError,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, CompletedAt: t.CompletedAt}
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, StartedAt: t.StartedAt, CompletedAt: t.CompletedAt}
 }
 
 // TaskList is a page of tasks. Tasks holds TaskView or TaskSummary values.

@@ -47,8 +47,8 @@ type ServicesView struct {
 	Services      []ServiceInfo        `json:"services"`
 	ExternalTypes []ExternalTypeStatus `json:"external_types"`
 	// Groups are the consumer groups of the task.create stream (one per
-	// service): consumers, entries delivered and not acknowledged, and
-	// entries not read yet.
+	// service): consumers, entries delivered and not acknowledged with
+	// the age of the oldest, and entries not delivered yet.
 	Groups []protocol.Group `json:"groups" jsonschema:"the consumer groups of the task.create stream (one per service)"`
 }
 
@@ -71,7 +71,7 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 		return ServicesView{}, storeErr("", err)
 	}
 	out := ServicesView{Services: svcs, ExternalTypes: []ExternalTypeStatus{}}
-	if out.Groups, err = protocol.Groups(ctx, s.rdb, protocol.NewKeys(s.st.Namespace()).Create()); err != nil {
+	if out.Groups, err = protocol.Groups(ctx, s.rdb, protocol.NewKeys(s.st.Namespace()).Create(), s.cfg.Now()); err != nil {
 		return ServicesView{}, storeErr("", err)
 	}
 	bound := s.cfg.ExternalInFlight

@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -156,4 +158,66 @@ func (s *Service) listSession(ctx context.Context, sessionID string, q listQuery
 		return listing{waiting: waiting, total: total, partial: partial}, nil
 	}
 	return listing{tasks: all[q.offset:min(len(all), q.offset+q.size)], waiting: waiting, total: total, partial: partial}, nil
+}
+
+// SessionSummary is a live session in the admin's listing: when it
+// started and ends, and how many tasks its index holds.
+type SessionSummary struct {
+	ID        string    `json:"session_id"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Tasks     int64     `json:"tasks" jsonschema:"entries of its task index (tasks deleted since may still count until its listing drops them)"`
+}
+
+// SessionList is GET /api/v1/sessions.
+type SessionList struct {
+	Sessions []SessionSummary `json:"sessions" jsonschema:"the newest first"`
+	Count    int              `json:"count" jsonschema:"sessions in this answer"`
+	Total    int64            `json:"total" jsonschema:"live sessions in all"`
+}
+
+// DefaultSessionList and MaxSessionList bound a listing of sessions.
+const (
+	DefaultSessionList = 100
+	MaxSessionList     = 1000
+)
+
+// Sessions lists the live sessions, newest first, each with the size of
+// its task index (operator): what the dashboard's session picker offers.
+// limit 0 means DefaultSessionList.
+func (s *Service) Sessions(ctx context.Context, p auth.Principal, limit int) (SessionList, error) {
+	if err := requireAdmin(p); err != nil {
+		return SessionList{}, err
+	}
+	if limit == 0 {
+		limit = DefaultSessionList
+	}
+	if limit < 1 || limit > MaxSessionList {
+		return SessionList{}, Invalid("invalid_parameter", "limit", "limit must be between 1 and %d", MaxSessionList)
+	}
+	infos, total, err := s.cfg.Auth.Sessions(ctx, limit)
+	if err != nil {
+		return SessionList{}, storeErr("", err)
+	}
+	out := SessionList{Sessions: make([]SessionSummary, len(infos)), Count: len(infos), Total: total}
+	cards := make([][]*redis.IntCmd, len(infos))
+	if len(infos) > 0 {
+		if _, err := s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
+			for i, si := range infos {
+				for _, k := range s.st.SessionTasksKeys(si.ID) {
+					cards[i] = append(cards[i], pl.ZCard(ctx, k))
+				}
+			}
+			return nil
+		}); err != nil {
+			return SessionList{}, storeErr("", err)
+		}
+	}
+	for i, si := range infos {
+		out.Sessions[i] = SessionSummary{ID: si.ID, CreatedAt: si.CreatedAt, ExpiresAt: si.ExpiresAt}
+		for _, c := range cards[i] {
+			out.Sessions[i].Tasks += c.Val()
+		}
+	}
+	return out, nil
 }

@@ -27,6 +27,7 @@ func endpoints() []endpoint {
 	return []endpoint{
 		{"POST", "/api/v1/sessions", nil, "public"},
 		{"DELETE", "/api/v1/sessions/current", nil, "self"},
+		{"GET", "/api/v1/sessions", nil, "admin"},
 		{"GET", "/health", nil, "public"},
 		{"GET", "/live", nil, "public"},
 		{"GET", "/ready", nil, "public"},

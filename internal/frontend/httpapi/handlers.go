@@ -26,6 +26,12 @@ func (s *Server) routes() {
 		description: "Returns a session id and a bearer token (shown once). Tasks created with the token belong to the session; only it and the admin may read, retry, cancel or delete them. Rate-limited per client address (429 rate_limited with Retry-After).",
 		responses:   map[int]string{201: "Session", 429: "Error"}}})
 
+	add(route{method: "GET", path: "/api/v1/sessions", access: admin, handler: s.listSessions, doc: opDoc{
+		tag: "sessions", summary: "List the live sessions (operators)",
+		description: "The newest first, each with when it started and ends and the size of its task index; total counts every live session. Tokens are never stored, so never listed. What the dashboard's session picker offers.",
+		params:      []paramDoc{queryParam("limit", "integer", "sessions to list, 1..1000 (default 100)")},
+		responses:   map[int]string{200: "SessionList"}}})
+
 	add(route{method: "DELETE", path: "/api/v1/sessions/current", access: principal, handler: s.endSession, doc: opDoc{
 		tag: "sessions", summary: "End the caller's session (its token stops working; its tasks stay)",
 		responses: map[int]string{200: "SessionEnded"}}})
@@ -151,6 +157,24 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, _ identit
 		return
 	}
 	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	q := newQuery(r, "limit")
+	limit := q.int("limit")
+	if q.err == nil && q.str("limit") == "0" {
+		q.err = service.Invalid("invalid_parameter", "limit", "limit must be between 1 and %d", service.MaxSessionList)
+	}
+	if q.err != nil {
+		s.writeError(w, r, q.err)
+		return
+	}
+	out, err := s.svc.Sessions(r.Context(), p, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) endSession(w http.ResponseWriter, r *http.Request, p identity.Principal) {

@@ -106,7 +106,7 @@ func TestWrongMethodOnLiteralPath(t *testing.T) {
 		{"GET", "/api/v1/tasks/summarize", "POST"},
 		{"DELETE", "/api/v1/tasks/summarize/", "POST"},
 		{"GET", "/api/v1/tasks/requeue-orphaned", "POST"},
-		{"DELETE", "/api/v1/sessions", "POST"},
+		{"DELETE", "/api/v1/sessions", "GET, POST"},
 	} {
 		r := b.do(tc.method, tc.path, s.Token, nil)
 		require.Equal(t, http.StatusMethodNotAllowed, r.code, "%s %s: %s", tc.method, tc.path, r.raw)

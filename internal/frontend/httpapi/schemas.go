@@ -36,6 +36,7 @@ var components = []component{
 	response[errorBody]("Error", "The one error envelope of the API."),
 	response[service.Session]("Session", ""),
 	response[sessionEnded]("SessionEnded", ""),
+	response[service.SessionList]("SessionList", "The live sessions, newest first."),
 	request[summarizeRequest]("SummarizeRequest", ""),
 	request[service.SubmitInput]("SubmitRequest", ""),
 	response[service.Submitted]("Submitted", ""),

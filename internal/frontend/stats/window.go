@@ -213,15 +213,18 @@ type Series struct {
 	Window Totals `json:"window"`
 }
 
-// Totals sums the window.
+// Totals sums the window. Its start percentiles are those of every start
+// in the window (the steps' histograms merged), not a mean of the steps'
+// own: the one window figure a reader is shown (the dashboard's tiles,
+// chart caption and table all show these).
 type Totals struct {
 	Enqueued     int64    `json:"enqueued"`
 	Completed    int64    `json:"completed"`
 	Failed       int64    `json:"failed"`
 	DeadLettered int64    `json:"dead_lettered"`
 	Starts       int64    `json:"starts" jsonschema:"tasks started"`
-	StartP50Ms   *float64 `json:"start_p50_ms"`
-	StartP99Ms   *float64 `json:"start_p99_ms"`
+	StartP50Ms   *float64 `json:"start_p50_ms" jsonschema:"of every start in the window (the steps' histograms merged); null: none started"`
+	StartP99Ms   *float64 `json:"start_p99_ms" jsonschema:"of every start in the window (the steps' histograms merged); null: none started"`
 }
 
 // Series returns the window ending with the step that holds now.

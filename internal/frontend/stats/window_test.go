@@ -112,3 +112,50 @@ func TestLatencyBins(t *testing.T) {
 		require.Less(t, binValue(i), ms*latGrowth*1.0001, "bin %d of %v", i, ms)
 	}
 }
+
+// TestWindowPercentilesMergeTheSteps: the window's p50/p99 — the figures
+// the overview shows in its tiles, its chart caption and its table — are
+// one computation over every start of the window (the steps' histograms
+// merged), never a mean of the steps' own percentiles, and they cover
+// exactly the steps the chart plots: a step that left the window leaves
+// both.
+func TestWindowPercentilesMergeTheSteps(t *testing.T) {
+	w := New(Config{Step: 5 * time.Second, Span: 30 * time.Second})
+	start := func(id string, at time.Time, wait time.Duration) {
+		w.Observe(ev(id, "", task.StatePending, at.Add(-wait)))
+		w.Observe(ev(id, task.StatePending, task.StateActive, at))
+	}
+	// step 0: 98 quick starts (10 ms) and two slow ones (2 s)
+	for i := 0; i < 98; i++ {
+		start(fmt.Sprint("q", i), t0.Add(time.Second), 10*time.Millisecond)
+	}
+	start("slow1", t0.Add(time.Second), 2*time.Second)
+	start("slow2", t0.Add(2*time.Second), 2*time.Second)
+	// step 1: a single start of 1 s
+	start("one", t0.Add(6*time.Second), time.Second)
+
+	now := t0.Add(7 * time.Second) // the injected clock
+	s := w.Series(now)
+	last := len(s.At) - 1
+	// the steps' own figures, as the chart plots them
+	require.InDelta(t, 10, *s.StartP50Ms[last-1], 2)
+	require.InDelta(t, 2000, *s.StartP99Ms[last-1], 400)
+	require.InDelta(t, 1000, *s.StartP50Ms[last], 200)
+	// the window: the 101 starts together. A mean of the steps would say
+	// p50 ≈ 505 ms and p99 ≈ 1,500 ms; the merged samples say ≈ 10 ms and
+	// ≈ 2,000 ms (the 100th of 101 starts, ranked).
+	require.EqualValues(t, 101, s.Window.Starts)
+	require.InDelta(t, 10, *s.Window.StartP50Ms, 2)
+	require.InDelta(t, 2000, *s.Window.StartP99Ms, 400)
+	require.Equal(t, w.Series(now), s, "the same clock reads the same window")
+
+	// 30 s later step 0 has left the window: the tiles and the chart lose it together
+	s = w.Series(t0.Add(31 * time.Second))
+	require.EqualValues(t, 1, s.Window.Starts)
+	require.InDelta(t, 1000, *s.Window.StartP50Ms, 200)
+	for i, v := range s.StartP50Ms {
+		if v != nil {
+			require.Equal(t, t0.Add(5*time.Second).Unix(), s.At[i], "only step 1 still plotted")
+		}
+	}
+}

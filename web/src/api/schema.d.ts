@@ -405,7 +405,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the live sessions (operators)
+         * @description The newest first, each with when it started and ends and the size of its task index; total counts every live session. Tokens are never stored, so never listed. What the dashboard's session picker offers.
+         *
+         *     Access: admin.
+         */
+        get: operations["getSessions"];
         put?: never;
         /**
          * Open a session
@@ -1148,10 +1154,10 @@ export interface components {
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             /**
-             * @description failed covers the DLQ: state says which
+             * @description failed covers the DLQ: state says which; waiting_for_service: an external task no live service takes (state PENDING or ACTIVE)
              * @enum {string}
              */
-            status: "pending" | "processing" | "completed" | "failed" | "timeout" | "cancelled";
+            status: "pending" | "processing" | "waiting_for_service" | "completed" | "failed" | "timeout" | "cancelled";
             task_id: string;
             task_type: string;
             /** Format: date-time */
@@ -1266,7 +1272,9 @@ export interface components {
                 dead_lettered: number;
                 enqueued: number;
                 failed: number;
+                /** @description of every start in the window (the steps' histograms merged); null: none started */
                 start_p50_ms: number | null;
+                /** @description of every start in the window (the steps' histograms merged); null: none started */
                 start_p99_ms: number | null;
                 /** @description tasks started */
                 starts: number;
@@ -1287,8 +1295,13 @@ export interface components {
             groups: {
                 consumers: number;
                 group: string;
-                /** @description entries not read yet */
+                /** @description entries in the stream not delivered to the group yet (counted; at most 1000, then lag_at_least) */
                 lag: number;
+                /** @description more entries wait than were counted (lag is a lower bound) */
+                lag_at_least?: boolean;
+                last_delivered_id: string;
+                /** @description how long ago the oldest pending entry was published; null: none pending */
+                oldest_pending_seconds: number | null;
                 /** @description delivered to a consumer and not acknowledged */
                 pending: number;
             }[];
@@ -1316,6 +1329,23 @@ export interface components {
         SessionEnded: {
             ended: boolean;
             session_id: string;
+        };
+        /** @description The live sessions, newest first. */
+        SessionList: {
+            /** @description sessions in this answer */
+            count: number;
+            /** @description the newest first */
+            sessions: {
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                expires_at: string;
+                session_id: string;
+                /** @description entries of its task index (tasks deleted since may still count until its listing drops them) */
+                tasks: number;
+            }[];
+            /** @description live sessions in all */
+            total: number;
         };
         "Submit.data.analyze": components["schemas"]["SubmitRequest"] & {
             params?: Record<string, never>;
@@ -1621,12 +1651,23 @@ export interface components {
             priority: "high" | "normal" | "low";
             retry_count: number;
             session_id?: string;
+            /**
+             * Format: date-time
+             * @description when its last attempt started
+             */
+            started_at?: string;
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             task_id: string;
             task_type: string;
             /** Format: date-time */
             updated_at: string;
+            waiting_for?: {
+                /** @description e.g. no service for data.export is running: the task has waited 4m0s and runs when one registers */
+                message: string;
+                /** @enum {string} */
+                reason: "no_service";
+            };
             /** @description submitted with depends_on and not released yet: the tasks it waits for */
             waiting_on?: string[];
         };
@@ -2807,6 +2848,56 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Services"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSessions: {
+        parameters: {
+            query?: {
+                /** @description sessions to list, 1..1000 (default 100) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
             /** @description Unauthorized */
