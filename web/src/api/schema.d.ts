@@ -4,6 +4,74 @@
  */
 
 export interface paths {
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit trail: every change made with the admin key or a named key (who, what, on what, when), newest first
+         * @description Kept TASKFLOW_AUDIT_RETENTION (90 days). A session's changes to its own tasks are not in it.
+         *
+         *     Access: admin.
+         */
+        get: operations["getAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the named API keys (names, roles, when and by whom created; never the keys)
+         * @description Access: admin.
+         */
+        get: operations["getKeys"];
+        put?: never;
+        /**
+         * Create a named API key with a role (admin, operator, viewer); its answer shows the key, once
+         * @description The key is sent as Authorization: Bearer KEY. admin may do anything; operator acts on tasks, queues, schedules and breakers (not keys); viewer reads (GETs, the dashboard, metrics, live feeds). Only its SHA-256 is stored.
+         *
+         *     Access: admin.
+         */
+        post: operations["postKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/keys/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a named API key: refused at once by this process, within 10 s by the others
+         * @description Access: admin.
+         */
+        delete: operations["deleteKeysName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/notifications": {
         parameters: {
             query?: never;
@@ -821,6 +889,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description One change made with the admin key or a named key. */
+        AuditEntry: {
+            /** @description the route, e.g. POST /api/v1/tasks/{task_id}/retry */
+            action: string;
+            actor: string;
+            /** Format: date-time */
+            at: string;
+            /** @description the caller's address */
+            client?: string;
+            id: string;
+            /** @enum {string} */
+            role: "admin" | "operator" | "viewer";
+            status: number;
+            /** @description what it acted on: the route's path values, e.g. task_id=01a2… */
+            target?: string;
+        };
+        /** @description A page of the audit trail, newest first. */
+        AuditPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            next?: string;
+        };
         BreakerRequest: {
             /**
              * @description e.g. openrouter; empty = every dependency
@@ -934,6 +1023,30 @@ export interface components {
             status: "healthy" | "unhealthy";
             /** Format: date-time */
             timestamp: string;
+        };
+        KeyList: {
+            keys: components["schemas"]["NamedKey"][];
+        };
+        KeyRequest: {
+            /** @description 1-64 characters of a-z, 0-9, '.', '_', '-' */
+            name?: string;
+            /**
+             * @description admin: anything; operator: tasks, queues, schedules, breakers (not keys); viewer: read only
+             * @enum {string}
+             */
+            role?: "admin" | "operator" | "viewer";
+        };
+        /** @description A named API key; key only in the answer to its creation. */
+        NamedKey: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description who created it (a key's name, or admin) */
+            created_by?: string;
+            /** @description the key itself (Authorization: Bearer KEY): shown once, at creation; only its hash is stored */
+            key?: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "operator" | "viewer";
         };
         /** @description A session's notification (docs/notifications.md): an item of the poll's page, a message of the WebSocket feed, the data of the SSE feed's event: notification, and an item of the notifications key a session's next JSON answer carries when some are unread. */
         Notification: {
@@ -1717,6 +1830,235 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getAudit: {
+        parameters: {
+            query?: {
+                /** @description cursor: the next of the previous page */
+                before?: string;
+                /** @description entries per page, 1-1000 (default 100) */
+                limit?: number;
+                /** @description only this actor's entries (a key's name, admin, open) */
+                actor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KeyList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NamedKey"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteKeysName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the key's name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NamedKey"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getNotifications: {
         parameters: {
             query?: {
