@@ -76,8 +76,15 @@ func loadChart(t *testing.T) *chart.Chart {
 
 // render renders the chart with vals over its values.yaml, as `helm
 // template tf taskflow -n queues --kube-version v1.34.0 -f vals` does
-// (lookup finds nothing, as there).
+// (lookup finds nothing, as there), values.schema.json checked.
 func render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
+	return renderSchema(ch, vals, false)
+}
+
+// renderSchema is render, skipping the schema check when skipSchema (as
+// --skip-schema-validation does): the templates and the strict decoding
+// must still catch what reaches the manifests.
+func renderSchema(ch *chart.Chart, vals map[string]any, skipSchema bool) (map[string]string, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
 	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {
@@ -87,9 +94,9 @@ func render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
 	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kubeVersion) {
 		return nil, fmt.Errorf("chart's kubeVersion %q excludes %s", c, kubeVersion)
 	}
-	top, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, chartutil.ReleaseOptions{
 		Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true,
-	}, caps)
+	}, caps, skipSchema)
 	if err != nil {
 		return nil, err
 	}

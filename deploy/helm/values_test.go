@@ -530,24 +530,38 @@ func checkDrain(t *testing.T, m *manifests) {
 func TestWrongValuesFail(t *testing.T) {
 	ch := loadChart(t)
 	for _, tc := range []struct {
-		name, values, want string
+		name, values string
+		// skipSchema renders without values.schema.json, as
+		// --skip-schema-validation does
+		skipSchema bool
+		want       string
 	}{
-		{"misspelt probe field", `api: {livenessProbe: {httpGet: {pth: /live, port: http}}}`, `unknown field "pth"`},
-		{"misplaced probe field", `api: {readinessProbe: {path: /ready, httpGet: {path: /ready, port: http}}}`, `unknown field "path"`},
-		{"env entry misspelt", `worker: {env: [{name: LOG_LEVEL, valeu: debug}]}`, `unknown field "valeu"`},
-		{"capitalised field", `securityContext: {ReadOnlyRootFilesystem: true}`, `ReadOnlyRootFilesystem`},
-		{"uid as a name", `podSecurityContext: {runAsUser: nobody}`, "cannot unmarshal string"},
-		{"quantity not a quantity", `worker: {resources: {requests: {cpu: lots}}}`, "quantities must match"},
-		{"resources misspelt", `orchestrator: {resources: {request: {cpu: 100m}}}`, `unknown field "request"`},
-		{"toleration field misspelt", `worker: {tolerations: [{key: spot, operater: Exists}]}`, `unknown field "operater"`},
-		{"service annotation map as list", `api: {podAnnotations: [a, b]}`, "YAML"},
-		{"autoscaler kind unknown", `autoscaling: {enabled: true, kind: vpa}`, `autoscaling.kind "vpa"`},
-		{"admin key too short", `secret: {values: {TASKFLOW_ADMIN_KEY: short}}`, "at least 16 characters"},
-		{"no Redis", `secret: {values: {REDIS_URL: ""}}`, "REDIS_URL is required"},
-		{"HPA metric selector misspelt", `autoscaling: {enabled: true, kind: hpa, hpa: {selector: {queue: [primary]}}}`, "cannot unmarshal array"},
+		// Kubernetes objects passed through values: the strict decoding
+		{name: "misspelt probe field", values: `api: {livenessProbe: {httpGet: {pth: /live, port: http}}}`, want: `unknown field "pth"`},
+		{name: "misplaced probe field", values: `api: {readinessProbe: {path: /ready, httpGet: {path: /ready, port: http}}}`, want: `unknown field "path"`},
+		{name: "env entry misspelt", values: `worker: {env: [{name: LOG_LEVEL, valeu: debug}]}`, want: `unknown field "valeu"`},
+		{name: "capitalised field", values: `securityContext: {ReadOnlyRootFilesystem: true}`, want: `ReadOnlyRootFilesystem`},
+		{name: "uid as a name", values: `podSecurityContext: {runAsUser: nobody}`, want: "cannot unmarshal string"},
+		{name: "quantity not a quantity", values: `worker: {resources: {requests: {cpu: lots}}}`, want: "quantities must match"},
+		{name: "resources misspelt", values: `orchestrator: {resources: {request: {cpu: 100m}}}`, want: `unknown field "request"`},
+		{name: "toleration field misspelt", values: `worker: {tolerations: [{key: spot, operater: Exists}]}`, want: `unknown field "operater"`},
+		// the chart's own settings: values.schema.json
+		{name: "chart setting misspelt", values: `worker: {concurency: 20}`, want: "'/worker': additional properties 'concurency' not allowed"},
+		{name: "unknown service", values: `services: {names: [reports]}`, want: "/services/names/0"},
+		{name: "annotations as a list", values: `api: {podAnnotations: [a, b]}`, want: "'/api/podAnnotations': got array, want object"},
+		{name: "autoscaler kind unknown", values: `autoscaling: {enabled: true, kind: vpa}`, want: "'/autoscaling/kind': value must be one of"},
+		{name: "HPA selector value a list", values: `autoscaling: {enabled: true, kind: hpa, hpa: {selector: {queue: [primary]}}}`, want: "'/autoscaling/hpa/selector/queue': got array, want string"},
+		{name: "no drain", values: `shutdownGraceSeconds: 0`, want: "'/shutdownGraceSeconds'"},
+		// ... and without the schema, the templates and the decoding
+		{name: "annotations as a list, no schema", skipSchema: true, values: `api: {podAnnotations: [a, b]}`, want: "YAML"},
+		{name: "autoscaler kind unknown, no schema", skipSchema: true, values: `autoscaling: {enabled: true, kind: vpa}`, want: `autoscaling.kind "vpa"`},
+		{name: "HPA selector value a list, no schema", skipSchema: true, values: `autoscaling: {enabled: true, kind: hpa, hpa: {selector: {queue: [primary]}}}`, want: "cannot unmarshal array"},
+		// the chart's checks of the Secret's values
+		{name: "admin key too short", values: `secret: {values: {TASKFLOW_ADMIN_KEY: short}}`, want: "at least 16 characters"},
+		{name: "no Redis", values: `secret: {values: {REDIS_URL: ""}}`, want: "REDIS_URL is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			files, err := render(ch, vals(t, tc.values))
+			files, err := renderSchema(ch, vals(t, tc.values), tc.skipSchema)
 			if err == nil {
 				_, err = decodeAll(files)
 			}
@@ -555,7 +569,7 @@ func TestWrongValuesFail(t *testing.T) {
 				t.Fatalf("rendered and decoded without an error")
 			}
 			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q\nwant one containing %q", firstLine(err.Error()), tc.want)
+				t.Errorf("error %q\nwant one containing %q", err.Error(), tc.want)
 			}
 		})
 	}
@@ -589,11 +603,4 @@ func secretNameOf(m *manifests) string {
 		return name
 	}
 	return "taskflow-prod"
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
