@@ -190,6 +190,9 @@ func checkDeployment(t *testing.T, m *manifests, role string, d *appsv1.Deployme
 
 	// the drain: Kubernetes waits longer than the process drains
 	env := envOf(c)
+	if len(env) != len(c.Env) {
+		t.Errorf("%s: an environment variable is set twice: %v", name, c.Env)
+	}
 	graceText, ok := env["TASKFLOW_SHUTDOWN_GRACE"]
 	if !ok || graceText.Value == "" {
 		t.Fatalf("%s: no TASKFLOW_SHUTDOWN_GRACE", name)
@@ -255,6 +258,9 @@ func checkAPI(t *testing.T, m *manifests, d *appsv1.Deployment, c corev1.Contain
 	t.Helper()
 	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
 		t.Errorf("api: ports %+v, want http 8080", c.Ports)
+	}
+	if addr := envOf(c)["TASKFLOW_ADDR"].Value; addr != ":8080" {
+		t.Errorf("api: TASKFLOW_ADDR %q, want :8080 (the container port)", addr)
 	}
 	for _, p := range []struct {
 		kind  string
@@ -556,6 +562,9 @@ func TestWrongValuesFail(t *testing.T) {
 		{name: "annotations as a list, no schema", skipSchema: true, values: `api: {podAnnotations: [a, b]}`, want: "YAML"},
 		{name: "autoscaler kind unknown, no schema", skipSchema: true, values: `autoscaling: {enabled: true, kind: vpa}`, want: `autoscaling.kind "vpa"`},
 		{name: "HPA selector value a list, no schema", skipSchema: true, values: `autoscaling: {enabled: true, kind: hpa, hpa: {selector: {queue: [primary]}}}`, want: "cannot unmarshal array"},
+		// what the chart derives, env must not override
+		{name: "drain set in env", values: `worker: {env: [{name: TASKFLOW_SHUTDOWN_GRACE, value: 60s}]}`, want: "env TASKFLOW_SHUTDOWN_GRACE: set by the chart"},
+		{name: "API address set in env", values: `env: [{name: TASKFLOW_ADDR, value: ":9090"}]`, want: "env TASKFLOW_ADDR: set by the chart"},
 		// the chart's checks of the Secret's values
 		{name: "admin key too short", values: `secret: {values: {TASKFLOW_ADMIN_KEY: short}}`, want: "at least 16 characters"},
 		{name: "no Redis", values: `secret: {values: {REDIS_URL: ""}}`, want: "REDIS_URL is required"},

@@ -75,6 +75,12 @@ the chart's own Secret has no value for them).
 */}}
 {{- define "taskflow.env" -}}
 {{- $root := .root -}}
+{{- /* what the chart derives from its own values, an env entry must not override */}}
+{{- range concat ($root.Values.env | default list) (.role.env | default list) }}
+{{- if has .name (list "TASKFLOW_SHUTDOWN_GRACE" "TASKFLOW_ADDR" "TASKFLOW_ARTIFACT_DIR") }}
+{{- fail (printf "env %s: set by the chart (shutdownGraceSeconds, the API's port 8080, artifacts.existingClaim), not in env" .name) }}
+{{- end }}
+{{- end }}
 {{- $vars := include "taskflow.secretVars" . | fromYaml -}}
 {{- range .secrets }}
 {{- $var := index $vars . -}}
@@ -88,6 +94,10 @@ the chart's own Secret has no value for them).
 {{- end }}
 - name: TASKFLOW_SHUTDOWN_GRACE
   value: {{ printf "%ds" (int (include "taskflow.grace" .)) | quote }}
+{{- if .http }}
+- name: TASKFLOW_ADDR
+  value: ":8080"
+{{- end }}
 {{- if $root.Values.artifacts.existingClaim }}
 - name: TASKFLOW_ARTIFACT_DIR
   value: /data/artifacts
