@@ -1,11 +1,13 @@
 package helm
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 )
 
 // The value sets rendered, each checked on its own below.
@@ -612,4 +617,62 @@ func secretNameOf(m *manifests) string {
 		return name
 	}
 	return "taskflow-prod"
+}
+
+// secretsOnly is a ClientProvider for the engine's lookup: a cluster
+// holding the given Secrets, as helm upgrade sees it.
+type secretsOnly struct{ client *dynamicfake.FakeDynamicClient }
+
+func (p secretsOnly) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
+	if apiVersion != "v1" || kind != "Secret" {
+		return nil, false, fmt.Errorf("lookup of %s %s: the test cluster holds Secrets only", apiVersion, kind)
+	}
+	return p.client.Resource(corev1.SchemeGroupVersion.WithResource("secrets")), true, nil
+}
+
+// TestAdminKeyKeptAcrossUpgrades: an empty secret.values.TASKFLOW_ADMIN_KEY
+// makes a random key at install and reads the cluster's back at upgrade
+// (lookup), so an upgrade never changes the admin key under its users.
+func TestAdminKeyKeptAcrossUpgrades(t *testing.T) {
+	ch := loadChart(t)
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	renderWith := func(objs ...runtime.Object) *corev1.Secret {
+		t.Helper()
+		top, err := chartutil.ToRenderValues(ch, nil, chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, IsUpgrade: len(objs) > 0}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := engine.RenderWithClientProvider(ch, top, secretsOnly{dynamicfake.NewSimpleDynamicClient(scheme, objs...)})
+		if err != nil {
+			t.Fatalf("render: %v", err)
+		}
+		m, err := decodeAll(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := m.secrets[fullname]
+		if s == nil {
+			t.Fatalf("no Secret %s", fullname)
+		}
+		return s
+	}
+
+	installed := renderWith()
+	key := string(installed.Data["TASKFLOW_ADMIN_KEY"])
+	if len(key) != 32 {
+		t.Fatalf("install: admin key %q, want 32 random characters", key)
+	}
+	if again := string(renderWith().Data["TASKFLOW_ADMIN_KEY"]); again == key {
+		t.Errorf("two installs made the same key %q", key)
+	}
+	existing := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: fullname, Namespace: namespace},
+		Data:       map[string][]byte{"TASKFLOW_ADMIN_KEY": []byte(key), "REDIS_URL": installed.Data["REDIS_URL"]},
+	}
+	if got := string(renderWith(existing).Data["TASKFLOW_ADMIN_KEY"]); got != key {
+		t.Errorf("upgrade: admin key %q, want the installed %q", got, key)
+	}
 }
