@@ -179,6 +179,9 @@ func checkDeployment(t *testing.T, m *manifests, role string, d *appsv1.Deployme
 			t.Errorf("%s: %s mounts volume %q, which the pod does not have", name, path, vol)
 		}
 	}
+	if dir, ok := envOf(c)["TASKFLOW_ARTIFACT_DIR"]; ok && mounts[dir.Value] == "" {
+		t.Errorf("%s: TASKFLOW_ARTIFACT_DIR %s is not a mounted volume (the root is read-only)", name, dir.Value)
+	}
 	if v, ok := vols[mounts["/tmp"]]; !ok || v.EmptyDir == nil {
 		t.Errorf("%s: no writable /tmp (emptyDir) under the read-only root", name)
 	}
@@ -391,6 +394,9 @@ func checkEverything(t *testing.T, m *manifests) {
 		if e, ok := api[v]; !ok || e.ValueFrom.SecretKeyRef.Key != key {
 			t.Errorf("api %s: want key %q of taskflow-prod", v, key)
 		}
+	}
+	if _, ok := envOf(w.Spec.Template.Spec.Containers[0])["TASKFLOW_ARTIFACT_DIR"]; ok {
+		t.Errorf("worker: TASKFLOW_ARTIFACT_DIR without the volume")
 	}
 	// the API and the services share the artifacts volume
 	for _, role := range []string{"api", "service-export"} {

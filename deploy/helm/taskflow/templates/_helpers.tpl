@@ -68,7 +68,9 @@ openrouterApiKey: OPENROUTER_API_KEY
 
 {{/*
 The environment of a role's container: the secrets it reads, the common
-settings, TASKFLOW_SHUTDOWN_GRACE, then the role's own (later entries win).
+settings, what the chart derives (TASKFLOW_SHUTDOWN_GRACE, the API's
+TASKFLOW_ADDR, TASKFLOW_ARTIFACT_DIR where the volume is mounted: the API
+and the services), then the role's own (later entries win).
 .root, .role (its values), .secrets (the entries of secret.keys it reads:
 redisUrl and adminKey are required, the others optional, and left out when
 the chart's own Secret has no value for them).
@@ -98,7 +100,7 @@ the chart's own Secret has no value for them).
 - name: TASKFLOW_ADDR
   value: ":8080"
 {{- end }}
-{{- if $root.Values.artifacts.existingClaim }}
+{{- if and $root.Values.artifacts.existingClaim (or .http .outputDir) }}
 - name: TASKFLOW_ARTIFACT_DIR
   value: /data/artifacts
 {{- end }}
