@@ -33,9 +33,9 @@ const (
 	chartDir    = "taskflow"
 	releaseName = "tf"
 	namespace   = "queues"
-	// the cluster version the chart is rendered and linted for (the
-	// Go-built Helm library defaults to v1.20, older than the chart's
-	// kubeVersion); k8s.io/api v0.37 is Kubernetes 1.37's API
+	// the cluster version the chart is rendered and linted for (a Helm
+	// built by go install defaults to v1.20); k8s.io/api v0.37 is
+	// Kubernetes 1.37's API
 	kubeVersion = "v1.34.0"
 	// what the chart names its objects: RELEASE-CHART
 	fullname = releaseName + "-taskflow"
@@ -78,21 +78,26 @@ func loadChart(t *testing.T) *chart.Chart {
 // template tf taskflow -n queues --kube-version v1.34.0 -f vals` does
 // (lookup finds nothing, as there), values.schema.json checked.
 func render(ch *chart.Chart, vals map[string]any) (map[string]string, error) {
-	return renderSchema(ch, vals, false)
+	return renderAt(ch, vals, false, kubeVersion)
 }
 
 // renderSchema is render, skipping the schema check when skipSchema (as
 // --skip-schema-validation does): the templates and the strict decoding
 // must still catch what reaches the manifests.
 func renderSchema(ch *chart.Chart, vals map[string]any, skipSchema bool) (map[string]string, error) {
+	return renderAt(ch, vals, skipSchema, kubeVersion)
+}
+
+// renderAt renders for the cluster version kubeVersion.
+func renderAt(ch *chart.Chart, vals map[string]any, skipSchema bool, kube string) (map[string]string, error) {
 	caps := chartutil.DefaultCapabilities.Copy()
-	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	kv, err := chartutil.ParseKubeVersion(kube)
 	if err != nil {
 		return nil, err
 	}
 	caps.KubeVersion = *kv
-	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kubeVersion) {
-		return nil, fmt.Errorf("chart's kubeVersion %q excludes %s", c, kubeVersion)
+	if c := ch.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, kube) {
+		return nil, fmt.Errorf("chart's kubeVersion %q excludes %s", c, kube)
 	}
 	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, chartutil.ReleaseOptions{
 		Name: releaseName, Namespace: namespace, Revision: 1, IsInstall: true,
@@ -202,20 +207,6 @@ func decodeStrict(doc []byte) (any, error) {
 		return nil, fmt.Errorf("%s: %v", tm.Kind, strictErrs)
 	}
 	return obj, nil
-}
-
-// renderDecoded renders vals and decodes the result; any error fails t.
-func renderDecoded(t *testing.T, ch *chart.Chart, vals map[string]any) *manifests {
-	t.Helper()
-	files, err := render(ch, vals)
-	if err != nil {
-		t.Fatalf("render: %v", err)
-	}
-	m, err := decodeAll(files)
-	if err != nil {
-		t.Fatalf("decode: %v", err)
-	}
-	return m
 }
 
 // vals parses a values file's text.

@@ -91,6 +91,8 @@ func TestRenderedManifests(t *testing.T) {
 		// the Deployments expected, by component
 		roles []string
 		check func(t *testing.T, m *manifests)
+		// the cluster's version, when not kubeVersion
+		kube string
 	}{
 		{name: "defaults", roles: []string{"api", "worker", "orchestrator"}, check: checkDefaults},
 		{name: "everything", values: everythingValues, check: checkEverything,
@@ -99,9 +101,21 @@ func TestRenderedManifests(t *testing.T) {
 		{name: "hpa", values: hpaValues, roles: []string{"api", "worker", "orchestrator"}, check: checkHPA},
 		{name: "minimal", values: minimalValues, roles: []string{"api"}, check: checkMinimal},
 		{name: "drain", values: drainValues, roles: []string{"api", "worker", "orchestrator"}, check: checkDrain},
+		{name: "before 1.30", kube: "v1.29.4", roles: []string{"api", "worker", "orchestrator"}, check: checkBefore130},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := renderDecoded(t, ch, vals(t, tc.values))
+			kube := kubeVersion
+			if tc.kube != "" {
+				kube = tc.kube
+			}
+			files, err := renderAt(ch, vals(t, tc.values), false, kube)
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			m, err := decodeAll(files)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
 			if len(m.deployments) != len(tc.roles) {
 				t.Errorf("%d Deployments, want %d (%v)", len(m.deployments), len(tc.roles), tc.roles)
 			}
@@ -514,6 +528,18 @@ func checkMinimal(t *testing.T, m *manifests) {
 	}
 }
 
+// checkBefore130: a cluster without the preStop sleep action gets no
+// preStop, and no sleep in the API's grace period.
+func checkBefore130(t *testing.T, m *manifests) {
+	a := m.deployments[fullname+"-api"].Spec.Template.Spec
+	if a.Containers[0].Lifecycle != nil {
+		t.Errorf("api lifecycle %+v on 1.29", a.Containers[0].Lifecycle)
+	}
+	if *a.TerminationGracePeriodSeconds != 30 {
+		t.Errorf("api terminationGracePeriodSeconds %d, want 10 + 20", *a.TerminationGracePeriodSeconds)
+	}
+}
+
 func checkDrain(t *testing.T, m *manifests) {
 	w := m.deployments[fullname+"-worker"].Spec.Template.Spec
 	if g := envOf(w.Containers[0])["TASKFLOW_SHUTDOWN_GRACE"].Value; g != "45s" {
@@ -627,7 +653,9 @@ func secretNameOf(m *manifests) string {
 
 // secretsOnly is a ClientProvider for the engine's lookup: a cluster
 // holding the given Secrets, as helm upgrade sees it.
-type secretsOnly struct{ client *dynamicfake.FakeDynamicClient }
+type secretsOnly struct {
+	client *dynamicfake.FakeDynamicClient
+}
 
 func (p secretsOnly) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
 	if apiVersion != "v1" || kind != "Secret" {

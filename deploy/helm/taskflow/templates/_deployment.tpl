@@ -64,7 +64,7 @@ spec:
             {{- toYaml .role.livenessProbe | nindent 12 }}
           readinessProbe:
             {{- toYaml .role.readinessProbe | nindent 12 }}
-          {{- if .role.preStopSleepSeconds }}
+          {{- if and .role.preStopSleepSeconds (semverCompare ">=1.30.0-0" $root.Capabilities.KubeVersion.Version) }}
           lifecycle:
             preStop:
               sleep:

@@ -114,9 +114,11 @@ the chart's own Secret has no value for them).
 {{- if hasKey .role "shutdownGraceSeconds" -}}{{ .role.shutdownGraceSeconds | int }}{{- else -}}{{ .root.Values.shutdownGraceSeconds | int }}{{- end -}}
 {{- end -}}
 
-{{/* terminationGracePeriodSeconds: preStop sleep + drain + margin. */}}
+{{/* terminationGracePeriodSeconds: preStop sleep (1.30 on) + drain + margin. */}}
 {{- define "taskflow.terminationGrace" -}}
 {{- $margin := .root.Values.terminationMarginSeconds -}}
 {{- if hasKey .role "terminationMarginSeconds" -}}{{- $margin = .role.terminationMarginSeconds -}}{{- end -}}
-{{- add (.role.preStopSleepSeconds | default 0 | int) (include "taskflow.grace" . | int) ($margin | int) -}}
+{{- $sleep := 0 -}}
+{{- if semverCompare ">=1.30.0-0" .root.Capabilities.KubeVersion.Version -}}{{- $sleep = .role.preStopSleepSeconds | default 0 | int -}}{{- end -}}
+{{- add $sleep (include "taskflow.grace" . | int) ($margin | int) -}}
 {{- end -}}
