@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: image compose-test test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -29,11 +29,14 @@ build: ## Build the binaries into bin/
 install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your PATH)
 	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/...
 
-test: test-go test-cluster test-dsl ui-check test-ui ## Run every test (Go with -race, again on a Redis Cluster, the DSL's, the dashboard's build check and browser tests)
+test: test-go test-cluster test-dsl ui-check test-ui helm-check ## Run every test (Go with -race, again on a Redis Cluster, the DSL's, the dashboard's build check and browser tests, the Helm chart's)
 
 test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go tests with -race against the real Redis/PostgreSQL, and the Go example module's
 	$(GO) test $(GOTEST_FLAGS) ./...
 	$(MAKE) test-examples
+
+helm-check: ## Lint the Helm chart (deploy/helm/taskflow), render it for several value sets and decode every manifest strictly into the Kubernetes types (its own Go module)
+	cd deploy/helm && $(GO) test -count=1 ./...
 
 test-examples: ## Build, vet and test the example module that uses taskflow as a library (examples/go-worker, its own go.mod)
 	cd examples/go-worker && $(GO) vet ./... && $(GO) test $(GOTEST_FLAGS) ./...
