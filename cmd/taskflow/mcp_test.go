@@ -454,3 +454,49 @@ func TestMCPWaitReportsProgress(t *testing.T) {
 	defer inbox.mu.Unlock()
 	require.Equal(t, []float64{30}, inbox.progress)
 }
+
+// A viewer's key reads only, and MCP's tools act: /mcp refuses it (403
+// insufficient scope); an operator's key connects and lists the tools.
+// The keys are made with the CLI, as an admin would.
+func TestMCPRefusesAViewerKey(t *testing.T) {
+	t.Parallel()
+	const admin = "mcp-roles-admin-key-0123456789abcdef"
+	_, ns := testredis.Client(t)
+	base, _ := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin})
+	key := func(name, role string) string {
+		out, errOut, err := client(t, base, "", "keys", "create", name, "--role", role, "--token", admin)
+		require.NoError(t, err, errOut)
+		require.Contains(t, errOut, "shown this once")
+		return strings.TrimSpace(out)
+	}
+	viewer, operator := key("dash", "viewer"), key("oncall", "operator")
+
+	req, err := http.NewRequest("POST", base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.Equal(t, http.StatusForbidden, res.StatusCode, string(body))
+
+	cs := mcpHTTP(t, base, operator, nil)
+	lt, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.NotEmpty(t, lt.Tools)
+
+	out, _, err := client(t, base, "", "keys", "list", "--token", admin)
+	require.NoError(t, err)
+	require.Regexp(t, `dash\s+viewer`, out)
+	require.Regexp(t, `oncall\s+operator`, out)
+	_, _, err = client(t, base, "", "keys", "list", "--token", operator)
+	require.ErrorContains(t, err, "admin role")
+	out, _, err = client(t, base, "", "audit", "--token", admin)
+	require.NoError(t, err)
+	require.Regexp(t, `admin\s+admin\s+POST /api/v1/keys`, out)
+	out, _, err = client(t, base, "", "keys", "revoke", "dash", "--token", admin)
+	require.NoError(t, err)
+	require.Contains(t, out, "revoked dash (viewer)")
+}

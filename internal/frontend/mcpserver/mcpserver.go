@@ -249,7 +249,10 @@ func (s *Server) Handler() (http.Handler, error) {
 		}
 		return tokenInfo(p), nil
 	}
-	protected := sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	// a viewer's key reads only: MCP's tools submit and cancel, so it gets
+	// no scope and a 403 "insufficient scope"
+	protected := sdkauth.RequireBearerToken(verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true,
+		Scopes: []string{scopeAct}})(h)
 	open := s.cfg.Auth.Open()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if open && r.Header.Get("Authorization") == "" {
@@ -287,12 +290,24 @@ const openToken = "taskflow-open-mode-no-credentials"
 
 // tokenInfo carries p through the SDK: UserID makes the SDK refuse a
 // session's request made by another caller.
+// scopeAct is the scope of a caller who may act (not a viewer's key).
+const scopeAct = "taskflow:act"
+
+// tokenInfo is p for the SDK: its user (an MCP session stays with the
+// caller that opened it: a session, a named key, the admin) and scope.
 func tokenInfo(p identity.Principal) *sdkauth.TokenInfo {
 	id := "admin"
-	if p.SessionID != "" {
+	switch {
+	case p.SessionID != "":
 		id = "session:" + p.SessionID
+	case p.Name != "" && p.Name != "admin" && p.Name != "open":
+		id = "key:" + p.Name
 	}
-	return &sdkauth.TokenInfo{UserID: id, Extra: map[string]any{"principal": p}}
+	var scopes []string
+	if p.MayChange() {
+		scopes = []string{scopeAct}
+	}
+	return &sdkauth.TokenInfo{UserID: id, Scopes: scopes, Extra: map[string]any{"principal": p}}
 }
 
 func principalOf(ti *sdkauth.TokenInfo) (identity.Principal, bool) {
