@@ -29,6 +29,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/plan"
 	"github.com/taskflow/taskflow/internal/plan/ir"
 	"github.com/taskflow/taskflow/internal/plan/registry"
@@ -209,8 +210,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return fail(err)
 	}
-	if noData(res) {
-		// otherwise stderr stays the reference rankd's (errors only)
+	if noData(res) && dataAbsent(ctx, eng, c, o) {
+		// otherwise stderr stays the reference rankd's (errors only): a
+		// user without follows reads nothing too, and that is an answer
 		dataNote(stderr, eng, c, o)
 		warnIfNoData(stderr, res)
 	}
@@ -339,6 +341,42 @@ func warnIfNoData(w io.Writer, res *plan.Result) {
 	}
 }
 
+// dataAbsent reports whether the Redis of the plan's first endpoint holds
+// no key under the key prefix at all (the data was never loaded there),
+// as opposed to a request whose reads found nothing (a user without
+// follows). Unknown (unreachable, a very large keyspace) counts as present.
+func dataAbsent(ctx context.Context, eng *plan.Engine, c *plan.Compiled, o options) bool {
+	if len(c.Endpoints) == 0 {
+		return false
+	}
+	u := eng.DescribeEndpoint(c.Endpoints[0])
+	if strings.Contains(u, "…") {
+		return false // a redacted password: not ours to reconnect with
+	}
+	if !strings.Contains(u, "://") {
+		u = "redis://" + u + "/0"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rdb, err := redisconn.Open(ctx, u, redisconn.Options{PingTimeout: time.Second})
+	if err != nil {
+		return false
+	}
+	defer rdb.Close()
+	const maxScanned = 200000
+	var cursor uint64
+	for scanned := 0; scanned < maxScanned; scanned += 1000 {
+		keys, next, err := rdb.Scan(ctx, cursor, o.keyPrefix+"*", 1000).Result()
+		if err != nil || len(keys) > 0 {
+			return false
+		}
+		if cursor = next; cursor == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // redisReads counts the nodes of a traced run that read Redis.
 func redisReads(res *plan.Result) int {
 	n := 0
@@ -398,7 +436,7 @@ func bench(ctx context.Context, eng *plan.Engine, o options, opts plan.RunOption
 	req := &plan.Request{RequestID: "bench", UserID: o.benchUserID}
 	probe := opts
 	probe.Trace = true
-	if res, err := eng.Run(ctx, c, req, probe); err == nil {
+	if res, err := eng.Run(ctx, c, req, probe); err == nil && noData(res) && dataAbsent(ctx, eng, c, o) {
 		warnIfNoData(stderr, res) // a benchmark of empty reads measures nothing
 	}
 	opts.Trace = false
