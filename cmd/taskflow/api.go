@@ -134,7 +134,11 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		}
 		return nil, err
 	}
-	trail, err := audit.New(rdb, audit.Config{Namespace: st.Namespace(), Retention: cfg.AuditRetention})
+	acfg := audit.Config{Namespace: st.Namespace(), Retention: cfg.AuditRetention}
+	if x.archive != nil {
+		acfg.Archive = x.archive
+	}
+	trail, err := audit.New(rdb, acfg)
 	if err != nil {
 		for _, c := range x.close {
 			c()

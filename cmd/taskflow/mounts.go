@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/archive"
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/resultview"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
@@ -33,8 +34,11 @@ type apiExtras struct {
 	notifier *notify.Notifier
 	hub      *notify.Hub
 	results  *resultview.Results
-	run      []func(ctx context.Context) error
-	close    []func()
+	// archive is the PostgreSQL archive (DATABASE_URL), nil without one:
+	// the audit trail keeps its entries there too.
+	archive *archive.Archive
+	run     []func(ctx context.Context) error
+	close   []func()
 }
 
 // apiMounts builds the parts of other packages that the API's service
@@ -71,12 +75,12 @@ func apiMounts(m *Main, cfg config.Config, rdb redis.UniversalClient, st *store.
 	x.run = append(x.run, x.hub.Run)
 
 	// Result retrieval: get_task_result, list_user_tasks.
-	res, closeResults, err := openResults(st, cfg)
+	res, arc, closeResults, err := openResults(st, cfg)
 	if err != nil {
 		x.plans.Close()
 		return x, err
 	}
-	x.results, x.close = res, append(x.close, closeResults)
+	x.results, x.archive, x.close = res, arc, append(x.close, closeResults)
 	return x, nil
 }
 

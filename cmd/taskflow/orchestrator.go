@@ -96,7 +96,7 @@ func registerExternal(m *Main, r taskflow.Registrar, d taskDeps) error {
 // and list_user_tasks) the service layer answers with. With a
 // DATABASE_URL, results that have left Redis are read back from the
 // archive; the returned func closes it.
-func openResults(st *store.Store, cfg config.Config) (*resultview.Results, func(), error) {
+func openResults(st *store.Store, cfg config.Config) (*resultview.Results, *archive.Archive, func(), error) {
 	var arc *archive.Archive
 	closeFn := func() {}
 	if cfg.DatabaseURL != "" {
@@ -104,11 +104,11 @@ func openResults(st *store.Store, cfg config.Config) (*resultview.Results, func(
 		defer cancel()
 		var err error
 		if arc, err = archive.Open(ctx, archive.Config{DatabaseURL: cfg.DatabaseURL, Schema: cfg.ArchiveSchema}); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		closeFn = arc.Close
 	}
-	return resultview.New(st, resultview.Config{Archive: arc, ArtifactDir: cfg.ArtifactDir}), closeFn, nil
+	return resultview.New(st, resultview.Config{Archive: arc, ArtifactDir: cfg.ArtifactDir}), arc, closeFn, nil
 }
 
 // externalMetrics are the external path's series on one /metrics registry:

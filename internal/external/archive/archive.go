@@ -64,6 +64,7 @@ func (c Config) Validate() error {
 type Archive struct {
 	pool  *pgxpool.Pool
 	table string // quoted schema.table
+	audit string // quoted schema.audit_log
 	cfg   Config
 }
 
@@ -83,7 +84,8 @@ func Open(ctx context.Context, cfg Config) (*Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("archive: connect: %w", err)
 	}
-	a := &Archive{pool: pool, cfg: cfg, table: pgx.Identifier{cfg.Schema, "archived_tasks"}.Sanitize()}
+	a := &Archive{pool: pool, cfg: cfg, table: pgx.Identifier{cfg.Schema, "archived_tasks"}.Sanitize(),
+		audit: pgx.Identifier{cfg.Schema, "audit_log"}.Sanitize()}
 	if err := a.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -124,6 +126,17 @@ func (a *Archive) migrate(ctx context.Context) error {
 			task         jsonb NOT NULL
 		)`,
 		`CREATE INDEX IF NOT EXISTS ` + idx + ` ON ` + a.table + ` (session_id, updated_at DESC)`,
+		// the audit trail's entries, kept here beyond Redis's retention
+		`CREATE TABLE IF NOT EXISTS ` + a.audit + ` (
+			entry_id text PRIMARY KEY,
+			at       timestamptz NOT NULL,
+			actor    text NOT NULL,
+			role     text NOT NULL DEFAULT '',
+			action   text NOT NULL,
+			target   text NOT NULL DEFAULT '',
+			status   integer NOT NULL,
+			client   text NOT NULL DEFAULT ''
+		)`,
 	}
 	tx, err := a.pool.Begin(ctx)
 	if err != nil {
@@ -139,6 +152,29 @@ func (a *Archive) migrate(ctx context.Context) error {
 		return fmt.Errorf("archive: migrate: %w", err)
 	}
 	return nil
+}
+
+// PutAuditEntry keeps one entry of the audit trail (idempotent by its
+// stream id), so the trail outlives its Redis retention.
+func (a *Archive) PutAuditEntry(ctx context.Context, id string, at time.Time, actor, role, action, target string, status int, client string) error {
+	_, err := a.pool.Exec(ctx, `INSERT INTO `+a.audit+` (entry_id, at, actor, role, action, target, status, client)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (entry_id) DO NOTHING`,
+		id, at, actor, role, action, target, status, client)
+	if err != nil {
+		return fmt.Errorf("archive: audit entry: %w", err)
+	}
+	return nil
+}
+
+// AuditEntries counts the archived audit entries of actor ("" = all): for
+// tests and checks.
+func (a *Archive) AuditEntries(ctx context.Context, actor string) (int64, error) {
+	var n int64
+	err := a.pool.QueryRow(ctx, `SELECT count(*) FROM `+a.audit+` WHERE $1 = '' OR actor = $1`, actor).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("archive: count audit entries: %w", err)
+	}
+	return n, nil
 }
 
 func jsonOrNil(r json.RawMessage) any {

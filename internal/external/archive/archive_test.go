@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/frontdoor/audit"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -157,4 +160,32 @@ func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	require.ErrorContains(t, Config{}.WithDefaults().Validate(), "DATABASE_URL")
 	require.ErrorContains(t, Config{DatabaseURL: "x", Schema: "Bad-Name"}.WithDefaults().Validate(), "Schema")
+}
+
+// The audit trail keeps each entry here too, once (its stream id), so it
+// outlives the trail's Redis retention.
+func TestAuditEntriesArchived(t *testing.T) {
+	t.Parallel()
+	a := open(t)
+	rdb, ns := testredis.Client(t)
+	trail, err := audit.New(rdb, audit.Config{Namespace: keyspace.MustParse(ns), Archive: a})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, actor := range []string{"oncall", "oncall", "lead"} {
+		require.NoError(t, trail.Record(ctx, audit.Entry{Actor: actor, Role: "operator",
+			Action: "POST /api/v1/tasks/{task_id}/retry", Target: "task_id=t1", Status: 200, Client: "127.0.0.1"}))
+	}
+	n, err := a.AuditEntries(ctx, "oncall")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	n, err = a.AuditEntries(ctx, "")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
+	// a repeated write of an entry (a retry) is harmless
+	es, _, err := trail.List(ctx, audit.Filter{Limit: 1})
+	require.NoError(t, err)
+	require.NoError(t, a.PutAuditEntry(ctx, es[0].ID, es[0].At, es[0].Actor, es[0].Role, es[0].Action, es[0].Target, es[0].Status, es[0].Client))
+	n, err = a.AuditEntries(ctx, "")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
 }

@@ -30,6 +30,15 @@ type Config struct {
 	Retention time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Archive, when set, keeps every entry beyond the retention too (the
+	// PostgreSQL archive of DATABASE_URL).
+	Archive Archiver
+}
+
+// Archiver keeps entries elsewhere (internal/external/archive implements
+// it); an entry's id makes a repeated write harmless.
+type Archiver interface {
+	PutAuditEntry(ctx context.Context, id string, at time.Time, actor, role, action, target string, status int, client string) error
 }
 
 // Log writes and reads the audit trail. Safe for concurrent use.
@@ -82,11 +91,17 @@ type Entry struct {
 func (l *Log) Record(ctx context.Context, e Entry) error {
 	now := l.cfg.Now()
 	minID := strconv.FormatInt(now.Add(-l.cfg.Retention).UnixMilli(), 10)
-	err := l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: streamKey(l.cfg.Namespace), MinID: minID,
+	id, err := l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: streamKey(l.cfg.Namespace), MinID: minID,
 		Values: []any{"actor", e.Actor, "role", e.Role, "action", e.Action, "target", e.Target,
-			"status", strconv.Itoa(e.Status), "client", e.Client}}).Err()
+			"status", strconv.Itoa(e.Status), "client", e.Client}}).Result()
 	if err != nil {
 		return fmt.Errorf("audit: record: %w", err)
+	}
+	if l.cfg.Archive != nil {
+		at := entryOf(redis.XMessage{ID: id}).At
+		if err := l.cfg.Archive.PutAuditEntry(ctx, id, at, e.Actor, e.Role, e.Action, e.Target, e.Status, e.Client); err != nil {
+			return fmt.Errorf("audit: archive: %w", err)
+		}
 	}
 	return nil
 }
