@@ -39,7 +39,7 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, OPENROUTER_API_KEY: 'e2e-key', OPENROUTER_BASE_URL: `http://127.0.0.1:${llmPort}/api/v1` }
   delete env.REDIS_URL
   delete env.TASKFLOW_ADMIN_KEY
-  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`, '--demo-data'], { env, stdio: 'ignore' })
+  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`, '--dev-redis-addr', '127.0.0.1:0', '--demo-data'], { env, stdio: 'ignore' })
   for (let i = 0; ; i++) {
     try {
       if ((await fetch(base + '/ready')).ok) break
