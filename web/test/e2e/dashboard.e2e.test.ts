@@ -465,12 +465,16 @@ describe('dashboard', () => {
 
   it('signed in with a viewer key: the role in the header, no action anywhere, Submit says read-only', async () => {
     const viewer = await makeKey('e2e-viewer', 'viewer')
-    const failed = await submitTask({ task_type: 'sleep', params: { duration_ms: 0, fail: 'error' }, max_retries: 0 })
+    const failed = await submitTask({ task_type: 'sleep', params: { duration_ms: 0, fail: 'permanent' }, max_retries: 0 })
     await fetch(base + '/api/v1/schedules', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ cron: '@hourly', task_type: 'noop' }) })
     // a bad token lands on the sign-in form, which takes a named key
+    // (set before the app's first script, once: the form's key replaces it)
+    await page.addInitScript(() => {
+      if (sessionStorage.getItem('e2e.bad-token-set')) return
+      sessionStorage.setItem('e2e.bad-token-set', '1')
+      sessionStorage.setItem('taskflow.token', 'tfk_not-a-key')
+    })
     await page.goto(base + '/ui/')
-    await page.evaluate(() => sessionStorage.setItem('taskflow.token', 'tfk_not-a-key'))
-    await page.reload()
     await page.getByRole('alert').waitFor()
     problems = problems.filter((p) => !(p.includes('401') && (p.includes('/api/v1/me') || p.startsWith('console'))))
     await page.getByLabel(/named key/).fill(viewer)
@@ -508,7 +512,7 @@ describe('dashboard', () => {
 
   it('signed in with an operator key: actions offered, no Keys or Audit', async () => {
     const operator = await makeKey('e2e-operator', 'operator')
-    const failed = await submitTask({ task_type: 'sleep', params: { duration_ms: 0, fail: 'error' }, max_retries: 0 })
+    const failed = await submitTask({ task_type: 'sleep', params: { duration_ms: 0, fail: 'permanent' }, max_retries: 0 })
     await page.addInitScript((t) => sessionStorage.setItem('taskflow.token', t), operator)
     await page.goto(base + '/ui/tasks/' + failed)
     await page.getByTestId('whoami').filter({ hasText: 'e2e-operator' }).waitFor()
