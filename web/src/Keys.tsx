@@ -89,7 +89,7 @@ function KeysPage() {
             <code data-testid="new-key">{created.key}</code>
             <CopyButton text={created.key} label={`Copy key ${created.name}`} />
           </div>
-          <button type="button" className="ghost" onClick={() => setCreated(null)}>
+          <button type="button" onClick={() => setCreated(null)}>
             Done, I have copied it
           </button>
         </div>

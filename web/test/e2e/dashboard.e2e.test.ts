@@ -519,6 +519,9 @@ describe('dashboard', () => {
     await page.getByTestId('task-state').filter({ hasText: /FAILED|DLQ/ }).waitFor({ timeout: 15_000 })
     await page.getByRole('button', { name: 'Retry', exact: true }).waitFor()
     await page.getByRole('button', { name: 'Delete', exact: true }).waitFor()
+    // an operator's change is its own line in the audit trail
+    await page.getByRole('button', { name: 'Retry', exact: true }).click()
+    await page.getByRole('status').filter({ hasText: 'Retry: done' }).waitFor()
     const nav = page.getByRole('navigation', { name: 'Main' })
     expect(await nav.getByRole('link', { name: 'Keys' }).count()).toBe(0)
     expect(await nav.getByRole('link', { name: 'Audit' }).count()).toBe(0)
@@ -576,6 +579,7 @@ describe('dashboard', () => {
     expect(await entries.nth(0).textContent()).toContain('name=e2e-temp')
     expect(await entries.nth(1).textContent()).toContain('POST /api/v1/keys')
     expect(await entries.nth(0).getByRole('link', { name: 'open' }).count()).toBe(1)
+    await entries.filter({ hasText: 'e2e-operator' }).filter({ hasText: 'POST /api/v1/tasks/{task_id}/retry' }).getByText('operator', { exact: true }).waitFor()
     const when = entries.nth(0).locator('time')
     expect(await when.textContent()).toMatch(/ago$|^just now$/)
     expect(await when.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC/)
