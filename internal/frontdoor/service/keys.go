@@ -15,6 +15,9 @@ type NamedKey = auth.NamedKey
 // AuditEntry is one recorded change (audit.Entry).
 type AuditEntry = audit.Entry
 
+// AuditFilter narrows a read of the audit trail (audit.Filter).
+type AuditFilter = audit.Filter
+
 // KeyRequest creates a named key.
 type KeyRequest struct {
 	Name string `json:"name" jsonschema:"1-64 characters of a-z, 0-9, '.', '_', '-'"`
@@ -109,7 +112,7 @@ func (s *Service) RecordChange(ctx context.Context, p auth.Principal, e AuditEnt
 }
 
 // Audit reads the audit trail, newest first (the admin role only).
-func (s *Service) Audit(ctx context.Context, p auth.Principal, f audit.Filter) (AuditPage, error) {
+func (s *Service) Audit(ctx context.Context, p auth.Principal, f AuditFilter) (AuditPage, error) {
 	if err := requireKeyAdmin(p); err != nil {
 		return AuditPage{}, err
 	}

@@ -67,6 +67,10 @@ func (s *Service) Result(ctx context.Context, p auth.Principal, id string) (Resu
 	return v, nil
 }
 
+// StatusWaitingForService is a result's status while no live service
+// takes its external type (resultview.StatusWaitingForService).
+const StatusWaitingForService = resultview.StatusWaitingForService
+
 // ResultFile is a task's result file (its file_url) for its session: the
 // same ownership rule as Result (another session's task is not found).
 func (s *Service) ResultFile(ctx context.Context, p auth.Principal, id, name string) (resultview.File, error) {

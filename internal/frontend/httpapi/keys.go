@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/taskflow/taskflow/internal/frontdoor/audit"
 	"github.com/taskflow/taskflow/internal/frontdoor/identity"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 )
@@ -80,7 +79,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, p identity.Pr
 
 func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	q := r.URL.Query()
-	f := audit.Filter{Before: q.Get("before"), Actor: q.Get("actor")}
+	f := service.AuditFilter{Before: q.Get("before"), Actor: q.Get("actor")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {

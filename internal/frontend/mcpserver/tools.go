@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/taskflow/taskflow/internal/external/resultview"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 )
 
@@ -414,7 +413,7 @@ func (a *cancelAnswer) attach(ns []service.Notification) { a.Notifications = ns 
 func describe(v service.ResultView) string {
 	var b strings.Builder
 	status := v.Status
-	if status == resultview.StatusWaitingForService {
+	if status == service.StatusWaitingForService {
 		status = "waiting for a service"
 	}
 	fmt.Fprintf(&b, "Task %s (%s) is %s.", v.TaskID, v.TaskType, status)
