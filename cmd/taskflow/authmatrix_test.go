@@ -40,6 +40,7 @@ var authMatrix = map[string]authRow{
 	"GET /api/v1/keys":                           {access: "admin"},
 	"DELETE /api/v1/keys/{name}":                 {access: "admin"},
 	"GET /api/v1/audit":                          {access: "admin"},
+	"GET /api/v1/me":                             {access: "session"},
 	"GET /api/v1/sessions":                       {access: "admin"},
 	"DELETE /api/v1/sessions/current":            {access: "self"},
 	"GET /health":                                {access: "public"},

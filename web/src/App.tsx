@@ -1,5 +1,8 @@
 import { useEffect, useState } from 'react'
-import { api, ApiError, getToken, setToken, type QueueStatus } from './api'
+import { api, ApiError, getToken, setToken } from './api'
+import { Audit } from './Audit'
+import { Keys } from './Keys'
+import { MeContext, managesKeys, READ_ONLY, type Me } from './me'
 import { Overview } from './Overview'
 import { Link } from './Link'
 import { route, useLocation } from './route'
@@ -9,43 +12,34 @@ import { Schedules } from './Schedules'
 import { Sessions } from './Sessions'
 import { Submit, TaskDetail, Tasks } from './Tasks'
 import { WorkersPage } from './Workers'
-import { PageHead } from './ui'
+import { PageHead, RolePill } from './ui'
 
 type Auth = 'checking' | 'signed-out' | 'signed-in'
 
 export function App() {
   const [auth, setAuth] = useState<Auth>('checking')
-  const [role, setRole] = useState<'admin' | 'session'>('admin')
+  const [me, setMe] = useState<Me | null>(null)
   const [error, setError] = useState('')
   const url = useLocation()
   const { page, rest } = route(url.pathname)
+  // a key of any role sees every task (role 'admin' to the pages that ask
+  // whose tasks to show); a session sees its own
+  const role: 'admin' | 'session' = me?.kind === 'key' ? 'admin' : 'session'
 
-  // probe: the admin key (or open mode) reads the queues; a session token
-  // is refused there (403) and reads what any caller may (its own tasks,
-  // notifications and the task types).
+  // probe: who the token (or open mode) is — a key with its role, or a
+  // session — so that each page offers only what it may do.
   async function probe() {
     try {
-      await api<QueueStatus>('/api/v1/queues/status')
-      setRole('admin')
+      setMe(await api<Me>('/api/v1/me'))
       setAuth('signed-in')
     } catch (e) {
-      if (e instanceof ApiError && e.status === 403 && getToken()) {
-        try {
-          await api('/api/v1/task-types')
-          setRole('session')
-          setAuth('signed-in')
-          return
-        } catch (e2) {
-          e = e2
-        }
-      }
       if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
         if (getToken()) setError(e.message)
-        setAuth('signed-out')
       } else {
         setError(e instanceof Error ? e.message : String(e))
-        setAuth('signed-out')
       }
+      setMe(null)
+      setAuth('signed-out')
     }
   }
   useEffect(() => {
@@ -83,22 +77,36 @@ export function App() {
           {item('/ui/sessions', 'Sessions', 'sessions')}
           {item('/ui/plans', 'Plans', 'plans')}
           {item('/ui/submit', 'Submit', 'submit')}
+          {managesKeys(me) && item('/ui/keys', 'Keys', 'keys')}
+          {managesKeys(me) && item('/ui/audit', 'Audit', 'audit')}
         </nav>
-        {auth === 'signed-in' && getToken() && (
+        {auth === 'signed-in' && me && (
           <div className="topbar-end">
-            <span className="tag">{role === 'admin' ? 'admin' : 'session'}</span>
-            <button
-              type="button"
-              onClick={() => {
-                setToken(null)
-                setAuth('signed-out')
-              }}
+            <span
+              className="whoami"
+              data-testid="whoami"
+              title={me.role === 'viewer' ? READ_ONLY : me.kind === 'session' ? `session ${me.session_id}` : `${me.role} key ${me.name}`}
             >
-              Sign out
-            </button>
+              {me.role ? <RolePill role={me.role} /> : <span className="tag">session</span>}
+              <span aria-hidden="true">·</span>
+              <b>{me.kind === 'session' ? (me.session_id ?? '').slice(0, 8) : me.name}</b>
+            </span>
+            {getToken() && (
+              <button
+                type="button"
+                onClick={() => {
+                  setToken(null)
+                  setMe(null)
+                  setAuth('signed-out')
+                }}
+              >
+                Sign out
+              </button>
+            )}
           </div>
         )}
       </header>
+      <MeContext.Provider value={me}>
       <main>
         {auth === 'checking' && <p className="muted">Loading…</p>}
         {auth === 'signed-out' && (
@@ -130,10 +138,13 @@ export function App() {
         {auth === 'signed-in' && page === 'sessions' && <Sessions url={url} role={role} />}
         {auth === 'signed-in' && page === 'submit' && <Submit />}
         {auth === 'signed-in' && page === 'plans' && <Plans name={rest[0] ? decodeURIComponent(rest[0]) : undefined} />}
-        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit', 'plans'].includes(page) && (
+        {auth === 'signed-in' && page === 'keys' && <Keys />}
+        {auth === 'signed-in' && page === 'audit' && <Audit url={url} />}
+        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit', 'plans', 'keys', 'audit'].includes(page) && (
           <p>No page {url.pathname}.</p>
         )}
       </main>
+      </MeContext.Provider>
     </div>
   )
 }
@@ -160,7 +171,7 @@ function SignIn({ error, onSubmit }: { error: string; onSubmit: (t: string) => v
       }}
     >
       <h2>Sign in</h2>
-      <label htmlFor="token">Admin key or session token</label>
+      <label htmlFor="token">Admin key, named key (tfk_…) or session token</label>
       <input id="token" type="password" autoComplete="off" value={tok} onChange={(e) => setTok(e.target.value)} />
       <button type="submit" className="primary">
         Sign in

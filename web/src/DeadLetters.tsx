@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react'
+import { ReadOnly, useCanChange } from './me'
 import { api } from './api'
 import type { components } from './api/schema'
 import { navigate } from './route'
@@ -13,6 +14,7 @@ const PAGE = 50
 // with the tasks of the page to select and bulk actions on the selection
 // or on everything matching the filter, each confirmed with its count.
 export function DeadLetters({ url }: { url: URL }) {
+  const may = useCanChange()
   const q = url.searchParams
   const taskType = q.get('task_type') ?? ''
   const errorType = q.get('error_type') ?? ''
@@ -98,6 +100,8 @@ export function DeadLetters({ url }: { url: URL }) {
         </form>
         {data && (
           <>
+            {!may && <ReadOnly what="retrying or deleting dead letters" />}
+            {may && (
             <div className="toolbar">
               <span className="muted grow">{selected.size > 0 ? `${selected.size} selected` : 'Select tasks, or act on everything matching the filter.'}</span>
               <button type="button" className="primary" disabled={selected.size === 0} onClick={() => void act('retry', false)}>
@@ -113,6 +117,7 @@ export function DeadLetters({ url }: { url: URL }) {
                 Delete all matching ({data.total})
               </button>
             </div>
+            )}
             <div className="table-wrap">
               <table>
                 <caption>
@@ -120,6 +125,7 @@ export function DeadLetters({ url }: { url: URL }) {
                 </caption>
                 <thead>
                   <tr>
+                    {may && (
                     <th scope="col">
                       <input
                         type="checkbox"
@@ -128,6 +134,7 @@ export function DeadLetters({ url }: { url: URL }) {
                         onChange={(e) => setSelected(e.target.checked ? new Set(items.map((t) => t.task_id)) : new Set())}
                       />
                     </th>
+                    )}
                     <th scope="col">Task</th>
                     <th scope="col">Type</th>
                     <th scope="col">State</th>
@@ -142,13 +149,14 @@ export function DeadLetters({ url }: { url: URL }) {
                 <tbody>
                   {items.length === 0 && (
                     <tr>
-                      <td colSpan={8} className="empty">
+                      <td colSpan={may ? 8 : 7} className="empty">
                         No dead letter{taskType || errorType ? ' matches this filter' : ''}.
                       </td>
                     </tr>
                   )}
                   {items.map((t) => (
                     <tr key={t.task_id}>
+                      {may && (
                       <td>
                         <input
                           type="checkbox"
@@ -164,6 +172,7 @@ export function DeadLetters({ url }: { url: URL }) {
                           }
                         />
                       </td>
+                      )}
                       <td>
                         <TaskId id={t.task_id} />
                       </td>

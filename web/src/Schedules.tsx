@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react'
+import { ReadOnly, useCanChange } from './me'
 import { api } from './api'
 import type { components } from './api/schema'
 import { describeCron } from './cronText'
@@ -10,6 +11,7 @@ type ScheduleList = components['schemas']['ScheduleList']
 // each with its last and next run; create one — the expression read out in words
 // before it is saved — and delete one after a confirmation.
 export function Schedules() {
+  const may = useCanChange()
   const [list, setList] = useState<ScheduleList | null>(null)
   const [types, setTypes] = useState<string[]>([])
   const [id, setID] = useState('')
@@ -77,13 +79,13 @@ export function Schedules() {
                   <th scope="col">Task type</th>
                   <th scope="col">Last run</th>
                   <th scope="col">Next run</th>
-                  <th scope="col">Actions</th>
+                  {may && <th scope="col">Actions</th>}
                 </tr>
               </thead>
               <tbody>
                 {list.schedules.length === 0 && (
                   <tr>
-                    <td colSpan={7} className="empty">
+                    <td colSpan={may ? 7 : 6} className="empty">
                       No schedule yet.
                     </td>
                   </tr>
@@ -104,17 +106,21 @@ export function Schedules() {
                     <td>
                       <Time iso={s.next_run_at} empty="never" />
                     </td>
-                    <td>
-                      <button type="button" className="danger" onClick={() => void remove(s.schedule_id)}>
-                        Delete {s.schedule_id}
-                      </button>
-                    </td>
+                    {may && (
+                      <td>
+                        <button type="button" className="danger" onClick={() => void remove(s.schedule_id)}>
+                          Delete {s.schedule_id}
+                        </button>
+                      </td>
+                    )}
                   </tr>
                 ))}
               </tbody>
             </table>
           </div>
         )}
+        {!may && <ReadOnly what="creating or deleting a schedule" />}
+        {may && (
         <form
           className="card panel panel-body"
           noValidate
@@ -143,6 +149,7 @@ export function Schedules() {
             Create schedule
           </button>
         </form>
+        )}
       </div>
     </section>
   )

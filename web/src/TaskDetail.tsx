@@ -1,4 +1,5 @@
 import { useEffect, useState, type ReactNode } from 'react'
+import { READ_ONLY, useCanChange } from './me'
 import { api, type Notification, type NotificationPage } from './api'
 import type { components } from './api/schema'
 import { Link } from './Link'
@@ -15,6 +16,7 @@ const FINAL = new Set(['COMPLETED', 'DLQ', 'CANCELLED'])
 // can still change (its state, progress reported by an external service,
 // the notifications its session got), with the actions its state allows.
 export function TaskDetail({ id }: { id: string }) {
+  const may = useCanChange()
   const [task, setTask] = useState<Task | null>(null)
   const [res, setRes] = useState<Result | null>(null)
   const [notes, setNotes] = useState<Notification[] | null>(null)
@@ -91,7 +93,14 @@ export function TaskDetail({ id }: { id: string }) {
             </p>
           )}
         </div>
-        {task && (
+        {task && !may && (
+          <div className="page-actions">
+            <span className="tag" title={READ_ONLY} data-testid="read-only">
+              read-only
+            </span>
+          </div>
+        )}
+        {task && may && (
           <div className="page-actions">
             {(st === 'FAILED' || st === 'DLQ') && (
               <button type="button" className="primary" onClick={() => act('Retry', base + '/retry')}>

@@ -5,6 +5,7 @@ import { count } from './format'
 import { Link } from './Link'
 import { navigate } from './route'
 import { FieldError, fieldsOf, paramsOf } from './schemaForm'
+import { ReadOnly, useCanChange } from './me'
 import { Duration, ErrorText, Glyph, Notice, PageHead, Pill, TaskId, TaskState, Time } from './ui'
 export { TaskDetail } from './TaskDetail'
 
@@ -310,6 +311,19 @@ type TaskTypeInfo = components['schemas']['TaskTypes']['task_types'][number]
 // generated from the type's JSON schema; summarize (the default) takes its
 // text as the task's content. After the submit the page follows the task.
 export function Submit() {
+  const may = useCanChange()
+  if (!may) {
+    return (
+      <section className="card panel panel-body" aria-labelledby="submit-h">
+        <h2 id="submit-h">Submit a task</h2>
+        <ReadOnly what="submitting a task" />
+      </section>
+    )
+  }
+  return <SubmitForm />
+}
+
+function SubmitForm() {
   const [types, setTypes] = useState<TaskTypeInfo[]>([])
   const [typ, setTyp] = useState('summarize')
   const [content, setContent] = useState('')

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react'
+import { READ_ONLY, useCanChange } from './me'
 import { api } from './api'
 import type { components } from './api/schema'
 import { count, span } from './format'
@@ -12,6 +13,7 @@ type BreakerResult = components['schemas']['BreakerResult']
 // state of each dependency) with Open and Reset, and the external services
 // with the task types they take. Read again every 2 s and after an action.
 export function WorkersPage() {
+  const may = useCanChange()
   const [workers, setWorkers] = useState<Workers | null>(null)
   const [services, setServices] = useState<Services | null>(null)
   const [error, setError] = useState('')
@@ -157,14 +159,20 @@ export function WorkersPage() {
                       </Pill>
                     </td>
                     <td>
-                      <div className="actions" style={{ margin: 0 }}>
-                        <button type="button" className="danger" onClick={() => void move(dep, true)}>
-                          Open {dep}
-                        </button>
-                        <button type="button" onClick={() => void move(dep, false)}>
-                          Reset {dep}
-                        </button>
-                      </div>
+                      {may ? (
+                        <div className="actions" style={{ margin: 0 }}>
+                          <button type="button" className="danger" onClick={() => void move(dep, true)}>
+                            Open {dep}
+                          </button>
+                          <button type="button" onClick={() => void move(dep, false)}>
+                            Reset {dep}
+                          </button>
+                        </div>
+                      ) : (
+                        <span className="muted" title={READ_ONLY}>
+                          read-only
+                        </span>
+                      )}
                     </td>
                   </tr>
                 ))}

@@ -295,3 +295,46 @@ export function Notice({ kind, children }: { kind: 'error' | 'ok' | 'info'; chil
     </p>
   )
 }
+
+// RolePill is a key's role as a pill: admin, operator, viewer.
+const ROLE_TITLE: Record<string, string> = {
+  admin: 'admin: may do anything, keys included',
+  operator: 'operator: acts on tasks, queues, schedules and breakers; not keys',
+  viewer: 'viewer: reads only',
+}
+export function RolePill({ role }: { role: string }) {
+  return (
+    <span className={`pill pill-role pill-role-${role}`} title={ROLE_TITLE[role]}>
+      <RoleGlyph role={role} />
+      <span>{role}</span>
+    </span>
+  )
+}
+
+// RoleGlyph: a key for the admin, a wrench-like bolt for the operator, an
+// eye for the viewer, so the role never rests on colour alone.
+function RoleGlyph({ role }: { role: string }) {
+  const common = { width: 12, height: 12, viewBox: '0 0 12 12', 'aria-hidden': true, className: 'glyph', focusable: false } as const
+  switch (role) {
+    case 'admin':
+      return (
+        <svg {...common}>
+          <circle cx="4" cy="6" r="2.4" fill="none" stroke="currentColor" strokeWidth="1.5" />
+          <path d="M6.4 6 H11 M9.4 6 V8.2" stroke="currentColor" strokeWidth="1.5" strokeLinecap="round" />
+        </svg>
+      )
+    case 'operator':
+      return (
+        <svg {...common}>
+          <path d="M6.8 1 L2.6 6.8 H5.6 L5 11 L9.4 5 H6.4 Z" fill="currentColor" />
+        </svg>
+      )
+    default:
+      return (
+        <svg {...common}>
+          <path d="M1 6 C2.6 3 9.4 3 11 6 C9.4 9 2.6 9 1 6 Z" fill="none" stroke="currentColor" strokeWidth="1.3" />
+          <circle cx="6" cy="6" r="1.6" fill="currentColor" />
+        </svg>
+      )
+  }
+}

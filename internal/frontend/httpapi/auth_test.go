@@ -74,6 +74,7 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/keys", nil, "admin"},
 		{"DELETE", "/api/v1/keys/{name}", nil, "admin"},
 		{"GET", "/api/v1/audit", nil, "admin"},
+		{"GET", "/api/v1/me", nil, "session"},
 	}
 }
 
@@ -450,4 +451,47 @@ func TestRolesAndAuditTrail(t *testing.T) {
 	r = b.do("GET", "/api/v1/audit?before=nope", adminKey, nil)
 	require.Equal(t, http.StatusBadRequest, r.code, string(r.raw))
 	require.Equal(t, "before", r.errField())
+}
+
+// GET /api/v1/me says who the caller is, so the dashboard offers only what
+// the role may do: the admin key, each role's named key, a session, and
+// the open admin; without credentials (and not open) it is a 401.
+func TestMe(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := func(name, role string) string {
+		r := b.do("POST", "/api/v1/keys", adminKey, map[string]any{"name": name, "role": role})
+		require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+		return r.body["key"].(string)
+	}
+	sess := b.session()
+	for _, c := range []struct {
+		token string
+		want  map[string]any
+	}{
+		{adminKey, map[string]any{"kind": "key", "role": "admin", "name": "admin", "session_id": nil}},
+		{key("boss", "admin"), map[string]any{"kind": "key", "role": "admin", "name": "boss", "session_id": nil}},
+		{key("oncall", "operator"), map[string]any{"kind": "key", "role": "operator", "name": "oncall", "session_id": nil}},
+		{key("grafana", "viewer"), map[string]any{"kind": "key", "role": "viewer", "name": "grafana", "session_id": nil}},
+		{sess.Token, map[string]any{"kind": "session", "role": nil, "name": "session:" + sess.ID, "session_id": sess.ID}},
+	} {
+		r := b.do("GET", "/api/v1/me", c.token, nil)
+		require.Equal(t, http.StatusOK, r.code, string(r.raw))
+		require.Equal(t, "no-store", r.hdr.Get("Cache-Control"))
+		require.Equal(t, c.want, r.body)
+	}
+	r := b.do("GET", "/api/v1/me", "", nil)
+	require.Equal(t, http.StatusUnauthorized, r.code, string(r.raw))
+	r = b.do("GET", "/api/v1/me", "tfk_not-a-key", nil)
+	require.Equal(t, http.StatusUnauthorized, r.code, string(r.raw))
+
+	open := setup(t, setupOpts{open: true})
+	r = open.do("GET", "/api/v1/me", "", nil)
+	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Equal(t, map[string]any{"kind": "key", "role": "admin", "name": "open", "session_id": nil}, r.body)
+	// a named key is honoured in open mode too: a viewer stays a viewer
+	r = open.do("POST", "/api/v1/keys", "", map[string]any{"name": "ro", "role": "viewer"})
+	require.Equal(t, http.StatusCreated, r.code, string(r.raw))
+	r = open.do("GET", "/api/v1/me", r.body["key"].(string), nil)
+	require.Equal(t, "viewer", r.body["role"], string(r.raw))
 }

@@ -10,6 +10,10 @@ import (
 
 // keyRoutes are the named API keys and the audit trail: the admin role's.
 func (s *Server) keyRoutes(add func(route)) {
+	add(route{method: "GET", path: "/api/v1/me", access: principal, handler: s.me, doc: opDoc{
+		tag: "keys", summary: "Who the caller is: a key (its role and name) or a session (its id)",
+		description: "Any credentials may ask (in open mode the answer is the open admin). The dashboard reads it to offer only what the role may do.",
+		responses:   map[int]string{200: "Me"}}})
 	add(route{method: "POST", path: "/api/v1/keys", access: admin, keysOnly: true, audit: true, handler: s.createKey, doc: opDoc{
 		tag: "keys", summary: "Create a named API key with a role (admin, operator, viewer); its answer shows the key, once", request: "KeyRequest",
 		description: "The key is sent as Authorization: Bearer KEY. admin may do anything; operator acts on tasks, queues, schedules and breakers (not keys); viewer reads (GETs, the dashboard, metrics, live feeds). Only its SHA-256 is stored.",
@@ -28,6 +32,16 @@ func (s *Server) keyRoutes(add func(route)) {
 			queryParam("limit", "integer", "entries per page, 1-1000 (default 100)"),
 			queryParam("actor", "string", "only this actor's entries (a key's name, admin, open)")},
 		responses: map[int]string{200: "AuditPage"}}})
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	m, err := s.svc.Me(p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, m)
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request, p identity.Principal) {

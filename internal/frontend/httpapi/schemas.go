@@ -73,6 +73,7 @@ var components = []component{
 	response[service.PlanNode]("PlanNode", ""),
 	response[service.PlanAnswer]("PlanRun", "rankd's success line; with ?trace=1 also trace and elapsed_us."),
 	response[service.PlanTraceLine]("PlanTraceLine", ""),
+	response[service.Me]("Me", "Who the caller is (GET /api/v1/me)."),
 	request[service.KeyRequest]("KeyRequest", ""),
 	response[service.NamedKey]("NamedKey", "A named API key; key only in the answer to its creation."),
 	response[service.KeyList]("KeyList", ""),

@@ -72,6 +72,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who the caller is: a key (its role and name) or a session (its id)
+         * @description Any credentials may ask (in open mode the answer is the open admin). The dashboard reads it to offer only what the role may do.
+         *
+         *     Access: session or admin.
+         */
+        get: operations["getMe"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/notifications": {
         parameters: {
             query?: never;
@@ -1035,6 +1057,23 @@ export interface components {
              * @enum {string}
              */
             role?: "admin" | "operator" | "viewer";
+        };
+        /** @description Who the caller is (GET /api/v1/me). */
+        Me: {
+            /**
+             * @description key: the admin key, a named key or open mode; session: a session's token
+             * @enum {string}
+             */
+            kind: "session" | "key";
+            /** @description how the audit trail names the caller: a named key's name, admin (the admin key), open (open mode), session:ID */
+            name: string;
+            /**
+             * @description what the key may do (null for a session): admin anything; operator tasks, queues, schedules, breakers (not keys); viewer read only
+             * @enum {string|null}
+             */
+            role: "admin" | "operator" | "viewer" | null;
+            /** @description the session's id (null for a key) */
+            session_id: string | null;
         };
         /** @description A named API key; key only in the answer to its creation. */
         NamedKey: {
@@ -2050,6 +2089,44 @@ export interface operations {
             };
             /** @description Not Found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -39,7 +39,7 @@ beforeAll(async () => {
   const env: NodeJS.ProcessEnv = { ...process.env, OPENROUTER_API_KEY: 'e2e-key', OPENROUTER_BASE_URL: `http://127.0.0.1:${llmPort}/api/v1` }
   delete env.REDIS_URL
   delete env.TASKFLOW_ADMIN_KEY
-  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`, '--demo-data'], { env, stdio: 'ignore' })
+  proc = spawn(join(tmp, 'taskflow'), ['dev', '--addr', `127.0.0.1:${port}`, '--dev-redis-addr', '127.0.0.1:0', '--demo-data'], { env, stdio: 'ignore' })
   for (let i = 0; ; i++) {
     try {
       if ((await fetch(base + '/ready')).ok) break
@@ -274,8 +274,8 @@ describe('dashboard', () => {
     await page.getByRole('table', { name: /^2 tasks/ }).waitFor()
     // a session's state tabs count its own tasks
     await page.getByTestId('count-ALL').filter({ hasText: /^2$/ }).waitFor()
-    // the probe's 403 on the operators' queue status tells the UI it is a session
-    problems = problems.filter((p) => !(p.includes('403') && (p.includes('/queues/status') || p.startsWith('console'))))
+    // GET /api/v1/me tells the UI it is a session: no probe is refused
+    await page.getByTestId('whoami').filter({ hasText: sess.session_id.slice(0, 8) }).waitFor()
   })
 
   it('cancels a running sleep task, the page following it live from ACTIVE to CANCELLED', async () => {
@@ -330,6 +330,8 @@ describe('dashboard', () => {
       ['/ui/sessions?session=' + sess.session_id, 'Sessions'],
       ['/ui/plans', 'Plans'],
       ['/ui/plans/complex_dag', 'Plan complex_dag'],
+      ['/ui/keys', 'API keys'],
+      ['/ui/audit', 'Audit trail'],
     ]
     for (const width of [1440, 390]) {
       await page.setViewportSize({ width, height: 900 })
@@ -450,5 +452,150 @@ describe('dashboard', () => {
     await page.getByRole('button', { name: 'Submit' }).click()
     await page.waitForURL(/\/ui\/tasks\/[^/]+$/)
     await page.getByTestId('task-state').filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 30_000 })
+  })
+
+  // keys of each role, made through the API (open mode: the caller is the
+  // open admin); a named key presented as a bearer keeps its role
+  async function makeKey(name: string, role: string): Promise<string> {
+    const r = await fetch(base + '/api/v1/keys', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, role }) })
+    expect(r.status).toBe(201)
+    return ((await r.json()) as { key: string }).key
+  }
+  const actionButton = /^(Retry|Cancel|Delete|Submit again|Open |Reset |Create schedule|Retry selected|Delete selected|Retry all|Delete all)/
+
+  it('signed in with a viewer key: the role in the header, no action anywhere, Submit says read-only', async () => {
+    const viewer = await makeKey('e2e-viewer', 'viewer')
+    const failed = await submitTask({ task_type: 'sleep', params: { duration_ms: 0, fail: 'permanent' }, max_retries: 0 })
+    await fetch(base + '/api/v1/schedules', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ cron: '@hourly', task_type: 'noop' }) })
+    // a bad token lands on the sign-in form, which takes a named key
+    // (set before the app's first script, once: the form's key replaces it)
+    await page.addInitScript(() => {
+      if (sessionStorage.getItem('e2e.bad-token-set')) return
+      sessionStorage.setItem('e2e.bad-token-set', '1')
+      sessionStorage.setItem('taskflow.token', 'tfk_not-a-key')
+    })
+    await page.goto(base + '/ui/')
+    await page.getByRole('alert').waitFor()
+    problems = problems.filter((p) => !(p.includes('401') && (p.includes('/api/v1/me') || p.startsWith('console'))))
+    await page.getByLabel(/named key/).fill(viewer)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByTestId('whoami').filter({ hasText: 'e2e-viewer' }).waitFor()
+    expect(await page.getByTestId('whoami').textContent()).toMatch(/viewer.*e2e-viewer/)
+    const nav = page.getByRole('navigation', { name: 'Main' })
+    expect(await nav.getByRole('link', { name: 'Keys' }).count()).toBe(0)
+    expect(await nav.getByRole('link', { name: 'Audit' }).count()).toBe(0)
+
+    await page.goto(base + '/ui/tasks/' + failed)
+    await page.getByTestId('task-state').filter({ hasText: /FAILED|DLQ/ }).waitFor({ timeout: 15_000 })
+    await page.getByTestId('read-only').waitFor()
+    expect(await page.getByRole('button', { name: actionButton }).count()).toBe(0)
+    for (const [path, what] of [
+      ['/ui/dlq', 'dead letters'],
+      ['/ui/schedules', 'schedule'],
+    ]) {
+      await page.goto(base + path)
+      await page.getByRole('table').first().waitFor()
+      await page.getByTestId('read-only').filter({ hasText: what }).waitFor()
+      expect(await page.getByRole('button', { name: actionButton }).count(), path).toBe(0)
+      expect(await page.getByRole('checkbox').count(), path).toBe(0)
+    }
+    await page.goto(base + '/ui/workers')
+    await page.getByTestId('breaker-openrouter').waitFor()
+    expect(await page.getByRole('button', { name: actionButton }).count()).toBe(0)
+    await page.goto(base + '/ui/submit')
+    await page.getByTestId('read-only').filter({ hasText: 'submitting a task' }).waitFor()
+    expect(await page.getByRole('button', { name: 'Submit' }).count()).toBe(0)
+    // the admin's pages say whose they are, without asking the API
+    await page.goto(base + '/ui/keys')
+    await page.getByText('The Keys page needs the admin role').waitFor()
+  })
+
+  it('signed in with an operator key: actions offered, no Keys or Audit', async () => {
+    const operator = await makeKey('e2e-operator', 'operator')
+    const failed = await submitTask({ task_type: 'sleep', params: { duration_ms: 0, fail: 'permanent' }, max_retries: 0 })
+    await page.addInitScript((t) => sessionStorage.setItem('taskflow.token', t), operator)
+    await page.goto(base + '/ui/tasks/' + failed)
+    await page.getByTestId('whoami').filter({ hasText: 'e2e-operator' }).waitFor()
+    await page.getByTestId('task-state').filter({ hasText: /FAILED|DLQ/ }).waitFor({ timeout: 15_000 })
+    await page.getByRole('button', { name: 'Retry', exact: true }).waitFor()
+    await page.getByRole('button', { name: 'Delete', exact: true }).waitFor()
+    // an operator's change is its own line in the audit trail
+    await page.getByRole('button', { name: 'Retry', exact: true }).click()
+    await page.getByRole('status').filter({ hasText: 'Retry: done' }).waitFor()
+    const nav = page.getByRole('navigation', { name: 'Main' })
+    expect(await nav.getByRole('link', { name: 'Keys' }).count()).toBe(0)
+    expect(await nav.getByRole('link', { name: 'Audit' }).count()).toBe(0)
+    await page.goto(base + '/ui/dlq')
+    await page.getByRole('button', { name: /^Retry selected/ }).waitFor()
+    await page.goto(base + '/ui/workers')
+    await page.getByRole('button', { name: 'Open openrouter' }).waitFor()
+    await page.goto(base + '/ui/schedules')
+    await page.getByRole('button', { name: 'Create schedule' }).waitFor()
+    await page.goto(base + '/ui/submit')
+    await page.getByRole('button', { name: 'Submit' }).waitFor()
+    await page.goto(base + '/ui/audit')
+    await page.getByText('The Audit page needs the admin role').waitFor()
+  })
+
+  it('as the admin: creates a key shown once with a copy button, revokes it, and reads both on the Audit page', async () => {
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base })
+    page.on('dialog', (d) => void d.accept())
+    await page.goto(base + '/ui/')
+    const nav = page.getByRole('navigation', { name: 'Main' })
+    await nav.getByRole('link', { name: 'Keys' }).click()
+    await page.waitForURL(/\/ui\/keys$/)
+    await page.getByRole('table', { name: /keys?$/ }).waitFor()
+    await page.getByLabel('Name').fill('e2e-temp')
+    await page.getByLabel('Role').selectOption('operator')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const box = page.getByRole('group', { name: 'New key' })
+    await box.getByText('it is not shown again').waitFor()
+    const key = (await box.getByTestId('new-key').textContent())!
+    expect(key).toMatch(/^tfk_/)
+    await box.getByRole('button', { name: 'Copy key e2e-temp' }).click()
+    await box.locator('[data-copied]').waitFor()
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(key)
+    const row = page.getByRole('row').filter({ has: page.getByText('e2e-temp', { exact: true }) })
+    await row.getByText('operator').waitFor()
+    // the key works, with its role
+    const me = (await (await fetch(base + '/api/v1/me', { headers: { Authorization: 'Bearer ' + key } })).json()) as { role: string; name: string }
+    expect(me).toMatchObject({ role: 'operator', name: 'e2e-temp' })
+    await shoot('keys')
+    // the listing never shows it again
+    await page.reload()
+    await row.waitFor()
+    expect(await page.getByText(key).count()).toBe(0)
+    await page.getByRole('button', { name: 'Revoke e2e-temp' }).click()
+    await page.getByRole('status').filter({ hasText: 'Key e2e-temp revoked.' }).waitFor()
+    expect(await row.count()).toBe(0)
+    expect((await fetch(base + '/api/v1/me', { headers: { Authorization: 'Bearer ' + key } })).status).toBe(401)
+
+    await nav.getByRole('link', { name: 'Audit' }).click()
+    await page.waitForURL(/\/ui\/audit$/)
+    const entries = page.getByTestId('audit-entry')
+    await entries.first().waitFor()
+    // newest first: the revocation, then the creation
+    await expect.poll(async () => (await entries.nth(0).textContent()) ?? '').toContain('DELETE /api/v1/keys/{name}')
+    expect(await entries.nth(0).textContent()).toContain('name=e2e-temp')
+    expect(await entries.nth(1).textContent()).toContain('POST /api/v1/keys')
+    expect(await entries.nth(0).getByRole('link', { name: 'open' }).count()).toBe(1)
+    await entries.filter({ hasText: 'e2e-operator' }).filter({ hasText: 'POST /api/v1/tasks/{task_id}/retry' }).getByText('operator', { exact: true }).waitFor()
+    const when = entries.nth(0).locator('time')
+    expect(await when.textContent()).toMatch(/ago$|^just now$/)
+    expect(await when.getAttribute('title')).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC/)
+    await shoot('audit')
+    // filter by actor; Older pages on with the cursor
+    await page.getByLabel('Actor').fill('nobody')
+    await page.getByRole('button', { name: 'Filter' }).click()
+    await page.getByText('No change recorded by nobody.').waitFor()
+    await page.getByRole('button', { name: 'Clear' }).click()
+    await entries.first().waitFor()
+    for (let i = 0; i < 60; i++) await makeKey(`e2e-page-${i}`, 'viewer')
+    await page.reload()
+    await page.getByRole('table', { name: '50 changes, the newest' }).waitFor()
+    await page.getByRole('button', { name: 'Older' }).click()
+    await page.waitForURL(/before=/)
+    await page.getByRole('table', { name: /changes, older page$/ }).waitFor()
+    expect(await entries.count()).toBeGreaterThan(0)
   })
 })
