@@ -1,0 +1,154 @@
+package taskflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/taskflow/taskflow"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+	"github.com/taskflow/taskflow/task"
+)
+
+// installs tp as the global provider until the test or benchmark ends
+func installTracing(tb testing.TB, opts ...sdktrace.TracerProviderOption) {
+	tp := sdktrace.NewTracerProvider(opts...)
+	tracing.Install(tp)
+	tb.Cleanup(func() {
+		_ = tp.Shutdown(context.Background())
+		otel.SetTracerProvider(noop.NewTracerProvider())
+	})
+}
+
+// TestEnqueueTrace: with a TracerProvider installed, the Go client's
+// Enqueue is a client span whose trace the task carries: the submit, the
+// wait in the queue and the worker's attempt (whose context the handler
+// gets) are its spans.
+func TestEnqueueTrace(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	installTracing(t, sdktrace.WithSpanProcessor(rec))
+	d := newDeployment(t)
+	w, err := taskflow.NewWorker(d.cfg)
+	require.NoError(t, err)
+	inHandler := make(chan trace.SpanContext, 1)
+	w.HandleFunc("traced", func(ctx context.Context, _ *task.Task) (json.RawMessage, error) {
+		inHandler <- trace.SpanContextFromContext(ctx)
+		return nil, nil
+	})
+	d.run(t, w)
+	c := d.client(t)
+	var tk *task.Task
+	require.Eventually(t, func() bool {
+		tk, err = c.Enqueue(d.ctx, "traced", nil)
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the worker's types are never published")
+	_, err = c.Wait(d.ctx, tk.ID)
+	require.NoError(t, err)
+	hs := <-inHandler
+
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	require.Eventually(t, func() bool {
+		for _, s := range rec.Ended() {
+			if s.SpanContext().TraceID() == hs.TraceID() {
+				byName[s.Name()] = s
+			}
+		}
+		return len(byName) == 4
+	}, 5*time.Second, 10*time.Millisecond)
+	enq, sub, wait, proc := byName["enqueue traced"], byName["submit traced"], byName["queue wait"], byName["process traced"]
+	require.NotNil(t, enq, "%v", byName)
+	require.Equal(t, trace.SpanKindClient, enq.SpanKind())
+	require.False(t, enq.Parent().IsValid(), "the enqueue is the trace's root")
+	require.Equal(t, enq.SpanContext().SpanID(), sub.Parent().SpanID())
+	require.Equal(t, sub.SpanContext().SpanID(), wait.Parent().SpanID())
+	require.Equal(t, sub.SpanContext().SpanID(), proc.Parent().SpanID())
+	require.Equal(t, proc.SpanContext().SpanID(), hs.SpanID(), "the handler runs in the attempt's span")
+	require.Equal(t, trace.SpanKindConsumer, proc.SpanKind())
+}
+
+// BenchmarkEnqueueProcessTracing: the public API's enqueue and the
+// worker's processing of no-op tasks (8 enqueuers, a worker of
+// concurrency 16), per op one task from Enqueue to its completion, with
+// tracing off (OTel's no-op global provider, as a process without
+// OTEL_EXPORTER_OTLP_ENDPOINT runs) and on (an SDK provider sampling
+// every trace, its batch span processor exporting to the SDK's in-memory
+// exporter): the spans' own cost, without a collector's network.
+func BenchmarkEnqueueProcessTracing(b *testing.B) {
+	for _, mode := range []string{"off", "on"} {
+		b.Run(mode, func(b *testing.B) {
+			if mode == "on" {
+				exp := tracetest.NewInMemoryExporter()
+				installTracing(b, sdktrace.WithBatcher(exp))
+				b.Cleanup(exp.Reset)
+			}
+			_, ns := testredis.Client(b)
+			cfg := taskflow.Config{RedisURL: testredis.URL(), Namespace: ns, Concurrency: 16, ShutdownGrace: 2 * time.Second}
+			ctx := context.Background()
+			w, err := taskflow.NewWorker(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w.HandleFunc("noop", func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil })
+			wctx, stop := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- w.Run(wctx) }()
+			defer func() {
+				stop()
+				if err := <-done; err != nil {
+					b.Error(err)
+				}
+			}()
+			c, err := taskflow.NewClient(ctx, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			deadline := time.Now().Add(10 * time.Second)
+			for { // the type is known once the worker published it
+				if _, err = c.Enqueue(ctx, "noop", nil); err == nil {
+					break
+				} else if time.Now().After(deadline) {
+					b.Fatal(err)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for w.Stats().Completed < 1 {
+				time.Sleep(time.Millisecond)
+			}
+			base := w.Stats().Completed
+			b.ReportAllocs()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			per := (b.N + 7) / 8
+			for g := 0; g < 8; g++ {
+				n := min(per, b.N-g*per)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < n; i++ {
+						if _, err := c.Enqueue(ctx, "noop", nil); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			for w.Stats().Completed-base < int64(b.N) {
+				time.Sleep(100 * time.Microsecond) // benchmark: poll the counter
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+		})
+	}
+}
