@@ -172,13 +172,15 @@ type Request struct {
 // the call is a client span "enqueue TYPE" whose trace the task carries:
 // its queue wait, attempts and outcome are spans of the same trace.
 func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts ...Option) (t *task.Task, err error) {
-	ctx, span := tracing.Tracer().Start(ctx, "enqueue "+taskType, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(tracing.AttrSystem.String(tracing.System), tracing.AttrOperationName.String("enqueue"), tracing.AttrTaskType.String(taskType)))
+	ctx, span := tracing.Start(ctx, "enqueue", taskType, trace.SpanKindClient)
 	defer func() {
-		if t != nil && span.IsRecording() {
-			span.SetAttributes(tracing.AttrMessageID.String(t.ID))
+		if span.IsRecording() {
+			span.SetAttributes(tracing.AttrSystem.String(tracing.System), tracing.AttrOperationName.String("enqueue"), tracing.AttrTaskType.String(taskType))
+			if t != nil {
+				span.SetAttributes(tracing.AttrMessageID.String(t.ID))
+			}
+			tracing.Fail(span, err, "")
 		}
-		tracing.Fail(span, err, "")
 		span.End()
 	}()
 	s, err := prepare(Request{Type: taskType, Params: params, Options: opts})

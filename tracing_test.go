@@ -3,6 +3,9 @@ package taskflow_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -80,16 +83,28 @@ func TestEnqueueTrace(t *testing.T) {
 // worker's processing of no-op tasks (8 enqueuers, a worker of
 // concurrency 16), per op one task from Enqueue to its completion, with
 // tracing off (OTel's no-op global provider, as a process without
-// OTEL_EXPORTER_OTLP_ENDPOINT runs) and on (an SDK provider sampling
-// every trace, its batch span processor exporting to the SDK's in-memory
-// exporter): the spans' own cost, without a collector's network.
+// OTEL_EXPORTER_OTLP_ENDPOINT runs) and on (tracing.Setup as the binary
+// does it: every trace sampled, the batch span processor and the real
+// OTLP/HTTP exporter posting protobuf to a local stand-in collector).
 func BenchmarkEnqueueProcessTracing(b *testing.B) {
 	for _, mode := range []string{"off", "on"} {
 		b.Run(mode, func(b *testing.B) {
 			if mode == "on" {
-				exp := tracetest.NewInMemoryExporter()
-				installTracing(b, sdktrace.WithBatcher(exp))
-				b.Cleanup(exp.Reset)
+				// a stand-in collector: reads each POST and answers 200
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					_, _ = io.Copy(io.Discard, r.Body)
+				}))
+				shutdown, err := tracing.Setup(context.Background(), tracing.Config{Endpoint: srv.URL}, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() {
+					if err := shutdown(context.Background()); err != nil {
+						b.Error(err)
+					}
+					otel.SetTracerProvider(noop.NewTracerProvider())
+					srv.Close()
+				}()
 			}
 			_, ns := testredis.Client(b)
 			cfg := taskflow.Config{RedisURL: testredis.URL(), Namespace: ns, Concurrency: 16, ShutdownGrace: 2 * time.Second}

@@ -141,7 +141,7 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	if !serverRoles[role] {
 		// a client command is one span, which its API calls continue
 		var span trace.Span
-		ctx, span = tracing.Tracer().Start(ctx, "taskflow "+role, trace.WithSpanKind(trace.SpanKindClient))
+		ctx, span = tracing.Start(ctx, "taskflow", role, trace.SpanKindClient)
 		defer span.End()
 	}
 	root := m.Root()

@@ -18,14 +18,14 @@ import (
 // dispatch of an external task, are its children.
 func startAttempt(ctx context.Context, t *task.Task, now time.Time) (context.Context, trace.Span) {
 	parent := tracing.WithTraceparent(ctx, t.Traceparent)
+	ctx, span := tracing.Start(parent, "process", t.Type, trace.SpanKindConsumer, trace.WithTimestamp(now))
+	if !span.IsRecording() {
+		return ctx, span // tracing is off: no attributes, no wait span
+	}
 	tr := tracing.Tracer()
 	queue := string(t.Priority)
 	if queue == "" {
 		queue = string(task.PriorityNormal)
-	}
-	ctx, span := tr.Start(parent, "process "+t.Type, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithTimestamp(now))
-	if !span.IsRecording() {
-		return ctx, span // tracing is off: no attributes, no wait span
 	}
 	attrs := append(tracing.Messaging("process", queue, t.ID), tracing.AttrOperationName.String("process"),
 		tracing.AttrTaskType.String(t.Type), tracing.AttrAttempt.Int(t.Attempt()), tracing.AttrRetryCount.Int(t.RetryCount))

@@ -145,7 +145,7 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 	// the producer span of the dispatch: task.create carries its
 	// traceparent, which the service continues
-	pctx, span := tracing.Tracer().Start(ctx, "publish task.create", trace.WithSpanKind(trace.SpanKindProducer))
+	pctx, span := tracing.Start(ctx, "publish task.create", "", trace.SpanKindProducer)
 	defer span.End()
 	// the deadline the agent enforces, in seconds with its fraction: a
 	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1

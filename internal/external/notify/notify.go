@@ -178,7 +178,7 @@ func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification)
 	if sessionID == "" {
 		return n, ErrNoSession
 	}
-	ctx, span := tracing.Tracer().Start(ctx, "publish notification", trace.WithSpanKind(trace.SpanKindProducer))
+	ctx, span := tracing.Start(ctx, "publish notification", "", trace.SpanKindProducer)
 	defer func() {
 		if span.IsRecording() {
 			span.SetAttributes(append(tracing.Messaging("send", s.keys.stream(sessionID), n.ID),

@@ -292,7 +292,7 @@ func (o *Consumer) handle(ctx context.Context, m protocol.Message) error {
 // traceparent (the Go SDK's events do): the task's trace then ends with
 // its outcome and the notification it sends.
 func (o *Consumer) startApply(ctx context.Context, m protocol.Message, taskID, traceparent string) (context.Context, trace.Span) {
-	ctx, span := tracing.Tracer().Start(tracing.WithTraceparent(ctx, traceparent), "apply "+string(m.Event.Type), trace.WithSpanKind(trace.SpanKindConsumer))
+	ctx, span := tracing.Start(tracing.WithTraceparent(ctx, traceparent), "apply", string(m.Event.Type), trace.SpanKindConsumer)
 	if span.IsRecording() {
 		span.SetAttributes(append(tracing.Messaging("process", m.Stream, m.ID), tracing.AttrOperationName.String("apply"),
 			attribute.String("taskflow.task.id", taskID), tracing.AttrConsumerGroup.String(protocol.AgentGroup))...)

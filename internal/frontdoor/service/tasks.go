@@ -95,14 +95,18 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 // OpenTelemetry's messaging conventions: the destination is the priority
 // queue ("normal" when the request names none).
 func startSubmit(ctx context.Context, typ, priority string, n int) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, "submit", typ, trace.SpanKindProducer)
+	if !span.IsRecording() {
+		return ctx, span
+	}
 	if priority == "" {
 		priority = string(task.PriorityNormal)
 	}
-	attrs := append(tracing.Messaging("send", priority, ""), tracing.AttrOperationName.String("submit"), tracing.AttrTaskType.String(typ))
+	span.SetAttributes(append(tracing.Messaging("send", priority, ""), tracing.AttrOperationName.String("submit"), tracing.AttrTaskType.String(typ))...)
 	if n > 1 {
-		attrs = append(attrs, tracing.AttrBatchCount.Int(n))
+		span.SetAttributes(tracing.AttrBatchCount.Int(n))
 	}
-	return tracing.Tracer().Start(ctx, "submit "+typ, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	return ctx, span
 }
 
 // endSubmit records the created task's id, or the error, on span.

@@ -164,9 +164,12 @@ func (rt *router) add(r route) {
 // pattern, continuing the caller's W3C traceparent header if it sent one
 // (the CLI does): a submit's task then joins the caller's trace.
 func startServerSpan(req *http.Request, pattern, path string) (context.Context, trace.Span) {
-	ctx := tracing.WithTraceparent(req.Context(), req.Header.Get("traceparent"))
-	return tracing.Tracer().Start(ctx, pattern, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", path)))
+	ctx := tracing.WithTraceparent(req.Context(), req.Header.Get("Traceparent"))
+	ctx, span := tracing.Start(ctx, pattern, "", trace.SpanKindServer)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", path))
+	}
+	return ctx, span
 }
 
 // endServerSpan records the answer's status and ends span.

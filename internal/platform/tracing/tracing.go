@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Scope is the instrumentation scope of taskflow's spans.
@@ -102,6 +103,42 @@ func Install(tp trace.TracerProvider) {
 
 // Tracer is taskflow's tracer from the global provider.
 func Tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(Scope) }
+
+// unset is OTel's global TracerProvider before anyone installs one (this
+// package is initialised before any package that imports it can install
+// one).
+var unset = otel.GetTracerProvider()
+
+// Active reports whether a TracerProvider is installed as OTel's global
+// (by Setup, Install or the program's own otel.SetTracerProvider) that is
+// not a no-op: one atomic load and a comparison, so that with tracing off
+// a task's path skips its spans altogether.
+func Active() bool {
+	tp := otel.GetTracerProvider()
+	if tp == unset {
+		return false
+	}
+	_, off := tp.(noop.TracerProvider)
+	return !off
+}
+
+// none is the span Start returns when tracing is off.
+var none = trace.SpanFromContext(context.Background())
+
+// Start starts the span "name subject" (just name when subject is "") of
+// the given kind, child of ctx's span, when tracing is Active. Otherwise it
+// returns ctx unchanged (an incoming trace context it carries passes on)
+// and a span that records nothing: no allocation, no name built.
+// Attributes are set by the caller once span.IsRecording().
+func Start(ctx context.Context, name, subject string, kind trace.SpanKind, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if !Active() {
+		return ctx, none
+	}
+	if subject != "" {
+		name += " " + subject
+	}
+	return Tracer().Start(ctx, name, append(opts, trace.WithSpanKind(kind))...)
+}
 
 // Messaging attributes (OpenTelemetry semantic conventions for messaging)
 // and taskflow's own.

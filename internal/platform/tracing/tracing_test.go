@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/goleak"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -33,6 +34,18 @@ func TestOffIsANoop(t *testing.T) {
 		shutdown, err := tracing.Setup(context.Background(), c, "worker")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if tracing.Active() {
+			t.Fatalf("%+v: active", c)
+		}
+		if ctx, span := tracing.Start(context.Background(), "x", "y", trace.SpanKindInternal); span.IsRecording() || ctx != context.Background() {
+			t.Fatalf("%+v: Start made a span or a context", c)
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			_, span := tracing.Start(context.Background(), "process", "t", trace.SpanKindConsumer)
+			span.End()
+		}); n != 0 {
+			t.Fatalf("%+v: Start allocates %v times with tracing off", c, n)
 		}
 		ctx, span := tracing.Tracer().Start(context.Background(), "x")
 		if span.IsRecording() || span.SpanContext().IsValid() {
@@ -114,13 +127,17 @@ func TestSetupExportsToTheEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, span := tracing.Tracer().Start(context.Background(), "one")
-	if !span.IsRecording() || tracing.Traceparent(ctx) == "" {
+	ctx, span := tracing.Start(context.Background(), "one", "", trace.SpanKindInternal)
+	if !tracing.Active() || !span.IsRecording() || tracing.Traceparent(ctx) == "" {
 		t.Fatal("the installed provider does not record")
 	}
 	span.End()
 	if err := shutdown(context.Background()); err != nil { // flushes
 		t.Fatal(err)
+	}
+	otel.SetTracerProvider(noop.NewTracerProvider())
+	if tracing.Active() {
+		t.Fatal("a no-op provider counts as active")
 	}
 	mu.Lock()
 	defer mu.Unlock()
