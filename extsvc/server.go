@@ -15,12 +15,12 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 )
 
 // Server is one instance of an external service: it consumes the task
@@ -307,8 +307,9 @@ func (s *Server) dispatch(ctx context.Context, m protocol.Message) {
 // OpenTelemetry TracerProvider (a no-op unless the program installs one:
 // taskflow's own binary does when OTEL_EXPORTER_OTLP_ENDPOINT is set).
 func (s *Server) startSpan(ctx context.Context, t *Task, entryID string) (context.Context, trace.Span) {
-	if t.Traceparent != "" {
-		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": t.Traceparent})
+	ctx = tracing.WithTraceparent(ctx, t.Traceparent) // the handler's logs name the trace even untraced
+	if !tracing.Active() {
+		return ctx, trace.SpanFromContext(context.Background()) // records nothing
 	}
 	ctx, span := otel.GetTracerProvider().Tracer(tracerScope).Start(ctx, "process "+t.Type, trace.WithSpanKind(trace.SpanKindConsumer))
 	if span.IsRecording() {
@@ -327,10 +328,8 @@ const tracerScope = "github.com/taskflow/taskflow/extsvc"
 // traceparent is what an outcome event carries: ctx's span context (the
 // handler's span), else task.create's, echoed.
 func traceparent(ctx context.Context, t *Task) string {
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		c := propagation.MapCarrier{}
-		propagation.TraceContext{}.Inject(ctx, c)
-		return c["traceparent"]
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		return tp
 	}
 	return t.Traceparent
 }
