@@ -98,7 +98,7 @@ func TestDevOneTracePerTask(t *testing.T) {
 
 	rdb, ns := testredis.Client(t)
 	base, printed := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns,
-		"TASKFLOW_EXTERNAL_TYPES": "traced.job"})
+		"TASKFLOW_EXTERNAL_TYPES": "traced.job", "LOG_LEVEL": "info"}) // LOG_LEVEL: the process logs to printed
 
 	handlerSpan := make(chan trace.SpanContext, 1)
 	svc, err := extsvc.New(rdb, extsvc.Config{Name: "traced-service", Namespace: ns, Block: 100 * time.Millisecond})
@@ -200,6 +200,8 @@ func TestDevOneTracePerTask(t *testing.T) {
 	require.Equal(t, "send", attr(submit, tracing.AttrOperationType).AsString())
 	require.Contains(t, attr(publish, tracing.AttrDestination).AsString(), "task.create")
 	require.Equal(t, sub.ID, attr(note, attribute.Key("taskflow.task.id")).AsString())
+	// the dispatch's log line names the trace and its span
+	require.Contains(t, printed.String(), "trace_id="+tid.String()+" span_id="+publish.SpanContext().SpanID().String(), "log lines:\n%s", printed.String())
 
 	// A CLI submit: the command's span is the root, the API continues it.
 	var out, errb bytes.Buffer
