@@ -3,6 +3,7 @@ package taskflow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -48,6 +51,9 @@ func TestEnqueueTrace(t *testing.T) {
 		inHandler <- trace.SpanContextFromContext(ctx)
 		return nil, nil
 	})
+	w.HandleFunc("traced.fail", func(ctx context.Context, _ *task.Task) (json.RawMessage, error) {
+		return nil, task.Permanent(errors.New("boom"))
+	})
 	d.run(t, w)
 	c := d.client(t)
 	var tk *task.Task
@@ -77,6 +83,31 @@ func TestEnqueueTrace(t *testing.T) {
 	require.Equal(t, sub.SpanContext().SpanID(), proc.Parent().SpanID())
 	require.Equal(t, proc.SpanContext().SpanID(), hs.SpanID(), "the handler runs in the attempt's span")
 	require.Equal(t, trace.SpanKindConsumer, proc.SpanKind())
+	require.Equal(t, codes.Unset, proc.Status().Code)
+
+	// a failed attempt: an error span saying what became of the task
+	ft, err := c.Enqueue(d.ctx, "traced.fail", nil, taskflow.MaxRetries(0))
+	require.NoError(t, err)
+	var failed sdktrace.ReadOnlySpan
+	require.Eventually(t, func() bool {
+		for _, s := range rec.Ended() {
+			for _, a := range s.Attributes() {
+				if s.Name() == "process traced.fail" && a.Key == tracing.AttrMessageID && a.Value.AsString() == ft.ID {
+					failed = s
+				}
+			}
+		}
+		return failed != nil
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, codes.Error, failed.Status().Code)
+	got := map[attribute.Key]string{}
+	for _, a := range failed.Attributes() {
+		got[a.Key] = a.Value.Emit()
+	}
+	require.Equal(t, "dlq", got[tracing.AttrOutcome], "%v", got)
+	require.NotEmpty(t, got[tracing.AttrErrorType], "%v", got)
+	require.Equal(t, "taskflow", got[tracing.AttrSystem])
+	require.Equal(t, "1", got[tracing.AttrAttempt])
 }
 
 // BenchmarkEnqueueProcessTracing: the public API's enqueue and the

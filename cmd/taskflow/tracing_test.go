@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -197,6 +198,7 @@ func TestDevOneTracePerTask(t *testing.T) {
 	require.Equal(t, "normal", attr(process, tracing.AttrDestination).AsString())
 	require.Equal(t, int64(0), attr(process, tracing.AttrRetryCount).AsInt64())
 	require.Equal(t, "handed_off", attr(process, tracing.AttrOutcome).AsString())
+	require.Equal(t, codes.Unset, process.Status().Code, "a hand-off is no failure")
 	require.Equal(t, "send", attr(submit, tracing.AttrOperationType).AsString())
 	require.Contains(t, attr(publish, tracing.AttrDestination).AsString(), "task.create")
 	require.Equal(t, sub.ID, attr(note, attribute.Key("taskflow.task.id")).AsString())

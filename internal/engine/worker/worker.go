@@ -322,6 +322,7 @@ func (w *Worker) runTask(j job) {
 	}
 	w.stats.started.Add(1)
 	hctx, span := startAttempt(hctx, t, w.cfg.Clock.Now())
+	bg = context.WithoutCancel(hctx) // with the attempt's span: its log lines name the trace
 	outcome := "completed"
 	defer func() { endAttempt(span, outcome) }()
 	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
@@ -348,11 +349,9 @@ func (w *Worker) runTask(j job) {
 	cancelT()
 	cause := context.Cause(hctx)
 	w.forget(t.ID)
-	if err != nil {
-		tracing.Fail(span, err, retry.Classify(err).ErrorType)
-	}
 
 	if errors.Is(cause, errCrash) || w.crashed.Load() {
+		outcome = "crashed"
 		return // a crashed process writes nothing
 	}
 	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
@@ -395,6 +394,9 @@ func (w *Worker) runTask(j job) {
 		w.waitForDependency(bg, t, du)
 		outcome = "released"
 		return
+	}
+	if span.IsRecording() {
+		tracing.Fail(span, err, retry.Classify(err).ErrorType)
 	}
 	outcome = w.fail(bg, t, err)
 }
