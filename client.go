@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/taskflow/taskflow/internal/engine/depend"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/internal/platform/app"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/internal/tasktypes"
 	"github.com/taskflow/taskflow/task"
 )
@@ -164,7 +167,22 @@ type Request struct {
 // Enqueue creates a task of taskType with params (see Request.Params) and
 // returns it PENDING. A refused call creates nothing and says why: an
 // *Error matching ErrInvalid names the field ("params.to", "task_type").
-func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts ...Option) (*task.Task, error) {
+//
+// With an OpenTelemetry TracerProvider installed (otel.SetTracerProvider)
+// the call is a client span "enqueue TYPE" whose trace the task carries:
+// its queue wait, attempts and outcome are spans of the same trace.
+func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts ...Option) (t *task.Task, err error) {
+	ctx, span := tracing.Start(ctx, "enqueue", taskType, trace.SpanKindClient)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(tracing.AttrSystem.String(tracing.System), tracing.AttrOperationName.String("enqueue"), tracing.AttrTaskType.String(taskType))
+			if t != nil {
+				span.SetAttributes(tracing.AttrMessageID.String(t.ID))
+			}
+			tracing.Fail(span, err, "")
+		}
+		span.End()
+	}()
 	s, err := prepare(Request{Type: taskType, Params: params, Options: opts})
 	if err != nil {
 		return nil, err

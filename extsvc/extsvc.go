@@ -139,6 +139,11 @@ type Task struct {
 	Attempt int
 	// CreatedAt is the create event's timestamp.
 	CreatedAt time.Time
+	// Traceparent is task.create's W3C trace context ("" when the task is
+	// not traced). The handler's context already carries the span that
+	// continues it (see Server); a handler passing work on to another
+	// process may forward it.
+	Traceparent string
 
 	token   string
 	svc     *Server

@@ -12,10 +12,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskflow/taskflow/extsvc/param"
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 )
 
 // Server is one instance of an external service: it consumes the task
@@ -254,7 +259,7 @@ func (s *Server) dispatch(ctx context.Context, m protocol.Message) {
 	}
 	t := &Task{ID: d.TaskID, Type: d.TaskType, SessionID: d.SessionID, Params: d.Params,
 		Timeout: time.Duration(d.Timeout * float64(time.Second)), Priority: d.Priority, Attempt: d.Attempt,
-		CreatedAt: m.Event.Timestamp, token: d.Token, svc: s, started: s.cfg.Now()}
+		CreatedAt: m.Event.Timestamp, Traceparent: d.Traceparent, token: d.Token, svc: s, started: s.cfg.Now()}
 
 	s.mu.Lock()
 	if _, dup := s.inflight[m.ID]; dup {
@@ -271,23 +276,62 @@ func (s *Server) dispatch(ctx context.Context, m protocol.Message) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 
-	s.cfg.Logger.Info("Task processing", "task_id", t.ID, "service", s.cfg.Name, "task_type", t.Type, "attempt", t.Attempt)
+	tctx, span := s.startSpan(tctx, t, m.ID)
+	s.cfg.Logger.InfoContext(tctx, "Task processing", "task_id", t.ID, "service", s.cfg.Name, "task_type", t.Type, "attempt", t.Attempt)
 	go func() {
 		defer s.wg.Done()
+		defer span.End()
 		res, err := s.call(tctx, h, t)
 		if err != nil && tctx.Err() != nil {
 			if cause := context.Cause(tctx); errors.Is(cause, errStopping) {
 				// Left pending: another worker claims it after ClaimIdle.
-				s.cfg.Logger.Info("task left for another worker (stopping)", "task_id", t.ID, "service", s.cfg.Name)
+				s.cfg.Logger.InfoContext(tctx, "task left for another worker (stopping)", "task_id", t.ID, "service", s.cfg.Name)
 				s.release(m.ID, cancel)
 				return
 			} else if errors.Is(cause, ErrCancelled) {
 				err = ErrCancelled
 			}
 		}
-		s.finish(ctx, m.ID, t, res, err)
+		if err != nil && span.IsRecording() {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(attribute.String("error.type", toErrorInfo(err).Code))
+		}
+		s.finish(tctx, m.ID, t, res, err)
 		s.release(m.ID, cancel)
 	}()
+}
+
+// startSpan starts the consumer span "process TYPE" around t's handler,
+// child of task.create's traceparent when it has one, from the global
+// OpenTelemetry TracerProvider (a no-op unless the program installs one:
+// taskflow's own binary does when OTEL_EXPORTER_OTLP_ENDPOINT is set).
+func (s *Server) startSpan(ctx context.Context, t *Task, entryID string) (context.Context, trace.Span) {
+	ctx = tracing.WithTraceparent(ctx, t.Traceparent) // the handler's logs name the trace even untraced
+	if !tracing.Active() {
+		return ctx, trace.SpanFromContext(context.Background()) // records nothing
+	}
+	ctx, span := otel.GetTracerProvider().Tracer(tracerScope).Start(ctx, "process "+t.Type, trace.WithSpanKind(trace.SpanKindConsumer))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("messaging.system", "taskflow"), attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.operation.name", "process"), attribute.String("messaging.destination.name", s.keys.Create()),
+			attribute.String("messaging.consumer.group.name", s.group), attribute.String("messaging.message.id", entryID),
+			attribute.String("taskflow.task.id", t.ID), attribute.String("taskflow.task.type", t.Type),
+			attribute.Int("taskflow.task.attempt", t.Attempt), attribute.String("taskflow.service", s.cfg.Name))
+	}
+	return ctx, span
+}
+
+// tracerScope is the instrumentation scope of the SDK's spans.
+const tracerScope = "github.com/taskflow/taskflow/extsvc"
+
+// traceparent is what an outcome event carries: ctx's span context (the
+// handler's span), else task.create's, echoed.
+func traceparent(ctx context.Context, t *Task) string {
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		return tp
+	}
+	return t.Traceparent
 }
 
 func (s *Server) release(entryID string, cancel context.CancelCauseFunc) {
@@ -326,7 +370,8 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 			res = json.RawMessage(`{}`)
 		}
 		e, err = protocol.New(protocol.TypeCompleted, now, protocol.CompletedData{
-			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token})
+			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token,
+			Traceparent: traceparent(ctx, t)})
 		target = s.keys.Completed()
 		if err == nil {
 			_, err = e.Unmarshal() // a result that is not a JSON object is the service's bug
@@ -334,15 +379,16 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 		if err != nil {
 			herr = fmt.Errorf("result is not a JSON object: %w", err)
 		} else {
-			s.cfg.Logger.Info("Task completed", "task_id", t.ID, "duration", dur, "service", s.cfg.Name)
+			s.cfg.Logger.InfoContext(ctx, "Task completed", "task_id", t.ID, "duration", dur, "service", s.cfg.Name)
 		}
 	}
 	if herr != nil {
 		info := toErrorInfo(herr)
 		e, err = protocol.New(protocol.TypeFailed, now, protocol.FailedData{
-			TaskID: t.ID, Status: "failed", Error: info, DurationMS: dur, FailedBy: s.cfg.Name, Token: t.token})
+			TaskID: t.ID, Status: "failed", Error: info, DurationMS: dur, FailedBy: s.cfg.Name, Token: t.token,
+			Traceparent: traceparent(ctx, t)})
 		target = s.keys.Failed()
-		s.cfg.Logger.Error("Task failed", "task_id", t.ID, "error", info.Code, "service", s.cfg.Name)
+		s.cfg.Logger.ErrorContext(ctx, "Task failed", "task_id", t.ID, "error", info.Code, "service", s.cfg.Name)
 	}
 	if err != nil {
 		s.cfg.Logger.Error("cannot encode outcome", "task_id", t.ID, "err", err)

@@ -141,7 +141,12 @@ type Task struct {
 	CancelRequested bool `json:"-"`
 	// HandedOff: the current attempt (Lease) was handed off to the
 	// external path (store.Handoff); Worker names the new holder.
-	HandedOff    bool          `json:"-"`
+	HandedOff bool `json:"-"`
+	// Traceparent is the W3C trace context of the task's submit
+	// ("00-<trace id>-<span id>-<flags>"), "" when it was submitted
+	// without tracing: its attempts, dispatches and outcome continue that
+	// trace (internal/platform/tracing).
+	Traceparent  string        `json:"-"`
 	ErrorHistory []ErrorRecord `json:"error_history"`
 	StateHistory []StateChange `json:"state_history"`
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 )
 
 // apiClient is the HTTP client the client commands share.
@@ -97,6 +98,9 @@ func (c *apiClient) send(ctx context.Context, method, path string, body any) ([]
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if tp := tracing.Traceparent(ctx); tp != "" { // the API's spans (and a submitted task) join the caller's trace
+		req.Header.Set("traceparent", tp)
 	}
 	res, err := c.http.Do(req)
 	if err != nil {

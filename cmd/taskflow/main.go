@@ -14,12 +14,15 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskflow/taskflow/internal/platform/app"
 	"github.com/taskflow/taskflow/internal/platform/config"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/internal/platform/version"
 )
 
@@ -120,14 +123,54 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		}
 		m.Logger = l
 	}
+	m.Logger = slog.New(tracing.LogHandler(m.Logger.Handler())) // records logged with a span's context name its trace
+	role := commandOf(args)
+	shutdown, err := tracing.Setup(ctx, cfg.Tracing, role)
+	if err != nil {
+		return &ExitError{Code: 2, Err: err}
+	}
+	defer func() {
+		// flush the buffered spans, bounded: a collector that is gone
+		// does not hold the exit
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			m.Logger.Warn("traces not flushed", "err", err)
+		}
+	}()
+	if !serverRoles[role] {
+		// a client command is one span, which its API calls continue
+		var span trace.Span
+		ctx, span = tracing.Start(ctx, "taskflow", role, trace.SpanKindClient)
+		defer span.End()
+	}
 	root := m.Root()
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	err = root.ExecuteContext(ctx)
 	var ee *ExitError
 	if errors.Is(err, config.ErrInvalid) && !errors.As(err, &ee) {
 		err = &ExitError{Code: 2, Err: err}
 	}
 	return err
+}
+
+// serverRoles are the commands that run a part of the deployment: their
+// spans are the tasks' and requests', not one for the whole process.
+var serverRoles = map[string]bool{"api": true, "worker": true, "scheduler": true, "orchestrator": true,
+	"service": true, "mcp": true, "dev": true, "": true}
+
+// commandOf is the subcommand args run ("" for none): the role a process's
+// traces are named after (service.name taskflow-<role>).
+func commandOf(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			if _, ok := commands[a]; ok {
+				return a
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // ExitError carries a specific exit code out of a subcommand.

@@ -115,23 +115,30 @@ async function handle(client, entryId, flat) {
     return;
   }
   const started = Date.now();
-  log('INFO', 'Task processing', { task_id: data.task_id, service: SERVICE });
+  // Tracing without an OpenTelemetry dependency (docs/protocol.md#tracing):
+  // log the task's trace id, echo its traceparent in the outcome so the
+  // agent's apply joins the task's trace. A service with an OTel SDK would
+  // instead extract it and run the work in a child span.
+  const tp = /^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(data.traceparent || '');
+  const traceparent = tp ? data.traceparent : undefined; // undefined: left out of the JSON
+  const trace = tp ? { trace_id: tp[1] } : {};
+  log('INFO', 'Task processing', { task_id: data.task_id, service: SERVICE, ...trace });
   await publish(client, K.progress, 'task.progress',
     { task_id: data.task_id, percent: 0, message: 'counting', reported_by: SERVICE, token: data.token || '' });
   try {
     const result = wordcount(data.params);
     await publish(client, K.completed, 'task.completed', {
       task_id: data.task_id, status: 'success', result, duration_ms: Date.now() - started,
-      completed_by: SERVICE, token: data.token || '',
+      completed_by: SERVICE, token: data.token || '', traceparent,
     });
-    log('INFO', 'Task completed', { task_id: data.task_id, duration: Date.now() - started });
+    log('INFO', 'Task completed', { task_id: data.task_id, duration: Date.now() - started, ...trace });
   } catch (e) {
     await publish(client, K.failed, 'task.failed', {
       task_id: data.task_id, status: 'failed',
       error: { code: e.code || 'INTERNAL_ERROR', message: String(e.message), details: {}, retryable: !!e.retryable },
-      duration_ms: Date.now() - started, failed_by: SERVICE, token: data.token || '',
+      duration_ms: Date.now() - started, failed_by: SERVICE, token: data.token || '', traceparent,
     });
-    log('ERROR', 'Task failed', { task_id: data.task_id, error: e.code || 'INTERNAL_ERROR' });
+    log('ERROR', 'Task failed', { task_id: data.task_id, error: e.code || 'INTERNAL_ERROR', ...trace });
   }
   // Acknowledge only after the outcome is published.
   await client.sendCommand(['XACK', K.create, GROUP, entryId]);

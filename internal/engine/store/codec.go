@@ -52,6 +52,10 @@ const (
 	// timeout, while Redis stalled) finds its own tasks and succeeds
 	// instead of reporting them as duplicates.
 	fEnqueueCall = "enq"
+	// fTraceparent is the W3C traceparent of the task's submit (absent
+	// when the submit was not traced), written by enqueue and returned by
+	// fetch.
+	fTraceparent = "tp"
 )
 
 // errorRecord is an error_history line as stored.
@@ -110,6 +114,7 @@ func decodeTask(h map[string]string) (*task.Task, bool) {
 		CompletedAt: optTime(h[fCompleted]),
 		Worker:      h[fWorker],
 		Lease:       h[fLease],
+		Traceparent: h[fTraceparent],
 	}
 	t.CancelRequested = h[fCancelReq] == "1"
 	t.HandedOff = t.Lease != "" && h[fHandoff] == t.Lease

@@ -42,6 +42,10 @@ type EnqueueRequest struct {
 	// The new id is drawn until it falls in that partition; a caller-chosen
 	// ID must already fall there. At most 200 characters.
 	PartitionKey string
+	// Traceparent is the W3C trace context the task continues
+	// (tracing.Traceparent of the submit's span); "" for none. It is
+	// stored in the task's hash with the enqueue's own write.
+	Traceparent string
 }
 
 const maxIDLen = 200
@@ -213,6 +217,9 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 			if r.Timeout > 0 {
 				fields = append(fields, fTimeout, r.Timeout.Milliseconds())
 			}
+			if r.Traceparent != "" {
+				fields = append(fields, fTraceparent, r.Traceparent)
+			}
 			args = append(args, r.ID, string(r.Priority), runAt, r.Type, r.SessionID, len(fields)/2)
 			args = append(args, fields...)
 		}
@@ -246,7 +253,7 @@ func (s *Store) created(r EnqueueRequest, now time.Time) *task.Task {
 	return &task.Task{
 		ID: r.ID, Type: r.Type, State: task.StatePending, Content: r.Content, Params: r.Params,
 		SessionID: r.SessionID, Priority: r.Priority, Timeout: r.Timeout.Truncate(time.Millisecond),
-		MaxRetries: maxRetries, CreatedAt: now, UpdatedAt: now,
+		MaxRetries: maxRetries, CreatedAt: now, UpdatedAt: now, Traceparent: r.Traceparent,
 		ErrorHistory: []task.ErrorRecord{},
 		StateHistory: []task.StateChange{{At: now, To: task.StatePending, Cause: "created"}},
 	}

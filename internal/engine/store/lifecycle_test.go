@@ -230,3 +230,25 @@ func TestBusySetsAreSkiplists(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "skiplist", enc)
 }
+
+// The submit's traceparent rides on the enqueue's write and comes back
+// with the fetch and the task; a task enqueued without one has none.
+func TestTraceparentStoredAndFetched(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	traced := b.enqueue(t, EnqueueRequest{Type: "t", Content: "c", Traceparent: tp})
+	require.Equal(t, tp, traced.Traceparent)
+	plain := b.enqueue(t, EnqueueRequest{Type: "t"})
+	got := b.fetch(t, 10)
+	require.Len(t, got, 2)
+	want := map[string]string{traced.ID: tp, plain.ID: ""}
+	for _, ft := range got {
+		require.Equal(t, want[ft.ID], ft.Traceparent, ft.ID)
+		require.Equal(t, traced.CreatedAt, ft.CreatedAt) // the fields before it did not shift
+		st, err := b.s.Get(b.ctx, ft.ID)
+		require.NoError(t, err)
+		require.Equal(t, want[ft.ID], st.Traceparent)
+	}
+	require.Equal(t, "c", map[string]string{got[0].ID: got[0].Content, got[1].ID: got[1].Content}[traced.ID])
+}

@@ -54,7 +54,7 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		}
 		return nil, scriptErr("", err)
 	}
-	const width = 11
+	const width = 12
 	out := make([]*task.Task, 0, len(res)/width)
 	started := time.UnixMilli(now).UTC()
 	for i := 0; i+width <= len(res); i += width {
@@ -65,6 +65,7 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 			Timeout:    time.Duration(atoi(str(f[7]))) * time.Millisecond,
 			RetryCount: atoi(str(f[8])), MaxRetries: atoi(str(f[9])),
 			CreatedAt: msTime(str(f[10])), UpdatedAt: started, StartedAt: &started,
+			Traceparent: str(f[11]),
 		}
 		if p := str(f[4]); p != "" {
 			t.Params = json.RawMessage(p)

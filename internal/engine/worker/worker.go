@@ -18,6 +18,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/engine/retry"
 	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -320,14 +321,19 @@ func (w *Worker) runTask(j job) {
 		return
 	}
 	w.stats.started.Add(1)
+	hctx, span := startAttempt(hctx, t, w.cfg.Clock.Now())
+	bg = context.WithoutCancel(hctx) // with the attempt's span: its log lines name the trace
+	outcome := "completed"
+	defer func() { endAttempt(span, outcome) }()
 	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
 		if ok, wait := w.breakers.Allow(dep); !ok {
 			w.forget(t.ID)
 			due := w.cfg.Clock.Now().Add(wait)
 			if err := w.st.Release(bg, t.ID, t.Lease, due, "breaker_open "+dep); err != nil {
-				w.log.Warn("release (breaker open)", "task", t.ID, "err", err)
+				w.log.WarnContext(hctx, "release (breaker open)", "task", t.ID, "err", err)
 			}
 			w.stats.released.Add(1)
+			outcome = "released"
 			return
 		}
 	}
@@ -345,6 +351,7 @@ func (w *Worker) runTask(j job) {
 	w.forget(t.ID)
 
 	if errors.Is(cause, errCrash) || w.crashed.Load() {
+		outcome = "crashed"
 		return // a crashed process writes nothing
 	}
 	if dep := w.cfg.Dependencies[t.Type]; dep != "" {
@@ -353,9 +360,11 @@ func (w *Worker) runTask(j job) {
 	switch {
 	case errors.Is(err, ErrHandedOff):
 		w.stats.handedOff.Add(1)
+		outcome = "handed_off"
 		return // another holder owns the task now; the slot is free
 	case errors.Is(cause, task.ErrLeaseLost):
 		w.stats.lost.Add(1)
+		outcome = "lease_lost"
 		return // another worker owns the task now
 	case err == nil:
 		if result == nil {
@@ -365,25 +374,31 @@ func (w *Worker) runTask(j job) {
 		return
 	case errors.Is(cause, ErrShutdown):
 		if rerr := w.st.Release(bg, t.ID, t.Lease, time.Time{}, "shutdown"); rerr != nil {
-			w.log.Warn("hand back at shutdown", "task", t.ID, "err", rerr)
+			w.log.WarnContext(bg, "hand back at shutdown", "task", t.ID, "err", rerr)
 		}
 		w.stats.released.Add(1)
+		outcome = "released"
 		return
 	}
 	var ce *task.CancelError
 	if errors.Is(cause, ErrCancelRequested) || errors.As(err, &ce) {
 		if cerr := w.st.CancelActive(bg, t.ID, t.Lease, "cancelled"); cerr != nil {
-			w.log.Warn("cancel", "task", t.ID, "err", cerr)
+			w.log.WarnContext(bg, "cancel", "task", t.ID, "err", cerr)
 		}
 		w.stats.cancelled.Add(1)
+		outcome = "cancelled"
 		return
 	}
 	var du *task.DependencyUnavailableError
 	if errors.As(err, &du) {
 		w.waitForDependency(bg, t, du)
+		outcome = "released"
 		return
 	}
-	w.fail(bg, t, err)
+	if span.IsRecording() {
+		tracing.Fail(span, err, retry.Classify(err).ErrorType)
+	}
+	outcome = w.fail(bg, t, err)
 }
 
 // settleBreaker tells dep's circuit breaker what an attempt showed about
@@ -471,7 +486,9 @@ func (w *Worker) call(ctx context.Context, t *task.Task) (res json.RawMessage, e
 	return w.h.ProcessTask(ctx, t)
 }
 
-func (w *Worker) fail(ctx context.Context, t *task.Task, err error) {
+// fail records the attempt's failure and says what became of the task
+// (failed: a retry is due; dlq; or not_recorded).
+func (w *Worker) fail(ctx context.Context, t *task.Task, err error) string {
 	d := retry.Classify(err)
 	now := w.cfg.Clock.Now()
 	due := now.Add(d.After)
@@ -487,13 +504,15 @@ func (w *Worker) fail(ctx context.Context, t *task.Task, err error) {
 		RetryAt: due, Attempt: t.RetryCount + 1, Worker: w.cfg.ID,
 	})
 	if ferr != nil {
-		w.log.Warn("record failure", "task", t.ID, "err", ferr)
-		return
+		w.log.WarnContext(ctx, "record failure", "task", t.ID, "err", ferr)
+		return "not_recorded"
 	}
 	w.stats.failed.Add(1)
 	if out.State == task.StateDLQ {
 		w.stats.dlq.Add(1)
+		return "dlq"
 	}
+	return "failed"
 }
 
 func (w *Worker) forget(id string) {

@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/engine/worker"
 	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -141,12 +143,16 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if timeout <= 0 {
 		timeout = d.cfg.DefaultTimeout
 	}
+	// the producer span of the dispatch: task.create carries its
+	// traceparent, which the service continues
+	pctx, span := tracing.Start(ctx, "publish task.create", "", trace.SpanKindProducer)
+	defer span.End()
 	// the deadline the agent enforces, in seconds with its fraction: a
 	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
 	e, err := protocol.New(protocol.TypeCreate, d.cfg.Now(), protocol.CreateData{
 		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
 		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
-		Attempt: t.RetryCount + 1, Token: t.Lease,
+		Attempt: t.RetryCount + 1, Token: t.Lease, Traceparent: tracing.Traceparent(pctx),
 	})
 	if err != nil {
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
@@ -154,16 +160,21 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
+	if span.IsRecording() {
+		span.SetAttributes(append(tracing.Messaging("send", d.sk.Create(), e.ID), tracing.AttrOperationName.String("publish"),
+			tracing.AttrTaskType.String(t.Type), tracing.AttrAttempt.Int(t.Attempt()))...)
+	}
 	prev, err := d.dispatch(ctx, t, e, timeout)
 	if err != nil {
+		tracing.Fail(span, err, "")
 		return nil, err
 	}
-	d.cfg.Logger.Debug("Event published", "stream", d.sk.Create(), "event_id", e.ID)
+	d.cfg.Logger.DebugContext(pctx, "Event published", "stream", d.sk.Create(), "event_id", e.ID)
 	if prev == "" { // the task was never dispatched before
 		// first lifecycle line: task.create published for it
-		d.cfg.Logger.Info("Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
+		d.cfg.Logger.InfoContext(pctx, "Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
 	} else {
-		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
+		d.cfg.Logger.InfoContext(pctx, "Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
 	}
 
 	// Hand the attempt over. If the worker dies before this, its lease

@@ -20,6 +20,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 )
 
 // The API paths of notifications (served by internal/frontend/httpapi, which also
@@ -167,10 +171,23 @@ func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
 // writing it again adds nothing and returns n with an empty ID, so a
 // caller that replays its work after a crash does not notify twice. It
 // returns n as stored (with ID).
-func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification) (Notification, error) {
+//
+// The write is a producer span "publish notification" of ctx's trace (the
+// task's, when the outcome's apply calls it).
+func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification) (_ Notification, err error) {
 	if sessionID == "" {
 		return n, ErrNoSession
 	}
+	ctx, span := tracing.Start(ctx, "publish notification", "", trace.SpanKindProducer)
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(append(tracing.Messaging("send", s.keys.stream(sessionID), n.ID),
+				tracing.AttrOperationName.String("notify"), attribute.String("taskflow.task.id", n.TaskID),
+				attribute.String("taskflow.notification.type", string(n.Type)))...)
+			tracing.Fail(span, err, "")
+		}
+		span.End()
+	}()
 	keys := []string{s.keys.stream(sessionID)}
 	if n.NotificationID == "" {
 		n.NotificationID = "notif-" + uuid.NewString()

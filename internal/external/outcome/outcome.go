@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/internal/engine/retry"
@@ -34,6 +36,7 @@ import (
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 	"github.com/taskflow/taskflow/internal/external/resultview"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/internal/tasktypes"
 	"github.com/taskflow/taskflow/task"
 )
@@ -260,9 +263,17 @@ func (o *Consumer) handle(ctx context.Context, m protocol.Message) error {
 	}
 	switch d := v.(type) {
 	case *protocol.CompletedData: // acknowledged by once, with its marker
-		return o.once(ctx, m, d.TaskID, d.Token, func(oc outcome) error { return o.completed(ctx, m, d, oc) })
+		ctx, span := o.startApply(ctx, m, d.TaskID, d.Traceparent)
+		err := o.once(ctx, m, d.TaskID, d.Token, func(oc outcome) error { return o.completed(ctx, m, d, oc) })
+		tracing.Fail(span, err, "")
+		span.End()
+		return err
 	case *protocol.FailedData:
-		return o.once(ctx, m, d.TaskID, d.Token, func(oc outcome) error { return o.failed(ctx, m, d, oc) })
+		ctx, span := o.startApply(ctx, m, d.TaskID, d.Traceparent)
+		err := o.once(ctx, m, d.TaskID, d.Token, func(oc outcome) error { return o.failed(ctx, m, d, oc) })
+		tracing.Fail(span, err, "")
+		span.End()
+		return err
 	case *protocol.TimeoutData:
 		err = o.timeout(ctx, d)
 	case *protocol.ProgressData:
@@ -274,6 +285,19 @@ func (o *Consumer) handle(ctx context.Context, m protocol.Message) error {
 		return err
 	}
 	return o.ack(ctx, m)
+}
+
+// startApply starts the span of the outcome m's apply ("apply
+// task.completed"), child of the service's span when the event carries its
+// traceparent (the Go SDK's events do): the task's trace then ends with
+// its outcome and the notification it sends.
+func (o *Consumer) startApply(ctx context.Context, m protocol.Message, taskID, traceparent string) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(tracing.WithTraceparent(ctx, traceparent), "apply", string(m.Event.Type), trace.SpanKindConsumer)
+	if span.IsRecording() {
+		span.SetAttributes(append(tracing.Messaging("process", m.Stream, m.ID), tracing.AttrOperationName.String("apply"),
+			attribute.String("taskflow.task.id", taskID), tracing.AttrConsumerGroup.String(protocol.AgentGroup))...)
+	}
+	return ctx, span
 }
 
 // ignoreFinished logs and counts an outcome about a finished task that is
@@ -341,7 +365,7 @@ func (o *Consumer) completed(ctx context.Context, m protocol.Message, d *protoco
 	}
 	// Applied now, or applied by an earlier delivery whose side effects
 	// may be incomplete: (re)do the idempotent side effects.
-	o.cfg.Logger.Info("Task completed", "task_id", d.TaskID, "duration", d.DurationMS, "service", d.CompletedBy)
+	o.cfg.Logger.InfoContext(ctx, "Task completed", "task_id", d.TaskID, "duration", d.DurationMS, "service", d.CompletedBy)
 	if err := o.cacheResult(ctx, t); err != nil {
 		return err
 	}

@@ -26,6 +26,10 @@ type CreateData struct {
 	// its completed/failed/progress events so that a stale attempt's
 	// report cannot change a newer attempt.
 	Token string `json:"token,omitempty"`
+	// Traceparent is the W3C trace context of this dispatch (the agent's
+	// "publish task.create" span), absent when the task is not traced. A
+	// service may continue the trace: its handler's span a child of it.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // CompletedData is the data of task.completed.
@@ -39,6 +43,10 @@ type CompletedData struct {
 	DurationMS  int64           `json:"duration_ms"`
 	CompletedBy string          `json:"completed_by"`
 	Token       string          `json:"token,omitempty"`
+	// Traceparent (optional) is the trace context of the service's
+	// handler span (or task.create's traceparent, echoed): the agent's
+	// span applying the outcome is its child.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // ErrorInfo is the error object of task.failed.
@@ -87,6 +95,8 @@ type FailedData struct {
 	DurationMS int64     `json:"duration_ms"`
 	FailedBy   string    `json:"failed_by"`
 	Token      string    `json:"token,omitempty"`
+	// Traceparent: as CompletedData's.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // TimeoutData is the data of task.timeout.

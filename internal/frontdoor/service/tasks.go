@@ -9,9 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/frontdoor/auth"
 	"github.com/taskflow/taskflow/internal/platform/seconds"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -69,14 +72,57 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 		return Submitted{}, err
 	}
 	req.SessionID = p.SessionID
+	ctx, span := startSubmit(ctx, req.Type, string(req.Priority), 1)
+	defer span.End()
+	req.Traceparent = tracing.Traceparent(ctx)
 	if len(in.DependsOn) > 0 {
-		return s.submitAfter(ctx, p, req, in.DependsOn)
+		sub, err := s.submitAfter(ctx, p, req, in.DependsOn)
+		endSubmit(span, sub.TaskID, err)
+		return sub, err
 	}
 	t, err := s.batch.enqueue(ctx, req)
 	if err != nil {
-		return Submitted{}, storeErr("", err)
+		err = storeErr("", err)
+		endSubmit(span, "", err)
+		return Submitted{}, err
 	}
+	endSubmit(span, t.ID, nil)
 	return Submitted{TaskID: t.ID, State: t.State, Task: t}, nil
+}
+
+// startSubmit starts the producer span of a submit of n tasks (the trace
+// each task then carries: its traceparent is this span's), after
+// OpenTelemetry's messaging conventions: the destination is the priority
+// queue ("normal" when the request names none).
+func startSubmit(ctx context.Context, typ, priority string, n int) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, "submit", typ, trace.SpanKindProducer)
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	if priority == "" {
+		priority = string(task.PriorityNormal)
+	}
+	span.SetAttributes(append(tracing.Messaging("send", priority, ""), tracing.AttrOperationName.String("submit"), tracing.AttrTaskType.String(typ))...)
+	if n > 1 {
+		span.SetAttributes(tracing.AttrBatchCount.Int(n))
+	}
+	return ctx, span
+}
+
+// endSubmit records the created task's id, or the error, on span.
+func endSubmit(span trace.Span, id string, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	if id != "" {
+		span.SetAttributes(tracing.AttrMessageID.String(id))
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		tracing.Fail(span, err, e.Code)
+	} else {
+		tracing.Fail(span, err, "")
+	}
 }
 
 // itemErr names item i of a SubmitMany call in err's field.
@@ -116,6 +162,18 @@ func (s *Service) SubmitMany(ctx context.Context, p auth.Principal, ins []Submit
 		}
 		req.SessionID = p.SessionID
 		reqs[i] = req
+	}
+	// one submit span for the call: every task of it continues its trace
+	typ, prio := "", ""
+	if len(reqs) > 0 {
+		typ, prio = reqs[0].Type, string(reqs[0].Priority)
+	}
+	ctx, span := startSubmit(ctx, typ, prio, len(reqs))
+	defer span.End()
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		for i := range reqs {
+			reqs[i].Traceparent = tp
+		}
 	}
 	out := make([]Submitted, len(ins))
 	batch := make([]store.EnqueueRequest, 0, len(ins))

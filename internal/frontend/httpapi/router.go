@@ -8,9 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/taskflow/taskflow/internal/frontdoor/identity"
 	"github.com/taskflow/taskflow/internal/frontdoor/service"
 	"github.com/taskflow/taskflow/internal/frontend/webui"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 )
 
 // access is who may call a route.
@@ -113,6 +118,11 @@ func (rt *router) add(r route) {
 	bounded := !(r.doc.stream || r.queryToken || r.ownDeadline)
 	rt.mux.HandleFunc(pattern, func(w http.ResponseWriter, req *http.Request) {
 		setRoute(w, pattern)
+		if bounded { // a live feed is no span: it lasts as long as its client
+			ctx, span := startServerSpan(req, pattern, r.path)
+			defer endServerSpan(span, w)
+			req = req.WithContext(ctx)
+		}
 		if d := rt.s.cfg.RequestTimeout; bounded && d > 0 {
 			// every call to Redis below honours this deadline (redisconn),
 			// so a stalled Redis is a 503 within it, not a hung request
@@ -148,6 +158,35 @@ func (rt *router) add(r route) {
 		}
 		inner.ServeHTTP(w, req)
 	})
+}
+
+// startServerSpan starts the server span of a request to the route
+// pattern, continuing the caller's W3C traceparent header if it sent one
+// (the CLI does): a submit's task then joins the caller's trace.
+func startServerSpan(req *http.Request, pattern, path string) (context.Context, trace.Span) {
+	ctx := tracing.WithTraceparent(req.Context(), req.Header.Get("Traceparent"))
+	ctx, span := tracing.Start(ctx, pattern, "", trace.SpanKindServer)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", path))
+	}
+	return ctx, span
+}
+
+// endServerSpan records the answer's status and ends span.
+func endServerSpan(span trace.Span, w http.ResponseWriter) {
+	if span.IsRecording() {
+		if sw, ok := w.(*statusWriter); ok {
+			code := sw.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			span.SetAttributes(attribute.Int("http.response.status_code", code))
+			if code >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(code))
+			}
+		}
+	}
+	span.End()
 }
 
 // mount serves an outside handler (plan API, notifications) at pattern,

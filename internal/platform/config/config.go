@@ -28,6 +28,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/retry"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/platform/tracing"
 	"github.com/taskflow/taskflow/internal/tasktypes/summarize"
 )
 
@@ -126,6 +127,10 @@ type Config struct {
 	// metrics (TASKFLOW_ORCHESTRATOR_METRICS_ADDR, --metrics-addr).
 	// Default empty: none.
 	MetricsAddr string
+	// Tracing is the OpenTelemetry exporter's settings
+	// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+	// OTEL_SDK_DISABLED, OTEL_SERVICE_NAME); off unless an endpoint is set.
+	Tracing tracing.Config
 	// Engine are the store's, the workers' and the scheduler's settings.
 	Engine Engine
 	// External are the settings of the external path: which task types

@@ -276,6 +276,18 @@ var Settings = []Setting{
 	{Env: "TASKFLOW_EXTERNAL_INFLIGHT", Default: "64",
 		Doc:  "most attempts of one external task type dispatched and unfinished at once, across all workers; the rest wait in the core's priority queues (`-1` = no bound; [docs/notifications.md](docs/notifications.md)), read by the workers (`taskflow worker`, `taskflow dev`)",
 		into: to(func(c *Config) *int { return &c.External.InFlight }, inFlight)},
+	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", DefaultDoc: "(unset: no traces)",
+		Doc:  "OTLP/HTTP collector base URL (`http://127.0.0.1:4318`): every process exports its OpenTelemetry traces to its `/v1/traces`; the SDK reads the other `OTEL_*` variables itself ([docs/operations.md](docs/operations.md#traces))",
+		into: to(func(c *Config) *string { return &c.Tracing.Endpoint }, trimmed)},
+	{Env: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", DefaultDoc: "(unset)",
+		Doc:  "full OTLP/HTTP traces URL, instead of `OTEL_EXPORTER_OTLP_ENDPOINT`",
+		into: to(func(c *Config) *string { return &c.Tracing.TracesEndpoint }, trimmed)},
+	{Env: "OTEL_SDK_DISABLED", Default: "false",
+		Doc:  "`true`: no traces whatever the endpoints",
+		into: to(func(c *Config) *bool { return &c.Tracing.Disabled }, boolean)},
+	{Env: "OTEL_SERVICE_NAME", DefaultDoc: "`taskflow-<role>` (`taskflow-worker`, `taskflow-api`, …)",
+		Doc:  "the traces' `service.name`",
+		into: to(func(c *Config) *string { return &c.Tracing.ServiceName }, trimmed)},
 }
 
 // Lookup returns the table's entry of the variable env; it panics when

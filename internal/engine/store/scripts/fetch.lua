@@ -13,7 +13,7 @@
 -- ARGV[13..15] weights high, normal, low ARGV[16] max age ms (0 = off)
 -- ARGV[17] event stream maxlen
 -- Returns {id, token, task_type, content, params, session_id, priority,
---   timeout_ms, retry_count, max_retries, created_at, ...}
+--   timeout_ms, retry_count, max_retries, created_at, traceparent, ...}
 local now = tonumber(ARGV[1])
 local nows = ARGV[1] -- the string form: no number formatting per write
 local n = tonumber(ARGV[2])
@@ -90,7 +90,7 @@ local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
-    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before')
+    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp')
   if f[1] == 'PENDING' then
     local created = tonumber(f[10]) or now
     local base = created
@@ -114,6 +114,7 @@ for _, id in ipairs(ids) do
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
       out[no + 1] = id; out[no + 2] = token; no = no + 2
       for j = 2, 10 do no = no + 1; out[no] = f[j] or '' end
+      no = no + 1; out[no] = f[12] or '' -- the traceparent
     end
   end
 end
