@@ -466,8 +466,11 @@ func (s *Server) register(ctx context.Context) error {
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, s.keys.Services(), s.cfg.Name)
+		now := s.cfg.Now()
 		p.HSet(ctx, s.keys.Service(s.cfg.Name), "types", strings.Join(s.Types(), ","),
-			"consumer", s.cfg.Consumer, "heartbeat_ms", s.cfg.Now().UnixMilli())
+			"consumer", s.cfg.Consumer, "heartbeat_ms", now.UnixMilli(),
+			// this instance's share of the types' in-flight bound
+			protocol.ConcurrencyFieldPrefix+s.cfg.Consumer, protocol.FormatConcurrency(s.cfg.Concurrency, now.Add(ttl).UnixMilli()))
 		p.PExpire(ctx, s.keys.Service(s.cfg.Name), ttl)
 		for t, spec := range s.specs {
 			b, err := json.Marshal(spec)

@@ -41,7 +41,7 @@ type externalResult struct {
 	Tasks              int `json:"tasks"`
 	ServiceConcurrency int `json:"service_concurrency"`
 	WorkerConcurrency  int `json:"worker_concurrency"`
-	// InFlight is the dispatcher's bound as configured (0: its default,
+	// InFlight is the dispatcher's bound as configured (0: sized by the service,
 	// -1: none).
 	InFlight int     `json:"inflight"`
 	WorkMs   float64 `json:"work_ms"`
@@ -168,7 +168,7 @@ Use a Redis of its own: the command counts are the server's.`,
 	f.IntVar(&o.tasks, "tasks", 10000, "external tasks submitted in one batch")
 	f.IntVar(&o.svcConc, "service-concurrency", 200, "the service's extsvc.Config.Concurrency")
 	f.IntVar(&o.workerConc, "worker-concurrency", 10, "the dispatching worker's slots (and the in-process drain's)")
-	f.IntVar(&o.inflight, "inflight", 0, "dispatch.Config.InFlight (0: the dispatcher's default, -1: no bound)")
+	f.IntVar(&o.inflight, "inflight", 0, "dispatch.Config.InFlight (0: sized by the live services' published concurrency, -1: no bound)")
 	f.DurationVar(&o.work, "work", 0, "each task's work in the service (a sleep; 0: none)")
 	f.IntVar(&o.rounds, "rounds", 1, "runs, each in a fresh namespace (one line each)")
 	f.BoolVar(&o.jsonOut, "json", false, "print one JSON object per round")

@@ -18,6 +18,10 @@ const SERVICE = process.env.SERVICE_NAME || 'wordcount-service';
 const TYPES = ['text.wordcount'];
 const CONSUMER = process.env.CONSUMER || `${SERVICE}-worker-${os.hostname()}-${process.pid}`;
 const GROUP = `${SERVICE}-group`;
+// Entries taken per read; they are handled one after the other, and this is
+// also the concurrency the service publishes when it registers (the agent
+// keeps at most the live instances' total of its tasks in flight).
+const CONCURRENCY = 5;
 const P = `{${NS}}:`;
 const K = {
   create: P + 'agent:stream:task.create',
@@ -142,8 +146,9 @@ async function register(client) {
     await client.sendCommand(['HSET', K.taskTypes, type, JSON.stringify(spec)]);
   }
   await client.sendCommand(['SADD', K.services, SERVICE]);
+  const now = Date.now();
   await client.sendCommand(['HSET', K.service, 'types', TYPES.join(','), 'consumer', CONSUMER,
-    'heartbeat_ms', String(Date.now())]);
+    'heartbeat_ms', String(now), `concurrency:${CONSUMER}`, `${CONCURRENCY} ${now + 3 * HEARTBEAT_MS}`]);
   await client.sendCommand(['PEXPIRE', K.service, String(3 * HEARTBEAT_MS)]);
 }
 
@@ -172,10 +177,10 @@ async function main() {
 
   while (!stopping) {
     // First take over entries a dead consumer left pending, then read new ones.
-    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', '5']);
+    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', String(CONCURRENCY)]);
     let entries = (claimed && claimed[1]) || [];
     if (entries.length === 0) {
-      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', '5', 'BLOCK', String(BLOCK_MS),
+      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', String(CONCURRENCY), 'BLOCK', String(BLOCK_MS),
         'STREAMS', K.create, '>']);
       entries = res ? res[0][1] : [];
     }

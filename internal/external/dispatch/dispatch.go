@@ -46,10 +46,17 @@ type Config struct {
 	// the namespace. A task fetched while its type is full waits in the
 	// worker (FIFO per type and process) for a place, so the backlog stays
 	// in the core's priority queues, where high/normal/low are honoured,
-	// instead of draining into the FIFO task.create stream. Default
-	// DefaultInFlight (64); negative: unbounded. The binary's processes
-	// take it from TASKFLOW_EXTERNAL_INFLIGHT (internal/platform/config).
+	// instead of draining into the FIFO task.create stream. Default 0:
+	// the bound sizes itself to the live services' total concurrency for
+	// the type (each instance publishes its own when it registers;
+	// Capacity), read at most every CapacityRefresh; DefaultInFlight (64)
+	// while no live service publishes one. Positive: that bound;
+	// negative: unbounded. The binary's processes take it from
+	// TASKFLOW_EXTERNAL_INFLIGHT (internal/platform/config).
 	InFlight int
+	// CapacityRefresh is how often the live services' concurrency is read
+	// again when InFlight is 0. Default 1s.
+	CapacityRefresh time.Duration
 	// AdmitPoll is how often a task waiting for a place looks again.
 	// Default 50ms.
 	AdmitPoll time.Duration
@@ -74,8 +81,8 @@ func (c Config) withDefaults() Config {
 	if c.Retention <= 0 {
 		c.Retention = protocol.DefaultRetention
 	}
-	if c.InFlight == 0 {
-		c.InFlight = DefaultInFlight
+	if c.CapacityRefresh <= 0 {
+		c.CapacityRefresh = time.Second
 	}
 	if c.AdmitPoll <= 0 {
 		c.AdmitPoll = 50 * time.Millisecond
@@ -115,6 +122,8 @@ type Dispatcher struct {
 
 	mu    sync.Mutex
 	turns map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+
+	caps bounds // the live services' concurrency (InFlight 0)
 }
 
 // DefaultInFlight is Config.InFlight's default.
@@ -124,7 +133,8 @@ const DefaultInFlight = 64
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{},
+		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 }
 
 // ProcessTask implements worker.Handler.
@@ -215,16 +225,17 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 // spending a retry.
 func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, err error) {
 	if d.cfg.InFlight < 0 {
-		prev, _, err := d.publish(ctx, t, e, timeout)
+		prev, _, err := d.publish(ctx, t, e, timeout, -1)
 		return prev, err
 	}
 	giveUp := d.cfg.Now().Add(d.cfg.AdmitWait)
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-d.cfg.AdmitPoll).Before(giveUp) {
 		giveUp = dl.Add(-d.cfg.AdmitPoll)
 	}
+	bound := d.bound(ctx, t.Type)
 	full := func() error {
 		return &task.DependencyUnavailableError{Dependency: "external:" + t.Type, Wait: 10 * d.cfg.AdmitPoll,
-			Reason: fmt.Sprintf("%d tasks of the type in flight", d.cfg.InFlight)}
+			Reason: fmt.Sprintf("%d tasks of the type in flight", bound)}
 	}
 	turn := d.turn(t.Type)
 	timer := time.NewTimer(max(giveUp.Sub(d.cfg.Now()), 0))
@@ -242,7 +253,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 			if ctx.Err() != nil {
 				return "", context.Cause(ctx)
 			}
-			prev, ok, err := d.publish(ctx, t, e, timeout)
+			prev, ok, err := d.publish(ctx, t, e, timeout, bound)
 			if err != nil || ok {
 				return prev, err
 			}
@@ -258,18 +269,28 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 			return "", context.Cause(ctx)
 		}
 		// a cheap look before the script, which carries the event
+		bound = d.bound(ctx, t.Type)
 		n, err := InFlight(ctx, d.rdb, d.ns, t.Type, d.cfg.Now())
-		room = err != nil || n < int64(d.cfg.InFlight) // on an error the script says
+		room = err != nil || n < int64(bound) // on an error the script says
 	}
 }
 
-// publish runs dispatch.lua once: ok is false when the type is full
-// (nothing was written). The call is not cancelled with ctx once made: a
-// dispatch is done whole.
-func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, ok bool, err error) {
+// bound is typ's in-flight bound now: Config.InFlight when set, else the
+// live services' total concurrency for it.
+func (d *Dispatcher) bound(ctx context.Context, typ string) int {
+	if d.cfg.InFlight != 0 {
+		return d.cfg.InFlight
+	}
+	return d.caps.of(ctx, typ, d.cfg.Now())
+}
+
+// publish runs dispatch.lua once with the type's bound (-1: none): ok is
+// false when the type is full (nothing was written). The call is not
+// cancelled with ctx once made: a dispatch is done whole.
+func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration, bound int) (prev string, ok bool, err error) {
 	now := d.cfg.Now()
 	member := inflightMember(t.ID, t.Lease)
-	args := []any{now.UnixMilli(), d.cfg.InFlight, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),
+	args := []any{now.UnixMilli(), bound, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),
 		t.Lease, int64(tokenTTL / time.Second), protocol.MinID(now, d.cfg.Retention)}
 	args = append(args, e.Values()...)
 	bg := context.WithoutCancel(ctx)
