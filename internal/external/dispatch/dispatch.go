@@ -120,8 +120,9 @@ type Dispatcher struct {
 	k   keys
 	pub *protocol.Publisher
 
-	mu    sync.Mutex
-	turns map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+	mu      sync.Mutex
+	turns   map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+	waiting map[string]int           // per task type: dispatches waiting for a place
 
 	caps bounds // the live services' concurrency (InFlight 0)
 }
@@ -133,7 +134,7 @@ const DefaultInFlight = 64
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{},
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 }
 
@@ -215,7 +216,9 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 // records the attempt's token and publishes the event (dispatch.lua), so
 // no place is held without its event, nor an event sent without its place.
 //
-// While the type is full the task waits, holding its worker's slot: the
+// While no dispatch of the type waits in this process, a task asks at
+// once (dispatches of one type run in parallel). While the type is full
+// the task waits, holding its worker's slot: the
 // waiters of one type in this process ask in turn, in the order the worker
 // fetched them (the core's weighted priority order, so low is not
 // starved), looking every AdmitPoll at the type's count. A cancel request
@@ -237,6 +240,22 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		return &task.DependencyUnavailableError{Dependency: "external:" + t.Type, Wait: 10 * d.cfg.AdmitPoll,
 			Reason: fmt.Sprintf("%d tasks of the type in flight", bound)}
 	}
+	// No one of this process waits for a place of the type: try at once,
+	// dispatches of the type in parallel. Else, or when the type is full,
+	// queue behind the waiters, who ask in turn (fetch order).
+	tried := false
+	if d.waiters(t.Type, 0) == 0 {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		prev, ok, err := d.publish(ctx, t, e, timeout, bound)
+		if err != nil || ok {
+			return prev, err
+		}
+		tried = true
+	}
+	d.waiters(t.Type, 1)
+	defer d.waiters(t.Type, -1)
 	turn := d.turn(t.Type)
 	timer := time.NewTimer(max(giveUp.Sub(d.cfg.Now()), 0))
 	defer timer.Stop()
@@ -248,7 +267,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		return "", context.Cause(ctx)
 	}
 	defer func() { <-turn }()
-	for room := true; ; {
+	for room := !tried; ; {
 		if room {
 			if ctx.Err() != nil {
 				return "", context.Cause(ctx)
@@ -311,6 +330,20 @@ func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event
 		return "", false, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", err))
 	}
 	return res[0], true, nil
+}
+
+// waiters adds delta to the number of this process's dispatches of typ
+// waiting for a place and returns it.
+func (d *Dispatcher) waiters(typ string, delta int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.waiting[typ] + delta
+	if n == 0 {
+		delete(d.waiting, typ)
+	} else {
+		d.waiting[typ] = n
+	}
+	return n
 }
 
 // turn returns typ's turn channel: one waiter of the type at a time asks
