@@ -125,6 +125,8 @@ type Dispatcher struct {
 	waiting map[string]int           // per task type: dispatches waiting for a place
 
 	caps bounds // the live services' concurrency (InFlight 0)
+
+	handoffs sync.WaitGroup // handoffs in progress
 }
 
 // DefaultInFlight is Config.InFlight's default.
@@ -177,33 +179,50 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		d.cfg.Logger.Info("Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
 	}
 
-	// Hand the attempt over. If the worker dies before this, its lease
-	// expires, the task is dispatched again and the old token's outcome is
-	// ignored; if the outcome came first, the task is no longer ACTIVE.
+	// Hand the attempt over, in the background: the worker's slot is free
+	// at once (its next task's dispatch overlaps this round trip). Until
+	// the handoff the task stays ACTIVE under the worker's lease, which
+	// the worker no longer renews: if the process dies first, or Redis
+	// fails every try, the lease expires, the task is dispatched again and
+	// the old token's outcome is ignored; if the outcome comes first, the
+	// task is no longer ACTIVE and the handoff changes nothing.
+	d.handoffs.Add(1)
+	go func() {
+		defer d.handoffs.Done()
+		d.handOff(bg, t, timeout)
+	}()
+	return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+}
+
+// Wait waits for the handoffs in progress (a stopping process, tests).
+func (d *Dispatcher) Wait() { d.handoffs.Wait() }
+
+// handOff hands the dispatched attempt of t to the external path
+// (store.Handoff), trying 5 times while Redis fails.
+func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Duration) {
 	now := d.cfg.Now()
 	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		var cancelled bool
 		timeoutAt := now.Add(timeout)
 		firstCheck := now.Add(d.cfg.Grace)
 		if timeoutAt.Before(firstCheck) {
 			firstCheck = timeoutAt
 		}
-		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
+		cancelled, err := d.st.Handoff(ctx, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
 		if cancelled {
 			// requested while we were dispatching: the orchestrator's
 			// cancel forwarder saw a task not yet handed off
-			d.publishCancel(bg, t.ID)
+			d.publishCancel(ctx, t.ID)
 		}
 		if err == nil || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrNotFound) {
-			return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+			return
 		}
-		if attempt == 4 || ctx.Err() != nil {
-			// Still the worker's: its lease expires (or the worker fails
-			// the attempt); the service's outcome with this token still
-			// applies meanwhile.
-			return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: hand off: %w", err))
+		if attempt == 4 {
+			// Still the worker's until its lease expires; the service's
+			// outcome with this token still applies meanwhile.
+			d.cfg.Logger.Warn("dispatched task not handed off; it is dispatched again when its lease expires", "task_id", t.ID, "err", err)
+			return
 		}
 		time.Sleep(backoff) // Redis is failing: back off before the next try
 		backoff *= 2
