@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/engine/worker"
 	"github.com/taskflow/taskflow/internal/external/protocol"
@@ -127,7 +128,27 @@ type Dispatcher struct {
 	caps bounds // the live services' concurrency (InFlight 0)
 
 	handoffs sync.WaitGroup // handoffs in progress
+
+	// dispatch.lua calls and handoffs made at the same time go to Redis
+	// together (group commit: one pipeline per batch)
+	dispatches   *redisconn.Group[*scriptCall]
+	handoffGroup *redisconn.Group[*handoffCall]
 }
+
+// scriptCall is one dispatch.lua call of a batch.
+type scriptCall struct {
+	call redisconn.ScriptCall
+	res  *redis.Cmd
+}
+
+// handoffCall is one handoff of a batch.
+type handoffCall struct {
+	req store.HandoffRequest
+	res store.HandoffResult
+}
+
+// maxBatch is the most dispatches (or handoffs) sent in one pipeline.
+const maxBatch = 256
 
 // DefaultInFlight is Config.InFlight's default.
 const DefaultInFlight = 64
@@ -135,9 +156,28 @@ const DefaultInFlight = 64
 // New returns the dispatcher of st's namespace.
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
-	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
+	d := &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
 		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
+	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
+		calls := make([]redisconn.ScriptCall, len(cs))
+		for i, c := range cs {
+			calls[i] = c.call
+		}
+		for i, r := range redisconn.RunScripts(context.Background(), d.rdb, dispatchScript, calls) {
+			cs[i].res = r
+		}
+	}}
+	d.handoffGroup = &redisconn.Group[*handoffCall]{Max: maxBatch, Run: func(cs []*handoffCall) {
+		reqs := make([]store.HandoffRequest, len(cs))
+		for i, c := range cs {
+			reqs[i] = c.req
+		}
+		for i, r := range d.st.HandoffMany(context.Background(), reqs) {
+			cs[i].res = r
+		}
+	}}
+	return d
 }
 
 // ProcessTask implements worker.Handler.
@@ -209,7 +249,16 @@ func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Dur
 		if timeoutAt.Before(firstCheck) {
 			firstCheck = timeoutAt
 		}
-		cancelled, err := d.st.Handoff(ctx, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
+		req := store.HandoffRequest{ID: t.ID, Token: t.Lease, Holder: holder, TimeoutAt: timeoutAt, LeaseUntil: timeoutAt.Add(d.cfg.Grace), CheckAt: firstCheck}
+		var cancelled bool
+		var err error
+		if attempt == 0 { // with the handoffs made meanwhile, in one round trip
+			c := &handoffCall{req: req}
+			d.handoffGroup.Do(c)
+			cancelled, err = c.res.CancelRequested, c.res.Err
+		} else {
+			cancelled, err = d.st.Handoff(ctx, t.ID, t.Lease, holder, req.TimeoutAt, req.LeaseUntil, req.CheckAt)
+		}
 		if cancelled {
 			// requested while we were dispatching: the orchestrator's
 			// cancel forwarder saw a task not yet handed off
@@ -238,7 +287,7 @@ func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Dur
 // While no dispatch of the type waits in this process, a task asks at
 // once (dispatches of one type run in parallel). While the type is full
 // the task waits, holding its worker's slot: the
-// waiters of one type in this process ask in turn, in the order the worker
+// waiters of one type in this process ask in turn (up to turns at once), in the order the worker
 // fetched them (the core's weighted priority order, so low is not
 // starved), looking every AdmitPoll at the type's count. A cancel request
 // or a shutdown ends the wait with the worker's cause (the worker then
@@ -262,7 +311,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 	// No one of this process waits for a place of the type: try at once,
 	// dispatches of the type in parallel. Else, or when the type is full,
 	// queue behind the waiters, who ask in turn (fetch order).
-	tried := false
 	if d.waiters(t.Type, 0) == 0 {
 		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
@@ -271,7 +319,6 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		if err != nil || ok {
 			return prev, err
 		}
-		tried = true
 	}
 	d.waiters(t.Type, 1)
 	defer d.waiters(t.Type, -1)
@@ -286,7 +333,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		return "", context.Cause(ctx)
 	}
 	defer func() { <-turn }()
-	for room := !tried; ; {
+	for room := true; ; { // the turn's holder asks at once: places free while it queued
 		if room {
 			if ctx.Err() != nil {
 				return "", context.Cause(ctx)
@@ -332,7 +379,9 @@ func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event
 		t.Lease, int64(tokenTTL / time.Second), protocol.MinID(now, d.cfg.Retention)}
 	args = append(args, e.Values()...)
 	bg := context.WithoutCancel(ctx)
-	res, err := dispatchScript.Run(bg, d.rdb, []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, args...).StringSlice()
+	c := &scriptCall{call: redisconn.ScriptCall{Keys: []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, Args: args}}
+	d.dispatches.Do(c) // with the dispatches made meanwhile, in one round trip
+	res, err := c.res.StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil // full
 	}
@@ -365,14 +414,20 @@ func (d *Dispatcher) waiters(typ string, delta int) int {
 	return n
 }
 
-// turn returns typ's turn channel: one waiter of the type at a time asks
-// for a place; the others queue on the channel (FIFO).
+// turns is how many waiters of a type ask for a place at once (their
+// dispatch.lua calls go to Redis together); the others queue behind them.
+// One at a time serialized the type's dispatches on round trips whenever
+// it had been full once: waiters never ran out under a steady backlog.
+const turns = 16
+
+// turn returns typ's turn channel: up to turns waiters of the type at a
+// time ask for a place; the others queue on the channel (FIFO).
 func (d *Dispatcher) turn(typ string) chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c, ok := d.turns[typ]
 	if !ok {
-		c = make(chan struct{}, 1)
+		c = make(chan struct{}, turns)
 		d.turns[typ] = c
 	}
 	return c
