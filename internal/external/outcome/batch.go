@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/dispatch"
 	"github.com/taskflow/taskflow/internal/external/notify"
@@ -22,7 +23,8 @@ import (
 // at a time, each step one round trip (a pipeline of the same scripts, or
 // one call for many), in the same order as for one outcome:
 //
-//	claim.lua ×n         the attempts' markers (a pipeline)
+//	claim_batch.lua      the attempts' markers (claim.lua's verdicts, one
+//	                     look at the entries other consumers hold)
 //	store.CompleteBatch  the transitions (one call per partition)
 //	store.GetMany        the tasks as completed
 //	ZREM ×n, SET ×n      the in-flight places and result caches (a pipeline)
@@ -58,33 +60,55 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 	ctx = context.WithoutCancel(ctx)
 	done = map[string]bool{}
 
-	// tokens, then claims
-	calls := make([]redisconn.ScriptCall, 0, len(items))
-	claimed := make([]batchItem, 0, len(items))
+	// tokens, then the claims: one claim_batch.lua per stream
+	byStream := map[string][]batchItem{}
+	var streams []string
 	for _, it := range items {
 		tok, err := o.token(ctx, it.d.TaskID, it.d.Token)
 		if err != nil || tok == "" {
 			continue // the general path says why
 		}
 		it.oc = outcome{tok: tok, marker: o.k.applied(it.d.TaskID, tok), entry: entryName(it.m)}
-		calls = append(calls, redisconn.ScriptCall{Keys: []string{it.oc.marker, it.m.Stream},
-			Args: []any{protocol.AgentGroup, o.cfg.Consumer, it.m.ID, it.oc.entry, int64(markerTTL / time.Second), "1"}})
-		claimed = append(claimed, it)
+		if _, ok := byStream[it.m.Stream]; !ok {
+			streams = append(streams, it.m.Stream)
+		}
+		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
 	}
-	items = make([]batchItem, 0, len(claimed))
-	for i, c := range redisconn.RunScripts(ctx, o.rdb, claimScript, calls) {
-		res, err := c.StringSlice()
-		if err != nil || len(res) == 0 {
-			continue
+	items = items[:0:0]
+	for _, stream := range streams {
+		its := byStream[stream]
+		keys := make([]string, 0, 1+len(its))
+		args := make([]any, 0, 4+2*len(its))
+		keys = append(keys, stream)
+		last := its[0].m.ID
+		for _, it := range its[1:] {
+			if idBefore(last, it.m.ID) {
+				last = it.m.ID
+			}
 		}
-		switch res[0] {
-		case claimNew:
-		case claimMine:
-			claimed[i].oc.redelivered = true
-		default:
-			continue // a duplicate, or earlier entries to look at: alone
+		args = append(args, protocol.AgentGroup, o.cfg.Consumer, int64(markerTTL/time.Second), last)
+		for _, it := range its {
+			keys = append(keys, it.oc.marker)
+			args = append(args, it.m.ID, it.oc.entry)
 		}
-		items = append(items, claimed[i])
+		res, err := claimBatchScript.Run(ctx, o.rdb, keys, args...).Slice()
+		if err != nil || len(res) != len(its) {
+			continue // alone, each
+		}
+		for i, r := range res {
+			v, _ := r.([]any)
+			if len(v) == 0 {
+				continue
+			}
+			switch verdict, _ := v[0].(string); verdict {
+			case claimNew:
+			case claimMine:
+				its[i].oc.redelivered = true
+			default:
+				continue // a duplicate, or earlier entries to look at: alone
+			}
+			items = append(items, its[i])
+		}
 	}
 	for _, it := range items {
 		if o.crashAfterClaim != nil && o.crashAfterClaim(it.m) {
@@ -200,7 +224,7 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 	}
 
 	// done: markers and one XACK per stream
-	byStream := map[string][]batchItem{}
+	byStream = map[string][]batchItem{}
 	for _, it := range items {
 		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
 	}
@@ -232,4 +256,18 @@ func cacheBody(result json.RawMessage, now time.Time) ([]byte, error) {
 		Result   json.RawMessage `json:"result"`
 		CachedAt string          `json:"cached_at"`
 	}{result, protocol.FormatTime(now)})
+}
+
+// idBefore reports whether stream id a ("ms-seq") comes before b.
+func idBefore(a, b string) bool {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	return am < bm || (am == bm && as < bs)
+}
+
+func splitID(id string) (ms, seq uint64) {
+	m, s, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(m, 10, 64)
+	seq, _ = strconv.ParseUint(s, 10, 64)
+	return ms, seq
 }

@@ -26,6 +26,10 @@ var (
 	finishLua    string
 	finishScript = redis.NewScript(finishLua)
 
+	//go:embed scripts/claim_batch.lua
+	claimBatchLua    string
+	claimBatchScript = redis.NewScript(claimBatchLua)
+
 	//go:embed scripts/finish_batch.lua
 	finishBatchLua    string
 	finishBatchScript = redis.NewScript(finishBatchLua)
