@@ -82,17 +82,20 @@ type externalResult struct {
 }
 
 type externalOpts struct {
-	redisURL   string
-	tasks      int
-	svcConc    int
-	workerConc int
-	inflight   int
-	work       time.Duration
-	rounds     int
-	jsonOut    bool
-	cpuProfile string
-	memProfile string
-	noDrain    bool
+	redisURL     string
+	tasks        int
+	svcConc      int
+	workerConc   int
+	inflight     int
+	work         time.Duration
+	rounds       int
+	jsonOut      bool
+	cpuProfile   string
+	memProfile   string
+	noDrain      bool
+	keep         bool
+	blockProfile string
+	prefetch     int
 }
 
 func newExternalCommand(m *Main) *cobra.Command {
@@ -131,6 +134,9 @@ Use a Redis of its own: the command counts are the server's.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if o.blockProfile != "" {
+				runtime.SetBlockProfileRate(int(time.Millisecond / 10)) // events of 100 µs and more
+			}
 			var out []externalResult
 			for r := 0; r < o.rounds; r++ {
 				res, err := runExternal(cmd.Context(), o)
@@ -140,6 +146,16 @@ Use a Redis of its own: the command counts are the server's.`,
 				out = append(out, *res)
 				if !o.jsonOut {
 					printExternal(m, res)
+				}
+			}
+			if o.blockProfile != "" {
+				f, err := os.Create(o.blockProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.Lookup("block").WriteTo(f, 0); err != nil {
+					return err
 				}
 			}
 			if o.memProfile != "" {
@@ -175,6 +191,9 @@ Use a Redis of its own: the command counts are the server's.`,
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the runs to this file")
 	f.StringVar(&o.memProfile, "memprofile", "", "write a Go allocation profile of the runs to this file")
 	f.BoolVar(&o.noDrain, "no-drain", false, "skip the in-process drain (no ratio)")
+	f.StringVar(&o.blockProfile, "blockprofile", "", "write a Go blocking profile of the runs to this file (where goroutines wait)")
+	f.IntVar(&o.prefetch, "prefetch", 0, "the dispatching worker's worker.Config.Prefetch (TASKFLOW_PREFETCH)")
+	f.BoolVar(&o.keep, "keep", false, "keep the run's namespace (its streams show when each task passed each part: entry ids are times)")
 	return cmd
 }
 
@@ -220,7 +239,11 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer cleanNamespace(context.WithoutCancel(ctx), rdb, ns, 1)
+	if o.keep {
+		defer fmt.Fprintf(os.Stderr, "external: namespace %s kept\n", ns)
+	} else {
+		defer cleanNamespace(context.WithoutCancel(ctx), rdb, ns, 1)
+	}
 	name := keyspace.MustParse(ns)
 	st, err := store.New(rdb, store.Config{Namespace: ns})
 	if err != nil {
@@ -252,7 +275,7 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	disp := dispatch.New(st, dispatch.Config{InFlight: o.inflight})
 	mux := taskflow.NewMux()
 	mux.Handle(externalType, disp)
-	w, err := worker.New(st, mux, worker.Config{Concurrency: o.workerConc})
+	w, err := worker.New(st, mux, worker.Config{Concurrency: o.workerConc, Prefetch: o.prefetch})
 	if err != nil {
 		return nil, err
 	}

@@ -104,19 +104,21 @@ function wordcount(params) {
   };
 }
 
+// handle runs one task.create entry and publishes its outcome; it returns
+// the entry's id once it may be acknowledged (main acknowledges the entries
+// of a read together, after every outcome of them is written).
 async function handle(client, entryId, flat) {
+  if (flat === null) return entryId; // deleted while pending
   const ev = fields(flat);
   let data;
   try {
     data = JSON.parse(ev.data);
   } catch (e) {
     log('WARN', 'malformed task.create skipped', { entry: entryId });
-    await client.sendCommand(['XACK', K.create, GROUP, entryId]);
-    return;
+    return entryId;
   }
   if (ev.event_type !== 'task.create' || !TYPES.includes(data.task_type)) {
-    await client.sendCommand(['XACK', K.create, GROUP, entryId]); // not ours
-    return;
+    return entryId; // not ours
   }
   const started = Date.now();
   log('INFO', 'Task processing', { task_id: data.task_id, service: SERVICE });
@@ -137,8 +139,7 @@ async function handle(client, entryId, flat) {
     });
     log('ERROR', 'Task failed', { task_id: data.task_id, error: e.code || 'INTERNAL_ERROR' });
   }
-  // Acknowledge only after the outcome is published.
-  await client.sendCommand(['XACK', K.create, GROUP, entryId]);
+  return entryId; // its outcome is published: it may be acknowledged
 }
 
 async function register(client) {
@@ -184,13 +185,12 @@ async function main() {
         'STREAMS', K.create, '>']);
       entries = res ? res[0][1] : [];
     }
-    for (const [id, flat] of entries) {
-      if (flat === null) { // deleted while pending
-        await client.sendCommand(['XACK', K.create, GROUP, id]);
-        continue;
-      }
-      await handle(client, id, flat);
-    }
+    // The read's tasks together (node-redis sends the commands of one tick
+    // as one pipeline), then one XACK for all of them: an entry is
+    // acknowledged only after its outcome is written (docs/protocol.md,
+    // step 7, in bulk). A failed publish throws before any acknowledgement.
+    const done = await Promise.all(entries.map(([id, flat]) => handle(client, id, flat)));
+    if (done.length > 0) await client.sendCommand(['XACK', K.create, GROUP, ...done]);
   }
   clearInterval(hb);
   log('INFO', 'service stopped', { service: SERVICE });
