@@ -342,11 +342,12 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 		if len(res) == 0 || string(res) == "null" {
 			res = json.RawMessage(`{}`)
 		}
-		e, err = protocol.New(protocol.TypeCompleted, now, protocol.CompletedData{
-			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token})
+		cd := protocol.CompletedData{
+			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token}
+		e, err = protocol.New(protocol.TypeCompleted, now, cd)
 		target = s.keys.Completed()
 		if err == nil {
-			_, err = e.Unmarshal() // a result that is not a JSON object is the service's bug
+			err = cd.Validate() // a result that is not a JSON object is the service's bug
 		}
 		if err != nil {
 			herr = fmt.Errorf("result is not a JSON object: %w", err)

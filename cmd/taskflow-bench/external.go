@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,6 +72,11 @@ type externalResult struct {
 	ServiceCommandsPerTask float64       `json:"service_commands_per_task"`
 	CommandsPerTask        []commandCost `json:"commands_per_task"`
 	RedisUsecPerTask       float64       `json:"redis_usec_per_task"`
+	// GoUsecPerTask is this process's CPU time (user + system, every
+	// part and the bench's reads) per task during the external run;
+	// DrainGoUsecPerTask the same for the in-process drain.
+	GoUsecPerTask      float64 `json:"go_usec_per_task"`
+	DrainGoUsecPerTask float64 `json:"drain_go_usec_per_task"`
 	// DrainPerSec is the in-process drain of the same number of no-op
 	// tasks by the engine's worker, in the same run; Ratio is PerSec over
 	// it.
@@ -201,8 +207,8 @@ func printExternal(m *Main, r *externalResult) {
 	fmt.Fprintf(m.Stdout, "external: %d tasks, service concurrency %d, worker concurrency %d, in-flight bound %d, work %.1f ms\n",
 		r.Tasks, r.ServiceConcurrency, r.WorkerConcurrency, r.InFlight, r.WorkMs)
 	fmt.Fprintf(m.Stdout, "  end to end:   %8.0f tasks/s; done p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", r.PerSec, r.DoneP50Ms, r.DoneP95Ms, r.DoneP99Ms)
-	fmt.Fprintf(m.Stdout, "  per task:     %.2f Redis commands (service %.2f), %.1f µs Redis CPU, %.0f allocs, %.1f KB allocated\n",
-		r.CommandsPerTaskTotal, r.ServiceCommandsPerTask, r.RedisUsecPerTask, r.AllocsPerTask, r.BytesPerTask/1024)
+	fmt.Fprintf(m.Stdout, "  per task:     %.2f Redis commands (service %.2f), %.1f µs Redis CPU, %.1f µs Go CPU, %.0f allocs, %.1f KB allocated\n",
+		r.CommandsPerTaskTotal, r.ServiceCommandsPerTask, r.RedisUsecPerTask, r.GoUsecPerTask, r.AllocsPerTask, r.BytesPerTask/1024)
 	fmt.Fprintf(m.Stdout, "  commands:    ")
 	for i, c := range r.CommandsPerTask {
 		if i == 12 {
@@ -212,8 +218,8 @@ func printExternal(m *Main, r *externalResult) {
 	}
 	fmt.Fprintln(m.Stdout)
 	if r.DrainPerSec > 0 {
-		fmt.Fprintf(m.Stdout, "  in-process drain: %8.0f tasks/s (%.1f µs Redis CPU/task); external = %.1f %% of it\n",
-			r.DrainPerSec, r.DrainUsecPerTask, 100*r.Ratio)
+		fmt.Fprintf(m.Stdout, "  in-process drain: %8.0f tasks/s (%.1f µs Redis CPU, %.1f µs Go CPU per task); external = %.1f %% of it\n",
+			r.DrainPerSec, r.DrainUsecPerTask, r.DrainGoUsecPerTask, 100*r.Ratio)
 	}
 }
 
@@ -316,6 +322,7 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	runtime.ReadMemStats(&ms0)
 	usec0, stats0 := redisUsec(ctx, srv.cmd), commandStats(ctx, srv.cmd)
 	cmds0, svcCmds0 := agentCmds.n.Load(), svcCmds.n.Load()
+	cpu0 := processUsec()
 	t0 := time.Now()
 	for i := 0; i < len(reqs); i += 500 {
 		if _, err := st.EnqueueBatch(ctx, reqs[i:min(i+500, len(reqs))]); err != nil {
@@ -327,6 +334,7 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 		return nil, err
 	}
 	elapsed := time.Since(t0)
+	cpu1 := processUsec()
 	runtime.ReadMemStats(&ms1)
 	usec1, stats1 := redisUsec(ctx, srv.cmd), commandStats(ctx, srv.cmd)
 	stopParts()
@@ -342,6 +350,7 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	res.AllocsPerTask = math.Round(float64(ms1.Mallocs-ms0.Mallocs) / float64(o.tasks))
 	res.BytesPerTask = math.Round(float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(o.tasks))
 	res.RedisUsecPerTask = math.Round(float64(usec1-usec0)/float64(o.tasks)*100) / 100
+	res.GoUsecPerTask = math.Round(float64(cpu1-cpu0)/float64(o.tasks)*100) / 100
 	res.CommandsPerTask = costs(stats0, stats1, o.tasks)
 	res.CommandsPerTaskTotal = math.Round(float64(agentCmds.n.Load()-cmds0+svcCmds.n.Load()-svcCmds0)/float64(o.tasks)*100) / 100
 	res.ServiceCommandsPerTask = math.Round(float64(svcCmds.n.Load()-svcCmds0)/float64(o.tasks)*100) / 100
@@ -353,7 +362,9 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 		}
 		u0, s0 := redisUsec(ctx, srv.cmd), commandStats(ctx, srv.cmd)
 		bo := benchOpts{concurrency: max(o.workerConc, 50), fetchBatch: 64, ackBatch: 64}
+		c0 := processUsec()
 		rate, err := drainEngine(ctx, st, bo, o.tasks)
+		res.DrainGoUsecPerTask = math.Round(float64(processUsec()-c0)/float64(o.tasks)*100) / 100
 		if err != nil {
 			return nil, err
 		}
@@ -454,4 +465,13 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		c.n.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
+}
+
+// processUsec is this process's CPU time so far (user + system), in µs.
+func processUsec() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Sec*1e6 + ru.Utime.Usec + ru.Stime.Sec*1e6 + ru.Stime.Usec
 }

@@ -196,15 +196,18 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	}
 	// the deadline the agent enforces, in seconds with its fraction: a
 	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
-	e, err := protocol.New(protocol.TypeCreate, d.cfg.Now(), protocol.CreateData{
+	cd := protocol.CreateData{
 		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
 		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
 		Attempt: t.RetryCount + 1, Token: t.Lease,
-	})
+	}
+	e, err := protocol.New(protocol.TypeCreate, d.cfg.Now(), cd)
 	if err != nil {
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
-	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
+	// what a service's decoder checks (e.g. a task type the protocol
+	// cannot carry), on the struct rather than by decoding the event
+	if err := cd.Validate(); err != nil {
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
 	prev, err := d.dispatch(ctx, t, e, timeout)

@@ -198,21 +198,31 @@ func (o *Consumer) Run(ctx context.Context) error {
 func (o *Consumer) handleAll(ctx context.Context, msgs []protocol.Message) (crashed bool) {
 	var lanes [][]protocol.Message
 	byTask := map[string]int{}
+	firsts := make(map[int]*protocol.CompletedData, len(msgs)) // lane → its first event, a completion
 	for _, m := range msgs {
-		id := eventTaskID(m)
+		d := completion(m) // decoded once: its task, and the batch's data
+		id := ""
+		if d != nil {
+			id = d.TaskID
+		} else {
+			id = eventTaskID(m)
+		}
 		if i, ok := byTask[id]; ok && id != "" {
 			lanes[i] = append(lanes[i], m)
 			continue
 		}
 		byTask[id] = len(lanes)
+		if d != nil {
+			firsts[len(lanes)] = d
+		}
 		lanes = append(lanes, []protocol.Message{m})
 	}
 	// The first event of each task, when it is a completion, goes with
 	// the batch (batch.go); what the batch does not finish, and every
 	// other event, is applied alone, a task's events in stream order.
 	var items []batchItem
-	for _, lane := range lanes {
-		if d := completion(lane[0]); d != nil {
+	for i, lane := range lanes {
+		if d := firsts[i]; d != nil {
 			items = append(items, batchItem{m: lane[0], d: d})
 		}
 	}
