@@ -229,6 +229,10 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	// fails every try, the lease expires, the task is dispatched again and
 	// the old token's outcome is ignored; if the outcome comes first, the
 	// task is no longer ACTIVE and the handoff changes nothing.
+	if ctx.Err() != nil { // the worker is stopping: the process may exit next
+		d.handOff(bg, t, timeout)
+		return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+	}
 	d.handoffs.Add(1)
 	go func() {
 		defer d.handoffs.Done()
