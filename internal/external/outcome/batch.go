@@ -26,7 +26,7 @@ import (
 //	claim_batch.lua      the attempts' markers (claim.lua's verdicts, one
 //	                     look at the entries other consumers hold)
 //	store.CompleteBatch  the transitions (one call per partition)
-//	store.GetMany        the tasks as completed
+//	store.GetNotices     the tasks as completed (GetMany with an archive)
 //	ZREM ×n, SET ×n      the in-flight places and result caches (a pipeline)
 //	archive              per task (PostgreSQL), when configured
 //	write.lua ×n         the notifications (notify.NotifyMany, a pipeline)
@@ -150,7 +150,11 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 	for i, it := range applied {
 		ids[i] = it.d.TaskID
 	}
-	ts, err := o.st.GetMany(ctx, ids)
+	get := o.st.GetNotices // what the cache and the notification take
+	if o.arc != nil {
+		get = o.st.GetMany // the archive keeps the whole task
+	}
+	ts, err := get(ctx, ids)
 	if err != nil {
 		return done, false
 	}
