@@ -18,10 +18,6 @@ const SERVICE = process.env.SERVICE_NAME || 'wordcount-service';
 const TYPES = ['text.wordcount'];
 const CONSUMER = process.env.CONSUMER || `${SERVICE}-worker-${os.hostname()}-${process.pid}`;
 const GROUP = `${SERVICE}-group`;
-// Entries taken per read; they are handled one after the other, and this is
-// also the concurrency the service publishes when it registers (the agent
-// keeps at most the live instances' total of its tasks in flight).
-const CONCURRENCY = 5;
 const P = `{${NS}}:`;
 const K = {
   create: P + 'agent:stream:task.create',
@@ -104,21 +100,19 @@ function wordcount(params) {
   };
 }
 
-// handle runs one task.create entry and publishes its outcome; it returns
-// the entry's id once it may be acknowledged (main acknowledges the entries
-// of a read together, after every outcome of them is written).
 async function handle(client, entryId, flat) {
-  if (flat === null) return entryId; // deleted while pending
   const ev = fields(flat);
   let data;
   try {
     data = JSON.parse(ev.data);
   } catch (e) {
     log('WARN', 'malformed task.create skipped', { entry: entryId });
-    return entryId;
+    await client.sendCommand(['XACK', K.create, GROUP, entryId]);
+    return;
   }
   if (ev.event_type !== 'task.create' || !TYPES.includes(data.task_type)) {
-    return entryId; // not ours
+    await client.sendCommand(['XACK', K.create, GROUP, entryId]); // not ours
+    return;
   }
   const started = Date.now();
   // Tracing without an OpenTelemetry dependency (docs/protocol.md#tracing):
@@ -146,7 +140,8 @@ async function handle(client, entryId, flat) {
     });
     log('ERROR', 'Task failed', { task_id: data.task_id, error: e.code || 'INTERNAL_ERROR', ...trace });
   }
-  return entryId; // its outcome is published: it may be acknowledged
+  // Acknowledge only after the outcome is published.
+  await client.sendCommand(['XACK', K.create, GROUP, entryId]);
 }
 
 async function register(client) {
@@ -154,9 +149,8 @@ async function register(client) {
     await client.sendCommand(['HSET', K.taskTypes, type, JSON.stringify(spec)]);
   }
   await client.sendCommand(['SADD', K.services, SERVICE]);
-  const now = Date.now();
   await client.sendCommand(['HSET', K.service, 'types', TYPES.join(','), 'consumer', CONSUMER,
-    'heartbeat_ms', String(now), `concurrency:${CONSUMER}`, `${CONCURRENCY} ${now + 3 * HEARTBEAT_MS}`]);
+    'heartbeat_ms', String(Date.now())]);
   await client.sendCommand(['PEXPIRE', K.service, String(3 * HEARTBEAT_MS)]);
 }
 
@@ -185,19 +179,20 @@ async function main() {
 
   while (!stopping) {
     // First take over entries a dead consumer left pending, then read new ones.
-    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', String(CONCURRENCY)]);
+    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', '5']);
     let entries = (claimed && claimed[1]) || [];
     if (entries.length === 0) {
-      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', String(CONCURRENCY), 'BLOCK', String(BLOCK_MS),
+      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', '5', 'BLOCK', String(BLOCK_MS),
         'STREAMS', K.create, '>']);
       entries = res ? res[0][1] : [];
     }
-    // The read's tasks together (node-redis sends the commands of one tick
-    // as one pipeline), then one XACK for all of them: an entry is
-    // acknowledged only after its outcome is written (docs/protocol.md,
-    // step 7, in bulk). A failed publish throws before any acknowledgement.
-    const done = await Promise.all(entries.map(([id, flat]) => handle(client, id, flat)));
-    if (done.length > 0) await client.sendCommand(['XACK', K.create, GROUP, ...done]);
+    for (const [id, flat] of entries) {
+      if (flat === null) { // deleted while pending
+        await client.sendCommand(['XACK', K.create, GROUP, id]);
+        continue;
+      }
+      await handle(client, id, flat);
+    }
   }
   clearInterval(hb);
   log('INFO', 'service stopped', { service: SERVICE });
