@@ -42,6 +42,18 @@ type Server struct {
 	cancelled map[string]time.Time // task id → when a cancel arrived
 	slot      chan struct{}        // signalled when a task ends
 	wg        sync.WaitGroup
+
+	outcomes chan outcomeReq // to flushLoop, while Run runs
+}
+
+// outcomeReq is one task's outcome for flushLoop: published to target,
+// then its task.create entry acknowledged; done gets whether it was
+// published.
+type outcomeReq struct {
+	target  string
+	e       protocol.Event
+	entryID string
+	done    chan bool
 }
 
 type running struct {
@@ -163,6 +175,9 @@ func (s *Server) Run(ctx context.Context) error {
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var bgWG sync.WaitGroup
+	s.outcomes = make(chan outcomeReq, s.cfg.Concurrency)
+	flushed := make(chan struct{})
+	go func() { defer close(flushed); s.flushLoop(bg) }()
 	bgWG.Add(2)
 	go func() { defer bgWG.Done(); s.heartbeatLoop(bg) }()
 	go func() { defer bgWG.Done(); s.cancelLoop(bg, cancelFrom) }()
@@ -184,6 +199,8 @@ func (s *Server) Run(ctx context.Context) error {
 		<-done
 	}
 	timer.Stop()
+	close(s.outcomes) // every task has ended: nothing more to publish
+	<-flushed
 	stopBG()
 	bgWG.Wait()
 	// The registration is not deleted: other instances of the service
@@ -369,12 +386,13 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 		if len(res) == 0 || string(res) == "null" {
 			res = json.RawMessage(`{}`)
 		}
-		e, err = protocol.New(protocol.TypeCompleted, now, protocol.CompletedData{
+		cd := protocol.CompletedData{
 			TaskID: t.ID, Status: "success", Result: res, DurationMS: dur, CompletedBy: s.cfg.Name, Token: t.token,
-			Traceparent: traceparent(ctx, t)})
+			Traceparent: traceparent(ctx, t)}
+		e, err = protocol.New(protocol.TypeCompleted, now, cd)
 		target = s.keys.Completed()
 		if err == nil {
-			_, err = e.Unmarshal() // a result that is not a JSON object is the service's bug
+			err = cd.Validate() // a result that is not a JSON object is the service's bug
 		}
 		if err != nil {
 			herr = fmt.Errorf("result is not a JSON object: %w", err)
@@ -394,12 +412,67 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 		s.cfg.Logger.Error("cannot encode outcome", "task_id", t.ID, "err", err)
 		return
 	}
-	if _, err := s.pub.Publish(ctx, target, e); err != nil {
-		s.cfg.Logger.Error("cannot publish outcome; the entry stays pending for a retry", "task_id", t.ID, "err", err)
-		return
+	done := make(chan bool, 1)
+	s.outcomes <- outcomeReq{target: target, e: e, entryID: entryID, done: done}
+	if !<-done {
+		s.cfg.Logger.Error("cannot publish outcome; the entry stays pending for a retry", "task_id", t.ID)
 	}
-	if err := protocol.Ack(ctx, s.rdb, s.keys.Create(), s.group, entryID); err != nil {
-		s.cfg.Logger.Warn("ack failed", "task_id", t.ID, "err", err)
+}
+
+// maxFlush is the most outcomes flushLoop writes in one round trip.
+const maxFlush = 256
+
+// flushLoop publishes the outcomes finish hands it until s.outcomes is
+// closed: whatever has come meanwhile (up to maxFlush) in one pipeline of
+// XADDs, then, once those are written, one XACK of the entries whose
+// outcome was published — two round trips for a batch instead of two per
+// task, and still no entry acknowledged before its outcome is published
+// (docs/protocol.md, step 7).
+func (s *Server) flushLoop(ctx context.Context) {
+	batch := make([]outcomeReq, 0, maxFlush)
+	for first := range s.outcomes {
+		batch = append(batch[:0], first)
+	more:
+		for len(batch) < maxFlush {
+			select {
+			case r, ok := <-s.outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		s.flush(ctx, batch)
+	}
+}
+
+// flush writes one batch of outcomes and tells each whether it was
+// published.
+func (s *Server) flush(ctx context.Context, batch []outcomeReq) {
+	cmds := make([]*redis.StringCmd, len(batch))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range batch {
+			cmds[i] = p.XAdd(ctx, s.pub.Args(r.target, r.e))
+		}
+		return nil
+	})
+	ids := make([]string, 0, len(batch))
+	for i, r := range batch {
+		if err := cmds[i].Err(); err != nil {
+			s.cfg.Logger.Warn("outcome not published", "service", s.cfg.Name, "entry", r.entryID, "err", err)
+			continue
+		}
+		ids = append(ids, r.entryID)
+	}
+	if err := protocol.Ack(ctx, s.rdb, s.keys.Create(), s.group, ids...); err != nil {
+		// published: the entries are claimed and run again after
+		// ClaimIdle, and the agent applies the first outcome only
+		s.cfg.Logger.Warn("ack failed", "service", s.cfg.Name, "entries", len(ids), "err", err)
+	}
+	for i, r := range batch {
+		r.done <- cmds[i].Err() == nil
 	}
 }
 
@@ -512,8 +585,11 @@ func (s *Server) register(ctx context.Context) error {
 	}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.SAdd(ctx, s.keys.Services(), s.cfg.Name)
+		now := s.cfg.Now()
 		p.HSet(ctx, s.keys.Service(s.cfg.Name), "types", strings.Join(s.Types(), ","),
-			"consumer", s.cfg.Consumer, "heartbeat_ms", s.cfg.Now().UnixMilli())
+			"consumer", s.cfg.Consumer, "heartbeat_ms", now.UnixMilli(),
+			// this instance's share of the types' in-flight bound
+			protocol.ConcurrencyFieldPrefix+s.cfg.Consumer, protocol.FormatConcurrency(s.cfg.Concurrency, now.Add(ttl).UnixMilli()))
 		p.PExpire(ctx, s.keys.Service(s.cfg.Name), ttl)
 		for t, spec := range s.specs {
 			b, err := json.Marshal(spec)

@@ -269,3 +269,36 @@ func TestHeartbeatKeepsALongTaskFromBeingClaimed(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "one outcome")
 }
+
+// TestServicePublishesConcurrency: each instance's registration carries its
+// concurrency in a field of its own, valid until the registration would
+// expire, so the dispatchers can bound the service's types by it.
+func TestServicePublishesConcurrency(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, c := range []string{"w1", "w2"} {
+		svc, err := New(b.rdb, Config{Name: "sized", Namespace: b.ns, Consumer: c, Concurrency: 7, Block: 50 * time.Millisecond})
+		require.NoError(t, err)
+		svc.HandleFunc("sized.run", func(context.Context, *Task) (json.RawMessage, error) { return nil, nil })
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = svc.Run(ctx) }()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	require.Eventually(t, func() bool {
+		h, err := b.rdb.HGetAll(context.Background(), b.keys.Service("sized")).Result()
+		if err != nil || len(h) == 0 {
+			return false
+		}
+		total := 0
+		for _, c := range []string{"w1", "w2"} {
+			n, until, ok := protocol.ParseConcurrency(h[protocol.ConcurrencyFieldPrefix+c])
+			if !ok || until <= time.Now().UnixMilli() {
+				return false
+			}
+			total += n
+		}
+		return total == 14
+	}, 5*time.Second, 10*time.Millisecond)
+}

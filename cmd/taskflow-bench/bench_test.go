@@ -286,3 +286,21 @@ func TestBenchCluster(t *testing.T) {
 	}
 	require.InDelta(t, res.RedisUsecPerTask["drain"], sum, 0.05, "the total is the masters' sum")
 }
+
+// TestExternalCommand runs the external mode briefly: every task goes
+// through dispatcher, service and orchestrator and is notified once; the
+// figures the docs quote are in its JSON.
+func TestExternalCommand(t *testing.T) {
+	t.Parallel()
+	testredis.Client(t) // fails loudly without a Redis
+	var out bytes.Buffer
+	m := testMain(map[string]string{"REDIS_URL": testredis.URL()}, &out)
+	require.NoError(t, m.Run(context.Background(), []string{"external", "--tasks", "200", "--service-concurrency", "20", "--json"}))
+	var raw map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &raw), out.String())
+	for _, k := range []string{"per_sec", "done_p99_ms", "commands_per_task_total", "allocs_per_task", "drain_per_sec", "ratio_to_drain"} {
+		v, ok := raw[k].(float64)
+		require.True(t, ok, "key %q missing or not a number in %s", k, out.String())
+		require.Positive(t, v, k)
+	}
+}

@@ -65,7 +65,7 @@ func (m *Main) Root() *cobra.Command {
 	}
 	root.SetOut(m.Stdout)
 	root.SetErr(m.Stderr)
-	root.AddCommand(newBenchCommand(m), newLoadgenCommand(m), newMCPCommand(m), newFillCommand(m))
+	root.AddCommand(newBenchCommand(m), newLoadgenCommand(m), newMCPCommand(m), newFillCommand(m), newExternalCommand(m))
 	return root
 }
 

@@ -18,6 +18,10 @@ const SERVICE = process.env.SERVICE_NAME || 'wordcount-service';
 const TYPES = ['text.wordcount'];
 const CONSUMER = process.env.CONSUMER || `${SERVICE}-worker-${os.hostname()}-${process.pid}`;
 const GROUP = `${SERVICE}-group`;
+// Entries taken per read; they are handled one after the other, and this is
+// also the concurrency the service publishes when it registers (the agent
+// keeps at most the live instances' total of its tasks in flight).
+const CONCURRENCY = 5;
 const P = `{${NS}}:`;
 const K = {
   create: P + 'agent:stream:task.create',
@@ -100,19 +104,21 @@ function wordcount(params) {
   };
 }
 
+// handle runs one task.create entry and publishes its outcome; it returns
+// the entry's id once it may be acknowledged (main acknowledges the entries
+// of a read together, after every outcome of them is written).
 async function handle(client, entryId, flat) {
+  if (flat === null) return entryId; // deleted while pending
   const ev = fields(flat);
   let data;
   try {
     data = JSON.parse(ev.data);
   } catch (e) {
     log('WARN', 'malformed task.create skipped', { entry: entryId });
-    await client.sendCommand(['XACK', K.create, GROUP, entryId]);
-    return;
+    return entryId;
   }
   if (ev.event_type !== 'task.create' || !TYPES.includes(data.task_type)) {
-    await client.sendCommand(['XACK', K.create, GROUP, entryId]); // not ours
-    return;
+    return entryId; // not ours
   }
   const started = Date.now();
   // Tracing without an OpenTelemetry dependency (docs/protocol.md#tracing):
@@ -140,8 +146,7 @@ async function handle(client, entryId, flat) {
     });
     log('ERROR', 'Task failed', { task_id: data.task_id, error: e.code || 'INTERNAL_ERROR', ...trace });
   }
-  // Acknowledge only after the outcome is published.
-  await client.sendCommand(['XACK', K.create, GROUP, entryId]);
+  return entryId; // its outcome is published: it may be acknowledged
 }
 
 async function register(client) {
@@ -149,8 +154,9 @@ async function register(client) {
     await client.sendCommand(['HSET', K.taskTypes, type, JSON.stringify(spec)]);
   }
   await client.sendCommand(['SADD', K.services, SERVICE]);
+  const now = Date.now();
   await client.sendCommand(['HSET', K.service, 'types', TYPES.join(','), 'consumer', CONSUMER,
-    'heartbeat_ms', String(Date.now())]);
+    'heartbeat_ms', String(now), `concurrency:${CONSUMER}`, `${CONCURRENCY} ${now + 3 * HEARTBEAT_MS}`]);
   await client.sendCommand(['PEXPIRE', K.service, String(3 * HEARTBEAT_MS)]);
 }
 
@@ -179,20 +185,19 @@ async function main() {
 
   while (!stopping) {
     // First take over entries a dead consumer left pending, then read new ones.
-    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', '5']);
+    const claimed = await client.sendCommand(['XAUTOCLAIM', K.create, GROUP, CONSUMER, String(CLAIM_IDLE_MS), '0-0', 'COUNT', String(CONCURRENCY)]);
     let entries = (claimed && claimed[1]) || [];
     if (entries.length === 0) {
-      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', '5', 'BLOCK', String(BLOCK_MS),
+      const res = await reader.sendCommand(['XREADGROUP', 'GROUP', GROUP, CONSUMER, 'COUNT', String(CONCURRENCY), 'BLOCK', String(BLOCK_MS),
         'STREAMS', K.create, '>']);
       entries = res ? res[0][1] : [];
     }
-    for (const [id, flat] of entries) {
-      if (flat === null) { // deleted while pending
-        await client.sendCommand(['XACK', K.create, GROUP, id]);
-        continue;
-      }
-      await handle(client, id, flat);
-    }
+    // The read's tasks together (node-redis sends the commands of one tick
+    // as one pipeline), then one XACK for all of them: an entry is
+    // acknowledged only after its outcome is written (docs/protocol.md,
+    // step 7, in bulk). A failed publish throws before any acknowledgement.
+    const done = await Promise.all(entries.map(([id, flat]) => handle(client, id, flat)));
+    if (done.length > 0) await client.sendCommand(['XACK', K.create, GROUP, ...done]);
   }
   clearInterval(hb);
   log('INFO', 'service stopped', { service: SERVICE });

@@ -41,3 +41,39 @@ func TestGetHeads(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, empty)
 }
+
+// TestGetNotices: what announcing a finished task takes, as GetMany reads
+// it, without the content; a missing task is left out.
+func TestGetNotices(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueue(t, EnqueueRequest{ID: "n1", Type: "report.generate", Priority: task.PriorityHigh, SessionID: "s1",
+		Content: "a long content the notices do not carry", Params: []byte(`{"x":1}`)})
+	b.enqueue(t, EnqueueRequest{ID: "n2", Type: "noop"})
+	got, err := b.s.Fetch(b.ctx, FetchRequest{N: 2, WorkerID: "w", TokenPrefix: "w:1", Lease: time.Minute})
+	require.NoError(t, err)
+	for _, g := range got {
+		if g.ID == "n1" {
+			require.NoError(t, b.s.Complete(b.ctx, g.ID, g.Lease, []byte(`{"done":true}`)))
+		}
+	}
+	ns, err := b.s.GetNotices(b.ctx, []string{"n1", "gone", "n2"})
+	require.NoError(t, err)
+	require.Len(t, ns, 2)
+	whole, err := b.s.GetMany(b.ctx, []string{"n1", "n2"})
+	require.NoError(t, err)
+	for i, n := range ns {
+		w := whole[i]
+		require.Equal(t, w.ID, n.ID)
+		require.Equal(t, w.Type, n.Type)
+		require.Equal(t, w.State, n.State)
+		require.Equal(t, w.Priority, n.Priority)
+		require.Equal(t, w.SessionID, n.SessionID)
+		require.Equal(t, string(w.Params), string(n.Params))
+		require.Equal(t, string(w.Result), string(n.Result))
+		require.Empty(t, n.Content)
+	}
+	require.Equal(t, task.StateCompleted, ns[0].State)
+	require.JSONEq(t, `{"done":true}`, string(ns[0].Result))
+	require.JSONEq(t, `{"x":1}`, string(ns[0].Params))
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -92,6 +93,52 @@ func (s *Store) GetHeads(ctx context.Context, ids []string) ([]*task.Task, error
 		}
 		out = append(out, &task.Task{ID: str(0), Type: str(1), State: task.State(str(2)), Priority: task.Priority(str(3)),
 			SessionID: str(4), CreatedAt: msTime(str(5)), UpdatedAt: msTime(str(6))})
+	}
+	return out, nil
+}
+
+// GetNotices returns the tasks of ids that exist, in order, with what
+// announcing a finished task takes: id, type, state, priority, session,
+// params and result (HMGET of seven fields, not the whole hash with its
+// content and histories; the external path's outcome consumer notifies
+// and caches a batch of completions with it).
+func (s *Store) GetNotices(ctx context.Context, ids []string) ([]*task.Task, error) {
+	if len(ids) == 0 {
+		return []*task.Task{}, nil
+	}
+	if err := s.readDown(ids); err != nil {
+		return nil, err
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.part(id).task(id), fID, fType, fState, fPriority, fSession, fParams, fResult)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: get tasks: %w", err)
+	}
+	out := make([]*task.Task, 0, len(ids))
+	for _, c := range cmds {
+		v := c.Val()
+		str := func(i int) string {
+			if i < len(v) {
+				if x, ok := v[i].(string); ok {
+					return x
+				}
+			}
+			return ""
+		}
+		if str(2) == "" {
+			continue // gone
+		}
+		t := &task.Task{ID: str(0), Type: str(1), State: task.State(str(2)), Priority: task.Priority(str(3)), SessionID: str(4)}
+		if p := str(5); p != "" {
+			t.Params = json.RawMessage(p)
+		}
+		if r := str(6); r != "" {
+			t.Result = json.RawMessage(r)
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }

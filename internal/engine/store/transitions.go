@@ -770,13 +770,42 @@ func sanitizeCause(c string) string {
 // attempt. cancelRequested reports a cancel requested before the handoff:
 // the caller must tell the new holder (nobody else will).
 func (s *Store) Handoff(ctx context.Context, id, token, holder string, timeoutAt, leaseUntil, checkAt time.Time) (cancelRequested bool, err error) {
-	k := s.part(id)
-	keys := []string{k.task(id), k.active(), k.handoff()}
-	n, err := scriptHandoff.Run(ctx, s.rdb, keys, s.nowMS(), token, holder, ms(timeoutAt), ms(leaseUntil), ms(checkAt)).Int()
-	if err != nil {
-		return false, scriptErr(id, err, task.StateActive)
+	r := s.HandoffMany(ctx, []HandoffRequest{{ID: id, Token: token, Holder: holder, TimeoutAt: timeoutAt, LeaseUntil: leaseUntil, CheckAt: checkAt}})
+	return r[0].CancelRequested, r[0].Err
+}
+
+// HandoffRequest is one Handoff of HandoffMany.
+type HandoffRequest struct {
+	ID, Token, Holder              string
+	TimeoutAt, LeaseUntil, CheckAt time.Time
+}
+
+// HandoffResult is the answer to one HandoffRequest, as Handoff's.
+type HandoffResult struct {
+	CancelRequested bool
+	Err             error
+}
+
+// HandoffMany is Handoff for several tasks in one round trip (a pipeline
+// of the same script, each call atomic by itself), in order.
+func (s *Store) HandoffMany(ctx context.Context, rs []HandoffRequest) []HandoffResult {
+	calls := make([]redisconn.ScriptCall, len(rs))
+	now := s.nowMS()
+	for i, r := range rs {
+		k := s.part(r.ID)
+		calls[i] = redisconn.ScriptCall{Keys: []string{k.task(r.ID), k.active(), k.handoff()},
+			Args: []any{now, r.Token, r.Holder, ms(r.TimeoutAt), ms(r.LeaseUntil), ms(r.CheckAt)}}
 	}
-	return n == 1, nil
+	out := make([]HandoffResult, len(rs))
+	for i, c := range redisconn.RunScripts(ctx, s.rdb, scriptHandoff, calls) {
+		n, err := c.Int()
+		if err != nil {
+			out[i].Err = scriptErr(rs[i].ID, err, task.StateActive)
+			continue
+		}
+		out[i].CancelRequested = n == 1
+	}
+	return out
 }
 
 // HandoffEntry is one handed-off attempt due for a check.

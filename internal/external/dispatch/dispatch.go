@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/engine/worker"
 	"github.com/taskflow/taskflow/internal/external/protocol"
@@ -48,10 +49,17 @@ type Config struct {
 	// the namespace. A task fetched while its type is full waits in the
 	// worker (FIFO per type and process) for a place, so the backlog stays
 	// in the core's priority queues, where high/normal/low are honoured,
-	// instead of draining into the FIFO task.create stream. Default
-	// DefaultInFlight (64); negative: unbounded. The binary's processes
-	// take it from TASKFLOW_EXTERNAL_INFLIGHT (internal/platform/config).
+	// instead of draining into the FIFO task.create stream. Default 0:
+	// the bound sizes itself to the live services' total concurrency for
+	// the type (each instance publishes its own when it registers;
+	// Capacity), read at most every CapacityRefresh; DefaultInFlight (64)
+	// while no live service publishes one. Positive: that bound;
+	// negative: unbounded. The binary's processes take it from
+	// TASKFLOW_EXTERNAL_INFLIGHT (internal/platform/config).
 	InFlight int
+	// CapacityRefresh is how often the live services' concurrency is read
+	// again when InFlight is 0. Default 1s.
+	CapacityRefresh time.Duration
 	// AdmitPoll is how often a task waiting for a place looks again.
 	// Default 50ms.
 	AdmitPoll time.Duration
@@ -76,8 +84,8 @@ func (c Config) withDefaults() Config {
 	if c.Retention <= 0 {
 		c.Retention = protocol.DefaultRetention
 	}
-	if c.InFlight == 0 {
-		c.InFlight = DefaultInFlight
+	if c.CapacityRefresh <= 0 {
+		c.CapacityRefresh = time.Second
 	}
 	if c.AdmitPoll <= 0 {
 		c.AdmitPoll = 50 * time.Millisecond
@@ -115,9 +123,34 @@ type Dispatcher struct {
 	k   keys
 	pub *protocol.Publisher
 
-	mu    sync.Mutex
-	turns map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+	mu      sync.Mutex
+	turns   map[string]chan struct{} // per task type: the waiter allowed to ask for a place
+	waiting map[string]int           // per task type: dispatches waiting for a place
+
+	caps bounds // the live services' concurrency (InFlight 0)
+
+	handoffs sync.WaitGroup // handoffs in progress
+
+	// dispatch.lua calls and handoffs made at the same time go to Redis
+	// together (group commit: one pipeline per batch)
+	dispatches   *redisconn.Group[*scriptCall]
+	handoffGroup *redisconn.Group[*handoffCall]
 }
+
+// scriptCall is one dispatch.lua call of a batch.
+type scriptCall struct {
+	call redisconn.ScriptCall
+	res  *redis.Cmd
+}
+
+// handoffCall is one handoff of a batch.
+type handoffCall struct {
+	req store.HandoffRequest
+	res store.HandoffResult
+}
+
+// maxBatch is the most dispatches (or handoffs) sent in one pipeline.
+const maxBatch = 256
 
 // DefaultInFlight is Config.InFlight's default.
 const DefaultInFlight = 64
@@ -125,8 +158,28 @@ const DefaultInFlight = 64
 // New returns the dispatcher of st's namespace.
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
-	return &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}}
+	d := &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{},
+		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
+	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
+		calls := make([]redisconn.ScriptCall, len(cs))
+		for i, c := range cs {
+			calls[i] = c.call
+		}
+		for i, r := range redisconn.RunScripts(context.Background(), d.rdb, dispatchScript, calls) {
+			cs[i].res = r
+		}
+	}}
+	d.handoffGroup = &redisconn.Group[*handoffCall]{Max: maxBatch, Run: func(cs []*handoffCall) {
+		reqs := make([]store.HandoffRequest, len(cs))
+		for i, c := range cs {
+			reqs[i] = c.req
+		}
+		for i, r := range d.st.HandoffMany(context.Background(), reqs) {
+			cs[i].res = r
+		}
+	}}
+	return d
 }
 
 // ProcessTask implements worker.Handler.
@@ -149,15 +202,18 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	defer span.End()
 	// the deadline the agent enforces, in seconds with its fraction: a
 	// 0.5 s timeout is not sent as 0 ("none"), nor 1.5 s as 1
-	e, err := protocol.New(protocol.TypeCreate, d.cfg.Now(), protocol.CreateData{
+	cd := protocol.CreateData{
 		TaskID: t.ID, TaskType: t.Type, Params: params, SessionID: t.SessionID,
 		Timeout: timeout.Seconds(), Priority: string(t.Priority), CreatedBy: "agent",
 		Attempt: t.RetryCount + 1, Token: t.Lease, Traceparent: tracing.Traceparent(pctx),
-	})
+	}
+	e, err := protocol.New(protocol.TypeCreate, d.cfg.Now(), cd)
 	if err != nil {
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
-	if _, err := e.Unmarshal(); err != nil { // e.g. a task type the protocol cannot carry
+	// what a service's decoder checks (e.g. a task type the protocol
+	// cannot carry), on the struct rather than by decoding the event
+	if err := cd.Validate(); err != nil {
 		return nil, task.Permanent(fmt.Errorf("dispatch: %w", err))
 	}
 	if span.IsRecording() {
@@ -177,33 +233,63 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		d.cfg.Logger.InfoContext(pctx, "Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
 	}
 
-	// Hand the attempt over. If the worker dies before this, its lease
-	// expires, the task is dispatched again and the old token's outcome is
-	// ignored; if the outcome came first, the task is no longer ACTIVE.
+	// Hand the attempt over, in the background: the worker's slot is free
+	// at once (its next task's dispatch overlaps this round trip). Until
+	// the handoff the task stays ACTIVE under the worker's lease, which
+	// the worker no longer renews: if the process dies first, or Redis
+	// fails every try, the lease expires, the task is dispatched again and
+	// the old token's outcome is ignored; if the outcome comes first, the
+	// task is no longer ACTIVE and the handoff changes nothing.
+	if ctx.Err() != nil { // the worker is stopping: the process may exit next
+		d.handOff(bg, t, timeout)
+		return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+	}
+	d.handoffs.Add(1)
+	go func() {
+		defer d.handoffs.Done()
+		d.handOff(bg, t, timeout)
+	}()
+	return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+}
+
+// Wait waits for the handoffs in progress (a stopping process, tests).
+func (d *Dispatcher) Wait() { d.handoffs.Wait() }
+
+// handOff hands the dispatched attempt of t to the external path
+// (store.Handoff), trying 5 times while Redis fails.
+func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Duration) {
 	now := d.cfg.Now()
 	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		var cancelled bool
 		timeoutAt := now.Add(timeout)
 		firstCheck := now.Add(d.cfg.Grace)
 		if timeoutAt.Before(firstCheck) {
 			firstCheck = timeoutAt
 		}
-		cancelled, err = d.st.Handoff(bg, t.ID, t.Lease, holder, timeoutAt, timeoutAt.Add(d.cfg.Grace), firstCheck)
+		req := store.HandoffRequest{ID: t.ID, Token: t.Lease, Holder: holder, TimeoutAt: timeoutAt, LeaseUntil: timeoutAt.Add(d.cfg.Grace), CheckAt: firstCheck}
+		var cancelled bool
+		var err error
+		if attempt == 0 { // with the handoffs made meanwhile, in one round trip
+			c := &handoffCall{req: req}
+			d.handoffGroup.Do(c)
+			cancelled, err = c.res.CancelRequested, c.res.Err
+		} else {
+			cancelled, err = d.st.Handoff(ctx, t.ID, t.Lease, holder, req.TimeoutAt, req.LeaseUntil, req.CheckAt)
+		}
 		if cancelled {
 			// requested while we were dispatching: the orchestrator's
 			// cancel forwarder saw a task not yet handed off
-			d.publishCancel(bg, t.ID)
+			d.publishCancel(ctx, t.ID)
 		}
 		if err == nil || errors.Is(err, task.ErrWrongState) || errors.Is(err, task.ErrLeaseLost) || errors.Is(err, task.ErrNotFound) {
-			return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+			return
 		}
-		if attempt == 4 || ctx.Err() != nil {
-			// Still the worker's: its lease expires (or the worker fails
-			// the attempt); the service's outcome with this token still
-			// applies meanwhile.
-			return nil, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: hand off: %w", err))
+		if attempt == 4 {
+			// Still the worker's until its lease expires; the service's
+			// outcome with this token still applies meanwhile.
+			d.cfg.Logger.Warn("dispatched task not handed off; it is dispatched again when its lease expires", "task_id", t.ID, "err", err)
+			return
 		}
 		time.Sleep(backoff) // Redis is failing: back off before the next try
 		backoff *= 2
@@ -216,8 +302,10 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 // records the attempt's token and publishes the event (dispatch.lua), so
 // no place is held without its event, nor an event sent without its place.
 //
-// While the type is full the task waits, holding its worker's slot: the
-// waiters of one type in this process ask in turn, in the order the worker
+// While no dispatch of the type waits in this process, a task asks at
+// once (dispatches of one type run in parallel). While the type is full
+// the task waits, holding its worker's slot: the
+// waiters of one type in this process ask in turn (up to turns at once), in the order the worker
 // fetched them (the core's weighted priority order, so low is not
 // starved), looking every AdmitPoll at the type's count. A cancel request
 // or a shutdown ends the wait with the worker's cause (the worker then
@@ -226,17 +314,32 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 // spending a retry.
 func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, err error) {
 	if d.cfg.InFlight < 0 {
-		prev, _, err := d.publish(ctx, t, e, timeout)
+		prev, _, err := d.publish(ctx, t, e, timeout, -1)
 		return prev, err
 	}
 	giveUp := d.cfg.Now().Add(d.cfg.AdmitWait)
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-d.cfg.AdmitPoll).Before(giveUp) {
 		giveUp = dl.Add(-d.cfg.AdmitPoll)
 	}
+	bound := d.bound(ctx, t.Type)
 	full := func() error {
 		return &task.DependencyUnavailableError{Dependency: "external:" + t.Type, Wait: 10 * d.cfg.AdmitPoll,
-			Reason: fmt.Sprintf("%d tasks of the type in flight", d.cfg.InFlight)}
+			Reason: fmt.Sprintf("%d tasks of the type in flight", bound)}
 	}
+	// No one of this process waits for a place of the type: try at once,
+	// dispatches of the type in parallel. Else, or when the type is full,
+	// queue behind the waiters, who ask in turn (fetch order).
+	if d.waiters(t.Type, 0) == 0 {
+		if ctx.Err() != nil {
+			return "", context.Cause(ctx)
+		}
+		prev, ok, err := d.publish(ctx, t, e, timeout, bound)
+		if err != nil || ok {
+			return prev, err
+		}
+	}
+	d.waiters(t.Type, 1)
+	defer d.waiters(t.Type, -1)
 	turn := d.turn(t.Type)
 	timer := time.NewTimer(max(giveUp.Sub(d.cfg.Now()), 0))
 	defer timer.Stop()
@@ -248,12 +351,12 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		return "", context.Cause(ctx)
 	}
 	defer func() { <-turn }()
-	for room := true; ; {
+	for room := true; ; { // the turn's holder asks at once: places free while it queued
 		if room {
 			if ctx.Err() != nil {
 				return "", context.Cause(ctx)
 			}
-			prev, ok, err := d.publish(ctx, t, e, timeout)
+			prev, ok, err := d.publish(ctx, t, e, timeout, bound)
 			if err != nil || ok {
 				return prev, err
 			}
@@ -269,22 +372,34 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 			return "", context.Cause(ctx)
 		}
 		// a cheap look before the script, which carries the event
+		bound = d.bound(ctx, t.Type)
 		n, err := InFlight(ctx, d.rdb, d.ns, t.Type, d.cfg.Now())
-		room = err != nil || n < int64(d.cfg.InFlight) // on an error the script says
+		room = err != nil || n < int64(bound) // on an error the script says
 	}
 }
 
-// publish runs dispatch.lua once: ok is false when the type is full
-// (nothing was written). The call is not cancelled with ctx once made: a
-// dispatch is done whole.
-func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, ok bool, err error) {
+// bound is typ's in-flight bound now: Config.InFlight when set, else the
+// live services' total concurrency for it.
+func (d *Dispatcher) bound(ctx context.Context, typ string) int {
+	if d.cfg.InFlight != 0 {
+		return d.cfg.InFlight
+	}
+	return d.caps.of(ctx, typ, d.cfg.Now())
+}
+
+// publish runs dispatch.lua once with the type's bound (-1: none): ok is
+// false when the type is full (nothing was written). The call is not
+// cancelled with ctx once made: a dispatch is done whole.
+func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration, bound int) (prev string, ok bool, err error) {
 	now := d.cfg.Now()
 	member := inflightMember(t.ID, t.Lease)
-	args := []any{now.UnixMilli(), d.cfg.InFlight, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),
+	args := []any{now.UnixMilli(), bound, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),
 		t.Lease, int64(tokenTTL / time.Second), protocol.MinID(now, d.cfg.Retention)}
 	args = append(args, e.Values()...)
 	bg := context.WithoutCancel(ctx)
-	res, err := dispatchScript.Run(bg, d.rdb, []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, args...).StringSlice()
+	c := &scriptCall{call: redisconn.ScriptCall{Keys: []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, Args: args}}
+	d.dispatches.Do(c) // with the dispatches made meanwhile, in one round trip
+	res, err := c.res.StringSlice()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil // full
 	}
@@ -303,14 +418,34 @@ func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event
 	return res[0], true, nil
 }
 
-// turn returns typ's turn channel: one waiter of the type at a time asks
-// for a place; the others queue on the channel (FIFO).
+// waiters adds delta to the number of this process's dispatches of typ
+// waiting for a place and returns it.
+func (d *Dispatcher) waiters(typ string, delta int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.waiting[typ] + delta
+	if n == 0 {
+		delete(d.waiting, typ)
+	} else {
+		d.waiting[typ] = n
+	}
+	return n
+}
+
+// turns is how many waiters of a type ask for a place at once (their
+// dispatch.lua calls go to Redis together); the others queue behind them.
+// One at a time serialized the type's dispatches on round trips whenever
+// it had been full once: waiters never ran out under a steady backlog.
+const turns = 16
+
+// turn returns typ's turn channel: up to turns waiters of the type at a
+// time ask for a place; the others queue on the channel (FIFO).
 func (d *Dispatcher) turn(typ string) chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	c, ok := d.turns[typ]
 	if !ok {
-		c = make(chan struct{}, 1)
+		c = make(chan struct{}, turns)
 		d.turns[typ] = c
 	}
 	return c

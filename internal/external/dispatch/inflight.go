@@ -67,3 +67,10 @@ func LastToken(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Names
 	}
 	return tok, nil
 }
+
+// QueueRelease adds Release of the place (taskID, token) of taskType to
+// the pipeline p (the outcome consumer frees a batch's places in one round
+// trip with its other effects).
+func QueueRelease(ctx context.Context, p redis.Pipeliner, ns keyspace.Namespace, taskType, taskID, token string) *redis.IntCmd {
+	return p.ZRem(ctx, newKeys(ns).inflight(taskType), inflightMember(taskID, token))
+}

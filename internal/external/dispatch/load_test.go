@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestInFlightCountsLiveAttempts(t *testing.T) {
 	require.Zero(t, n)
 	for _, id := range []string{"a", "b", "c"} {
 		tk, e := createEvent(t, id, "t1")
-		_, ok, err := d.publish(ctx, tk, e, time.Minute)
+		_, ok, err := d.publish(ctx, tk, e, time.Minute, d.bound(ctx, tk.Type))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -75,13 +76,13 @@ func TestDispatchIsAllOrNothing(t *testing.T) {
 	sk := protocol.NewKeys(ns)
 
 	first, e1 := createEvent(t, "a", "tok-a")
-	prev, ok, err := d.publish(ctx, first, e1, time.Minute)
+	prev, ok, err := d.publish(ctx, first, e1, time.Minute, d.bound(ctx, first.Type))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, prev, "never dispatched before")
 
 	second, e2 := createEvent(t, "b", "tok-b")
-	_, ok, err = d.publish(ctx, second, e2, time.Minute)
+	_, ok, err = d.publish(ctx, second, e2, time.Minute, d.bound(ctx, second.Type))
 	require.NoError(t, err)
 	require.False(t, ok, "the type is full")
 	tok, err := LastToken(ctx, rdb, ns, "b")
@@ -93,7 +94,7 @@ func TestDispatchIsAllOrNothing(t *testing.T) {
 
 	require.NoError(t, Release(ctx, rdb, ns, "x.run", "a", "tok-a"))
 	require.NoError(t, Release(ctx, rdb, ns, "x.run", "a", "tok-a"), "freeing a free place changes nothing")
-	_, ok, err = d.publish(ctx, second, e2, time.Minute)
+	_, ok, err = d.publish(ctx, second, e2, time.Minute, d.bound(ctx, second.Type))
 	require.NoError(t, err)
 	require.True(t, ok)
 	members, err := rdb.ZRange(ctx, k.inflight("x.run"), 0, -1).Result()
@@ -104,7 +105,7 @@ func TestDispatchIsAllOrNothing(t *testing.T) {
 	// recorded (its place is b's old one only once that is released)
 	require.NoError(t, rdb.ZAdd(ctx, k.inflight("x.run"), redis.Z{Score: 1, Member: inflightMember("b", "tok-b")}).Err()) // lost: past its deadline
 	retry, e3 := createEvent(t, "b", "tok-b2")
-	prev, ok, err = d.publish(ctx, retry, e3, time.Minute)
+	prev, ok, err = d.publish(ctx, retry, e3, time.Minute, d.bound(ctx, retry.Type))
 	require.NoError(t, err)
 	require.True(t, ok, "the lost attempt's place is freed by the admission")
 	require.Equal(t, "tok-b", prev)
@@ -124,7 +125,7 @@ func TestUnboundedDispatchKeepsNoPlaces(t *testing.T) {
 	ctx := context.Background()
 	for _, id := range []string{"a", "b", "c"} {
 		tk, e := createEvent(t, id, "t-"+id)
-		_, ok, err := d.publish(ctx, tk, e, time.Minute)
+		_, ok, err := d.publish(ctx, tk, e, time.Minute, d.bound(ctx, tk.Type))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -136,8 +137,56 @@ func TestUnboundedDispatchKeepsNoPlaces(t *testing.T) {
 	require.EqualValues(t, 3, n)
 }
 
-// TestInFlightDefault: an unset bound is DefaultInFlight (the binary's
+// TestInFlightDefault: an unset bound sizes itself (the binary's
 // TASKFLOW_EXTERNAL_INFLIGHT is read by internal/platform/config).
 func TestInFlightDefault(t *testing.T) {
-	require.Equal(t, DefaultInFlight, Config{}.withDefaults().InFlight)
+	require.Zero(t, Config{}.withDefaults().InFlight)
+	require.Equal(t, time.Second, Config{}.withDefaults().CapacityRefresh)
+}
+
+// TestBoundSizesItself: with no bound configured, a type's bound is the
+// total concurrency its live services' instances publish; an instance
+// whose entry expired is not counted (and its field is removed); a live
+// service that publishes none counts DefaultInFlight; a type no live
+// service serves gets DefaultInFlight.
+func TestBoundSizesItself(t *testing.T) {
+	t.Parallel()
+	d, rdb, ns := newTestDispatcher(t, 0)
+	ctx := context.Background()
+	k := protocol.NewKeys(ns)
+	now := time.Now()
+	live, gone := now.Add(time.Minute).UnixMilli(), now.Add(-time.Second).UnixMilli()
+	require.NoError(t, rdb.SAdd(ctx, k.Services(), "a", "b", "old", "down").Err())
+	require.NoError(t, rdb.HSet(ctx, k.Service("a"), "types", "x.run,y.run",
+		protocol.ConcurrencyFieldPrefix+"a-1", protocol.FormatConcurrency(200, live),
+		protocol.ConcurrencyFieldPrefix+"a-2", protocol.FormatConcurrency(50, live),
+		protocol.ConcurrencyFieldPrefix+"a-dead", protocol.FormatConcurrency(1000, gone)).Err())
+	require.NoError(t, rdb.HSet(ctx, k.Service("b"), "types", "x.run",
+		protocol.ConcurrencyFieldPrefix+"b-1", protocol.FormatConcurrency(5, live)).Err())
+	require.NoError(t, rdb.HSet(ctx, k.Service("old"), "types", "z.run").Err()) // written before the field existed
+
+	caps, err := Capacity(ctx, rdb, ns, now)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"x.run": 255, "y.run": 250, "z.run": DefaultInFlight}, caps)
+	ok, err := rdb.HExists(ctx, k.Service("a"), protocol.ConcurrencyFieldPrefix+"a-dead").Result()
+	require.NoError(t, err)
+	require.False(t, ok, "an expired instance's entry is removed")
+
+	require.Equal(t, 255, d.bound(ctx, "x.run"))
+	require.Equal(t, DefaultInFlight, d.bound(ctx, "nobody.run"))
+
+	// the bound is what admission checks: 255 places, then full
+	for i := 0; i < 255; i++ {
+		tk, e := createEvent(t, fmt.Sprintf("t%d", i), "tok")
+		_, ok, err := d.publish(ctx, tk, e, time.Minute, d.bound(ctx, tk.Type))
+		require.NoError(t, err)
+		require.True(t, ok, "place %d", i)
+	}
+	tk, e := createEvent(t, "one-too-many", "tok")
+	_, ok, err = d.publish(ctx, tk, e, time.Minute, d.bound(ctx, tk.Type))
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	// a configured bound wins over the services'
+	require.Equal(t, 7, New(d.st, Config{InFlight: 7}).bound(ctx, "x.run"))
 }

@@ -175,9 +175,6 @@ func New(rdb redis.UniversalClient, cfg Config) (*Notifier, error) {
 // The write is a producer span "publish notification" of ctx's trace (the
 // task's, when the outcome's apply calls it).
 func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification) (_ Notification, err error) {
-	if sessionID == "" {
-		return n, ErrNoSession
-	}
 	ctx, span := tracing.Start(ctx, "publish notification", "", trace.SpanKindProducer)
 	defer func() {
 		if span.IsRecording() {
@@ -188,34 +185,69 @@ func (s *Notifier) Notify(ctx context.Context, sessionID string, n Notification)
 		}
 		span.End()
 	}()
-	keys := []string{s.keys.stream(sessionID)}
-	if n.NotificationID == "" {
-		n.NotificationID = "notif-" + uuid.NewString()
-	} else {
-		keys = append(keys, s.keys.sent(sessionID, n.NotificationID))
+	out, errs := s.NotifyMany(ctx, []Delivery{{SessionID: sessionID, Notification: n}})
+	n = out[0]
+	return out[0], errs[0]
+}
+
+// Delivery is one notification for NotifyMany: the session it is for.
+type Delivery struct {
+	SessionID    string
+	Notification Notification
+}
+
+// NotifyMany is Notify for several notifications (of any sessions) in one
+// round trip: one write.lua call each, pipelined, so each is written at
+// most once by its id as with Notify. It returns each as stored and its
+// error, in order.
+func (s *Notifier) NotifyMany(ctx context.Context, ds []Delivery) ([]Notification, []error) {
+	out := make([]Notification, len(ds))
+	errs := make([]error, len(ds))
+	calls := make([]redisconn.ScriptCall, 0, len(ds))
+	at := make([]int, 0, len(ds))
+	publish := redisconn.PublishCommand(s.rdb)
+	for i, d := range ds {
+		n := d.Notification
+		out[i] = n
+		if d.SessionID == "" {
+			errs[i] = ErrNoSession
+			continue
+		}
+		keys := []string{s.keys.stream(d.SessionID)}
+		if n.NotificationID == "" {
+			n.NotificationID = "notif-" + uuid.NewString()
+		} else {
+			keys = append(keys, s.keys.sent(d.SessionID, n.NotificationID))
+		}
+		if n.Timestamp.IsZero() {
+			n.Timestamp = s.cfg.Now()
+		}
+		if n.Priority == "" {
+			n.Priority = "normal"
+		}
+		n.ID = ""
+		out[i] = n
+		body, err := json.Marshal(n)
+		if err != nil {
+			errs[i] = fmt.Errorf("notify: encode: %w", err)
+			continue
+		}
+		calls = append(calls, redisconn.ScriptCall{Keys: keys, Args: []any{string(body), s.cfg.MaxLen,
+			int64(s.cfg.TTL / time.Second), int64(s.cfg.DedupeTTL / time.Second), s.keys.channel(), d.SessionID, publish}})
+		at = append(at, i)
 	}
-	if n.Timestamp.IsZero() {
-		n.Timestamp = s.cfg.Now()
+	for j, c := range redisconn.RunScripts(ctx, s.rdb, writeScript, calls) {
+		i := at[j]
+		id, err := c.Text()
+		switch {
+		case errors.Is(err, redis.Nil): // written before
+		case err != nil:
+			errs[i] = fmt.Errorf("notify: write %s: %w", calls[j].Keys[0], err)
+		default:
+			out[i].ID = id
+		}
 	}
-	if n.Priority == "" {
-		n.Priority = "normal"
-	}
-	n.ID = ""
-	body, err := json.Marshal(n)
-	if err != nil {
-		return n, fmt.Errorf("notify: encode: %w", err)
-	}
-	id, err := writeScript.Run(ctx, s.rdb, keys, string(body), s.cfg.MaxLen,
-		int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second), s.keys.channel(), sessionID,
-		redisconn.PublishCommand(s.rdb)).Text()
-	if errors.Is(err, redis.Nil) {
-		return n, nil // written before
-	}
-	if err != nil {
-		return n, fmt.Errorf("notify: write %s: %w", keys[0], err)
-	}
-	n.ID = id
-	return n, nil
+	return out, errs
 }
 
 // StableID is the notification id of the notification about one event of

@@ -73,18 +73,15 @@ func waitAllCompleted(b *testing.B, bb *externaltest.Bundle, ids []string, timeo
 // BenchmarkConcurrentExternalTasks is load test "1,000
 // concurrent tasks": 1,000 tasks submitted at once go through the
 // dispatcher, an external service (Go, in process, 10 ms of work each) and
-// the orchestrator. One op = one batch of 1,000. The in-flight bound is
-// the service's concurrency (200), as a deployment sized for that service
-// sets TASKFLOW_EXTERNAL_INFLIGHT; the variable overrides it here too
-// (docs/benchmarks.md has the default bound's figure).
+// the orchestrator. One op = one batch of 1,000. The in-flight bound sizes
+// itself to the service's published concurrency (200);
+// TASKFLOW_EXTERNAL_INFLIGHT overrides it here too, as in the binary
+// (docs/benchmarks.md has the old default bound's figure).
 func BenchmarkConcurrentExternalTasks(b *testing.B) {
 	const n, svcConc = 1000, 200
 	cfg, err := config.Load(os.Getenv) // TASKFLOW_EXTERNAL_INFLIGHT, as the binary reads it
 	require.NoError(b, err)
-	inFlight := cfg.External.InFlight
-	if inFlight == 0 {
-		inFlight = svcConc
-	}
+	inFlight := cfg.External.InFlight // 0: sized by the service
 	work := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
 		time.Sleep(10 * time.Millisecond)
 		return json.RawMessage(`{"ok":true}`), nil

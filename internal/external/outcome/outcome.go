@@ -48,8 +48,9 @@ type Config struct {
 	Consumer string
 	// Block is how long one read waits (1000 ms). Default 1s.
 	Block time.Duration
-	// Batch is the most events read per stream per call (10).
-	// Default 10.
+	// Batch is the most events read per stream per call; the
+	// completions among them are applied together, a step of all of them
+	// per round trip (batch.go). Default 100.
 	Batch int64
 	// Parallel is how many events of a batch are applied at once (events
 	// of different tasks are independent). Default 8.
@@ -88,7 +89,7 @@ func (c Config) WithDefaults() Config {
 		c.Block = time.Second
 	}
 	if c.Batch == 0 {
-		c.Batch = 10
+		c.Batch = 100
 	}
 	if c.ClaimIdle == 0 {
 		c.ClaimIdle = 30 * time.Second
@@ -200,19 +201,52 @@ func (o *Consumer) Run(ctx context.Context) error {
 func (o *Consumer) handleAll(ctx context.Context, msgs []protocol.Message) (crashed bool) {
 	var lanes [][]protocol.Message
 	byTask := map[string]int{}
+	firsts := make(map[int]*protocol.CompletedData, len(msgs)) // lane → its first event, a completion
 	for _, m := range msgs {
-		id := eventTaskID(m)
+		d := completion(m) // decoded once: its task, and the batch's data
+		id := ""
+		if d != nil {
+			id = d.TaskID
+		} else {
+			id = eventTaskID(m)
+		}
 		if i, ok := byTask[id]; ok && id != "" {
 			lanes[i] = append(lanes[i], m)
 			continue
 		}
 		byTask[id] = len(lanes)
+		if d != nil {
+			firsts[len(lanes)] = d
+		}
 		lanes = append(lanes, []protocol.Message{m})
+	}
+	// The first event of each task, when it is a completion, goes with
+	// the batch (batch.go); what the batch does not finish, and every
+	// other event, is applied alone, a task's events in stream order.
+	var items []batchItem
+	for i, lane := range lanes {
+		if d := firsts[i]; d != nil {
+			items = append(items, batchItem{m: lane[0], d: d})
+		}
+	}
+	if len(items) > 1 {
+		done, crash := o.completeBatch(ctx, items)
+		if crash {
+			return true
+		}
+		for i, lane := range lanes {
+			if done[lane[0].ID+" "+lane[0].Stream] {
+				lanes[i] = lane[1:]
+			}
+		}
 	}
 	sem := make(chan struct{}, o.cfg.Parallel)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, lane := range lanes {
+		if len(lane) == 0 {
+			continue
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -233,6 +267,20 @@ func (o *Consumer) handleAll(ctx context.Context, msgs []protocol.Message) (cras
 	}
 	wg.Wait()
 	return crashed
+}
+
+// completion is m's task.completed, nil when m is anything else (or
+// cannot be read: handle says why).
+func completion(m protocol.Message) *protocol.CompletedData {
+	if m.Err != nil || m.Event.Type != protocol.TypeCompleted {
+		return nil
+	}
+	v, err := m.Event.Unmarshal()
+	if err != nil {
+		return nil
+	}
+	d, _ := v.(*protocol.CompletedData)
+	return d
 }
 
 // eventTaskID is the task an event is about ("" when it cannot be read:
@@ -516,10 +564,7 @@ func (o *Consumer) progress(ctx context.Context, m protocol.Message, d *protocol
 }
 
 func (o *Consumer) cacheResult(ctx context.Context, t *task.Task) error {
-	b, err := json.Marshal(struct {
-		Result   json.RawMessage `json:"result"`
-		CachedAt string          `json:"cached_at"`
-	}{t.Result, protocol.FormatTime(o.cfg.Now())})
+	b, err := cacheBody(t.Result, o.cfg.Now())
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,14 @@ var (
 	//go:embed scripts/finish.lua
 	finishLua    string
 	finishScript = redis.NewScript(finishLua)
+
+	//go:embed scripts/claim_batch.lua
+	claimBatchLua    string
+	claimBatchScript = redis.NewScript(claimBatchLua)
+
+	//go:embed scripts/finish_batch.lua
+	finishBatchLua    string
+	finishBatchScript = redis.NewScript(finishBatchLua)
 )
 
 // publishDLQ appends the task.dlq e of the outcome oc unless it was

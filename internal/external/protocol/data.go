@@ -225,6 +225,11 @@ func ValidTaskType(s string) bool {
 	return true
 }
 
+// Validate checks d as Unmarshal checks a decoded task.create (for a
+// producer that built d and need not decode what it encoded). It may fill
+// in defaults (priority): call it on a copy.
+func (d *CreateData) Validate() error { return d.validate() }
+
 func (d *CreateData) validate() error {
 	if err := checkID("data.task_id", d.TaskID); err != nil {
 		return err
@@ -257,6 +262,9 @@ func (d *CreateData) validate() error {
 	}
 	return checkText("data.token", d.Token, MaxIDBytes)
 }
+
+// Validate checks d as Unmarshal checks a decoded task.completed.
+func (d *CompletedData) Validate() error { return d.validate() }
 
 func (d *CompletedData) validate() error {
 	if err := checkID("data.task_id", d.TaskID); err != nil {

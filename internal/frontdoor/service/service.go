@@ -61,8 +61,9 @@ type Config struct {
 	Workers func(ctx context.Context) ([]WorkerInfo, error)
 	// ExternalInFlight is the dispatchers' bound on the attempts of one
 	// external type in flight (TASKFLOW_EXTERNAL_INFLIGHT), shown beside
-	// each type's count by Services. Default 0: orchestrator's default;
-	// negative: unbounded.
+	// each type's count by Services. Default 0: sized by the live
+	// services' published concurrency (dispatch.Capacity); negative:
+	// unbounded.
 	ExternalInFlight int
 	// Breakers controls circuit breakers (reset/open); default nil: those
 	// operator actions answer 409 breaker_control_unavailable.

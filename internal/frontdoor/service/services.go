@@ -75,9 +75,12 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 		return ServicesView{}, storeErr("", err)
 	}
 	bound := s.cfg.ExternalInFlight
+	var caps map[string]int // sized by the live services (bound 0)
 	switch {
 	case bound == 0:
-		bound = dispatch.DefaultInFlight
+		if caps, err = dispatch.Capacity(ctx, s.rdb, s.st.Namespace(), s.cfg.Now()); err != nil {
+			return ServicesView{}, storeErr("", err)
+		}
 	case bound < 0:
 		bound = -1
 	}
@@ -88,6 +91,11 @@ func (s *Service) Services(ctx context.Context, p auth.Principal) (ServicesView,
 	}
 	for i, typ := range types {
 		st := ExternalTypeStatus{TaskType: typ, InFlight: counts[i], InFlightBound: bound}
+		if caps != nil || bound == 0 {
+			if st.InFlightBound = caps[typ]; st.InFlightBound <= 0 {
+				st.InFlightBound = dispatch.DefaultInFlight
+			}
+		}
 		for _, sv := range svcs {
 			if sv.Online && slices.Contains(sv.Types, typ) {
 				st.Online = true

@@ -160,8 +160,8 @@ type External struct {
 	// services' types and text.wordcount (the binary knows them).
 	Types []string
 	// InFlight bounds the attempts of one external type dispatched and
-	// unfinished at once (TASKFLOW_EXTERNAL_INFLIGHT). 0: the dispatcher's
-	// default (64); -1: no bound.
+	// unfinished at once (TASKFLOW_EXTERNAL_INFLIGHT). 0: the dispatcher
+	// sizes it to the live services' concurrency; -1: no bound.
 	InFlight int
 	// Backoff is the retry delay of an external task's transient failure
 	// (TASKFLOW_EXTERNAL_BACKOFF_INITIAL, _MAX, _JITTER), defaults filled

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/external/archive"
-	"github.com/taskflow/taskflow/internal/external/dispatch"
 	"github.com/taskflow/taskflow/internal/plan/planapi"
 	"github.com/taskflow/taskflow/internal/tasktypes/summarize"
 )
@@ -69,9 +68,6 @@ func effective(c Config) Config {
 	}
 	if c.Summarize.RateInterval == 0 {
 		c.Summarize.RateInterval = summarize.DefaultRateInterval
-	}
-	if c.External.InFlight == 0 {
-		c.External.InFlight = dispatch.DefaultInFlight
 	}
 	if c.Plans.Deadline == 0 {
 		c.Plans.Deadline = planapi.Config{}.WithDefaults().DefaultDeadline

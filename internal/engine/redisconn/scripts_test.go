@@ -1,0 +1,36 @@
+package redisconn_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+)
+
+// TestRunScripts: calls of a script the server has never seen (a body of
+// its own, so its NOSCRIPT path runs) are run all the same, each with its
+// reply and error in order.
+func TestRunScripts(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	ctx := context.Background()
+	sc := redis.NewScript("-- " + uuid.NewString() + "\nif ARGV[1] == 'bad' then return redis.error_reply('bad') end\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])")
+	key := "{" + ns + "}:n"
+	for round := 0; round < 2; round++ { // first NOSCRIPT, then cached
+		got := redisconn.RunScripts(ctx, rdb, sc, []redisconn.ScriptCall{
+			{Keys: []string{key}, Args: []any{1}}, {Keys: []string{key}, Args: []any{"bad"}}, {Keys: []string{key}, Args: []any{2}}})
+		require.Len(t, got, 3)
+		n, err := got[0].Int64()
+		require.NoError(t, err)
+		require.EqualValues(t, 1+3*round, n)
+		require.ErrorContains(t, got[1].Err(), "bad")
+		n, err = got[2].Int64()
+		require.NoError(t, err)
+		require.EqualValues(t, 3+3*round, n)
+	}
+}

@@ -1,0 +1,277 @@
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/external/dispatch"
+	"github.com/taskflow/taskflow/internal/external/notify"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/task"
+)
+
+// Applying a batch of completions together. Most of what the consumer
+// reads is task.completed, one per task, each applied now for the first
+// time: for those the steps of once and completed run for the whole batch
+// at a time, each step one round trip (a pipeline of the same scripts, or
+// one call for many), in the same order as for one outcome:
+//
+//	claim_batch.lua      the attempts' markers (claim.lua's verdicts, one
+//	                     look at the entries other consumers hold)
+//	store.CompleteBatch  the transitions (one call per partition)
+//	store.GetNotices     the tasks as completed (GetMany with an archive)
+//	ZREM ×n, SET ×n      the in-flight places and result caches (a pipeline)
+//	archive              per task (PostgreSQL), when configured
+//	write.lua ×n         the notifications (notify.NotifyMany, a pipeline)
+//	finish_batch.lua     markers done and one XACK of the entries
+//
+// So an entry of the batch stops where a crash stops it exactly as an
+// entry applied alone would: its marker says how far its outcome got, and
+// a redelivery finishes it (claim answers "mine"). Whatever leaves the
+// common case — another verdict than new or mine, a transition that does
+// not apply, a failed step — leaves the batch and is applied alone by the
+// general path (handle), which redoes the idempotent steps already done
+// and takes every decision the single path takes (a duplicate, a stale
+// outcome, a redelivery of the entry that finished the task). An entry
+// whose task is in a partition that is down fails its transition
+// (store.ErrUnapplied) and goes the same way: it stays pending, and the
+// rest of the batch completes.
+
+// batchItem is one completion of the batch path.
+type batchItem struct {
+	m  protocol.Message
+	d  *protocol.CompletedData
+	oc outcome
+	t  *task.Task
+}
+
+// completeBatch applies the completions ms (one per task, each the first
+// event of its task in the read) and returns the entries it finished
+// (applied and acknowledged); the others are left to handle. crashed
+// reports a simulated crash (tests).
+func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done map[string]bool, crashed bool) {
+	ctx = context.WithoutCancel(ctx)
+	done = map[string]bool{}
+
+	// tokens, then the claims: one claim_batch.lua per stream
+	byStream := map[string][]batchItem{}
+	var streams []string
+	for _, it := range items {
+		tok, err := o.token(ctx, it.d.TaskID, it.d.Token)
+		if err != nil || tok == "" {
+			continue // the general path says why
+		}
+		it.oc = outcome{tok: tok, marker: o.k.applied(it.d.TaskID, tok), entry: entryName(it.m)}
+		if _, ok := byStream[it.m.Stream]; !ok {
+			streams = append(streams, it.m.Stream)
+		}
+		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
+	}
+	items = items[:0:0]
+	for _, stream := range streams {
+		its := byStream[stream]
+		keys := make([]string, 0, 1+len(its))
+		args := make([]any, 0, 4+2*len(its))
+		keys = append(keys, stream)
+		last := its[0].m.ID
+		for _, it := range its[1:] {
+			if idBefore(last, it.m.ID) {
+				last = it.m.ID
+			}
+		}
+		args = append(args, protocol.AgentGroup, o.cfg.Consumer, int64(markerTTL/time.Second), last)
+		for _, it := range its {
+			keys = append(keys, it.oc.marker)
+			args = append(args, it.m.ID, it.oc.entry)
+		}
+		res, err := claimBatchScript.Run(ctx, o.rdb, keys, args...).Slice()
+		if err != nil || len(res) != len(its) {
+			continue // alone, each
+		}
+		for i, r := range res {
+			v, _ := r.([]any)
+			if len(v) == 0 {
+				continue
+			}
+			switch verdict, _ := v[0].(string); verdict {
+			case claimNew:
+			case claimMine:
+				its[i].oc.redelivered = true
+			default:
+				continue // a duplicate, or earlier entries to look at: alone
+			}
+			items = append(items, its[i])
+		}
+	}
+	for _, it := range items {
+		if o.crashAfterClaim != nil && o.crashAfterClaim(it.m) {
+			return done, true
+		}
+	}
+	if len(items) == 0 {
+		return done, false
+	}
+
+	// the transitions
+	cs := make([]store.Completion, len(items))
+	for i, it := range items {
+		result := it.d.Result
+		if len(result) == 0 || string(result) == "null" {
+			result = []byte(`{}`)
+		}
+		cs[i] = store.Completion{ID: it.d.TaskID, Token: it.oc.tok, Result: result}
+	}
+	errs, err := o.st.CompleteBatch(ctx, cs)
+	if err != nil {
+		return done, false
+	}
+	for _, it := range items {
+		if o.crashAfterApply != nil && o.crashAfterApply(it.m) {
+			return done, true
+		}
+	}
+	applied := make([]batchItem, 0, len(items))
+	for i, it := range items {
+		if errs[i] == nil { // else stale, a redelivery, a partition down: alone
+			applied = append(applied, it)
+		}
+	}
+	if len(applied) == 0 {
+		return done, false
+	}
+	ids := make([]string, len(applied))
+	for i, it := range applied {
+		ids[i] = it.d.TaskID
+	}
+	get := o.st.GetNotices // what the cache and the notification take
+	if o.arc != nil {
+		get = o.st.GetMany // the archive keeps the whole task
+	}
+	ts, err := get(ctx, ids)
+	if err != nil {
+		return done, false
+	}
+	byID := make(map[string]*task.Task, len(ts))
+	for _, t := range ts {
+		byID[t.ID] = t
+	}
+	items = make([]batchItem, 0, len(applied))
+	for _, it := range applied {
+		if it.t = byID[it.d.TaskID]; it.t != nil {
+			items = append(items, it)
+		}
+	}
+
+	// the effects: places, caches (one round trip), archive, notifications
+	frees := make([]*redis.IntCmd, len(items))
+	caches := make([]*redis.StatusCmd, len(items))
+	_, _ = o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, it := range items {
+			frees[i] = dispatch.QueueRelease(ctx, p, o.ns, it.t.Type, it.t.ID, it.oc.tok)
+			b, err := cacheBody(it.t.Result, o.cfg.Now())
+			if err != nil {
+				continue
+			}
+			caches[i] = p.Set(ctx, o.rk.Cache(it.t.ID), b, o.cfg.ResultTTL)
+		}
+		return nil
+	})
+	kept := make([]batchItem, 0, len(items))
+	for i, it := range items {
+		if frees[i].Err() != nil || caches[i] == nil || caches[i].Err() != nil {
+			continue
+		}
+		if err := o.archive(ctx, it.t); err != nil {
+			continue
+		}
+		kept = append(kept, it)
+	}
+	items = kept
+	if o.note != nil {
+		var ds []notify.Delivery
+		var at []int
+		for i, it := range items {
+			if it.t.SessionID == "" {
+				continue
+			}
+			ds = append(ds, notify.Delivery{SessionID: it.t.SessionID, Notification: notify.Notification{
+				NotificationID: notify.StableID(notify.KindCompleted, it.t.ID, it.oc.tok), Type: notify.KindCompleted,
+				TaskID: it.t.ID, TaskType: it.t.Type, Message: o.cfg.Types.ReadyMessage(ctx, it.t.Type, it.t.Params),
+				Action: "retrieve_result", Priority: string(it.t.Priority)}})
+			at = append(at, i)
+		}
+		_, nerrs := o.note.NotifyMany(ctx, ds)
+		failed := map[int]bool{}
+		for j, err := range nerrs {
+			if err != nil {
+				failed[at[j]] = true
+			}
+		}
+		kept = make([]batchItem, 0, len(items))
+		for i, it := range items {
+			if !failed[i] {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
+	for _, it := range items {
+		o.cfg.Logger.Info("Task completed", "task_id", it.t.ID, "duration", it.d.DurationMS, "service", it.d.CompletedBy)
+		o.observe("completed", it.t, time.Duration(it.d.DurationMS)*time.Millisecond)
+	}
+
+	// done: markers and one XACK per stream
+	byStream = map[string][]batchItem{}
+	for _, it := range items {
+		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
+	}
+	for stream, its := range byStream {
+		keys := make([]string, 0, 1+len(its))
+		args := make([]any, 0, 2+len(its))
+		keys = append(keys, stream)
+		args = append(args, protocol.AgentGroup, int64(markerTTL/time.Second))
+		for _, it := range its {
+			keys = append(keys, it.oc.marker)
+			args = append(args, it.m.ID)
+		}
+		if err := finishBatchScript.Run(ctx, o.rdb, keys, args...).Err(); err != nil {
+			o.cfg.Logger.Warn("outcomes applied but not marked done; applied again alone", "stream", stream,
+				"entries", len(its), "err", fmt.Errorf("outcome: finish: %w", err))
+			continue
+		}
+		for _, it := range its {
+			done[it.m.ID+" "+it.m.Stream] = true
+		}
+	}
+	return done, false
+}
+
+// cacheBody is the result cache's value of a task whose result is result
+// (resultview reads it).
+func cacheBody(result json.RawMessage, now time.Time) ([]byte, error) {
+	return json.Marshal(struct {
+		Result   json.RawMessage `json:"result"`
+		CachedAt string          `json:"cached_at"`
+	}{result, protocol.FormatTime(now)})
+}
+
+// idBefore reports whether stream id a ("ms-seq") comes before b.
+func idBefore(a, b string) bool {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	return am < bm || (am == bm && as < bs)
+}
+
+func splitID(id string) (ms, seq uint64) {
+	m, s, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(m, 10, 64)
+	seq, _ = strconv.ParseUint(s, 10, 64)
+	return ms, seq
+}

@@ -1,0 +1,47 @@
+-- claim_batch: claim.lua for several entries of one stream in one call,
+-- each entry with the same verdicts and effects as claim.lua alone (in
+-- the order given), the look for earlier entries held by other consumers
+-- made once for all of them.
+-- KEYS[1] the entries' stream  KEYS[2..] each entry's attempt's marker
+-- ARGV[1] agent-group  ARGV[2] this consumer  ARGV[3] marker ttl (s)
+-- ARGV[4] the greatest of the entries' ids
+-- ARGV[5..] per entry, in the order of the markers: its id, its name
+-- Returns one reply per entry, as claim.lua's with its look: { verdict,
+-- ids... } ("wait" and the earlier entries other consumers hold).
+local function parse(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+local function before(a, b)
+  local am, as = parse(a)
+  local bm, bs = parse(b)
+  return am < bm or (am == bm and as < bs)
+end
+local held = {}
+for _, p in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[4], 256)) do
+  if p[2] ~= ARGV[2] then held[#held + 1] = p[1] end
+end
+local out = {}
+for i = 2, #KEYS do
+  local id, name = ARGV[5 + 2 * (i - 2)], ARGV[6 + 2 * (i - 2)]
+  local v = redis.call('GET', KEYS[i])
+  local reply
+  if v == '1' then
+    reply = { 'done' }
+  elseif v then
+    if v == name or v == 'dlq ' .. name then reply = { 'mine' } else reply = { 'other' } end
+  else
+    local wait = { 'wait' }
+    for _, h in ipairs(held) do
+      if h ~= id and before(h, id) then wait[#wait + 1] = h end
+    end
+    if #wait > 1 then
+      reply = wait
+    else
+      redis.call('SET', KEYS[i], name, 'EX', ARGV[3])
+      reply = { 'new' }
+    end
+  end
+  out[#out + 1] = reply
+end
+return out
