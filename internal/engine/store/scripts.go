@@ -40,5 +40,6 @@ var (
 	scriptHeartbeat    = load("heartbeat")
 	scriptSweep        = load("sweep")
 	scriptHandoff      = load("handoff")
+	scriptDispatch     = load("dispatch")
 	scriptPurge        = load("purge")
 )

@@ -907,3 +907,100 @@ func (s *Store) Purge(ctx context.Context, state task.State, olderThan time.Dura
 	})
 	return int(deletedN.Load()), int(handledN.Load()), err
 }
+
+// DispatchRequest is one attempt of DispatchMany: the handoff of the
+// ACTIVE task ID held with Token (as HandoffRequest) together with the
+// publication of its task.create by the external path, whose own keys and
+// values the caller gives: its type's in-flight set (a place taken when
+// Bound >= 0, member InflightMember until InflightUntil), the key of the
+// task's last dispatch token, and the event's fields.
+type DispatchRequest struct {
+	HandoffRequest
+	Inflight, TokenKey        string
+	Bound                     int
+	InflightMember            string
+	InflightUntil             time.Time
+	EventID, EventType, Stamp string
+	Data                      string
+}
+
+// DispatchResult is the answer to one DispatchRequest.
+type DispatchResult struct {
+	// Published: the event was published and the attempt handed off.
+	Published bool
+	// Full: its type had no free in-flight place (nothing written).
+	Full bool
+	// CancelRequested: a cancel was requested first (nothing written; the
+	// holder cancels the attempt).
+	CancelRequested bool
+	// PrevToken is the task's last dispatch token before this one ("" for
+	// its first dispatch); EntryID the task.create entry's id.
+	PrevToken, EntryID string
+	// Err is *task.StateError, task.ErrLeaseLost or task.ErrNotFound when
+	// the attempt is no longer the holder's (nothing written), or a Redis
+	// error.
+	Err error
+}
+
+// CanDispatch reports whether DispatchMany serves this deployment: its
+// script touches the task's keys and the protocol's streams together, so
+// they must share a hash slot, as they do with one partition.
+func (s *Store) CanDispatch() bool { return len(s.parts) == 1 }
+
+// DispatchMany publishes and hands off several attempts in one script call
+// (scripts/dispatch.lua), each all or nothing, in order: the event of an
+// attempt goes out exactly when its handoff is written. stream is the
+// task.create stream, minID its retention cut-off, tokenTTL the life of
+// the token keys. Only for a deployment of one partition (CanDispatch).
+func (s *Store) DispatchMany(ctx context.Context, stream, minID string, tokenTTL time.Duration, rs []DispatchRequest) []DispatchResult {
+	out := make([]DispatchResult, len(rs))
+	if len(rs) == 0 {
+		return out
+	}
+	if !s.CanDispatch() {
+		err := errors.New("store: DispatchMany needs a deployment of one partition")
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	k := s.parts[0]
+	keys := make([]string, 0, 3+3*len(rs))
+	keys = append(keys, k.active(), k.handoff(), stream)
+	args := make([]any, 0, 4+12*len(rs))
+	args = append(args, s.nowMS(), int64(tokenTTL/time.Second), minID, len(rs))
+	for _, r := range rs {
+		keys = append(keys, k.task(r.ID), r.Inflight, r.TokenKey)
+		args = append(args, r.Token, r.Holder, ms(r.TimeoutAt), ms(r.LeaseUntil), ms(r.CheckAt), r.Bound,
+			r.InflightMember, ms(r.InflightUntil), r.EventID, r.EventType, r.Stamp, r.Data)
+	}
+	res, err := scriptDispatch.Run(ctx, s.rdb, keys, args...).Slice()
+	if err == nil && len(res) != len(rs) {
+		err = fmt.Errorf("store: dispatch.lua answered %d results for %d attempts", len(res), len(rs))
+	}
+	if err != nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("store: dispatch: %w", err)
+		}
+		return out
+	}
+	for i, v := range res {
+		row, _ := v.([]any)
+		if len(row) != 3 {
+			out[i].Err = fmt.Errorf("store: dispatch.lua answered %v", v)
+			continue
+		}
+		status := str(row[0])
+		switch status {
+		case "OK":
+			out[i].Published, out[i].PrevToken, out[i].EntryID = true, str(row[1]), str(row[2])
+		case "FULL":
+			out[i].Full = true
+		case "CANCEL":
+			out[i].CancelRequested = true
+		default:
+			out[i].Err = scriptErr(rs[i].ID, errors.New(status), task.StateActive)
+		}
+	}
+	return out
+}

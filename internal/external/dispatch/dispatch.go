@@ -129,18 +129,24 @@ type Dispatcher struct {
 
 	caps bounds // the live services' concurrency (InFlight 0)
 
-	handoffs sync.WaitGroup // handoffs in progress
-
 	// dispatch.lua calls and handoffs made at the same time go to Redis
 	// together (group commit: one pipeline per batch)
 	dispatches   *redisconn.Group[*scriptCall]
 	handoffGroup *redisconn.Group[*handoffCall]
+	// with one partition: publish and handoff in one script per batch
+	combined *redisconn.Group[*dispatchCall]
 }
 
 // scriptCall is one dispatch.lua call of a batch.
 type scriptCall struct {
 	call redisconn.ScriptCall
 	res  *redis.Cmd
+}
+
+// dispatchCall is one attempt of a store.DispatchMany batch.
+type dispatchCall struct {
+	req store.DispatchRequest
+	res store.DispatchResult
 }
 
 // handoffCall is one handoff of a batch.
@@ -167,6 +173,16 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 			calls[i] = c.call
 		}
 		for i, r := range redisconn.RunScripts(context.Background(), d.rdb, dispatchScript, calls) {
+			cs[i].res = r
+		}
+	}}
+	d.combined = &redisconn.Group[*dispatchCall]{Max: maxBatch, Run: func(cs []*dispatchCall) {
+		reqs := make([]store.DispatchRequest, len(cs))
+		for i, c := range cs {
+			reqs[i] = c.req
+		}
+		now := d.cfg.Now()
+		for i, r := range d.st.DispatchMany(context.Background(), d.sk.Create(), protocol.MinID(now, d.cfg.Retention), tokenTTL, reqs) {
 			cs[i].res = r
 		}
 	}}
@@ -233,41 +249,32 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		d.cfg.Logger.InfoContext(pctx, "Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
 	}
 
-	// Hand the attempt over, in the background: the worker's slot is free
-	// at once (its next task's dispatch overlaps this round trip). Until
-	// the handoff the task stays ACTIVE under the worker's lease, which
-	// the worker no longer renews: if the process dies first, or Redis
-	// fails every try, the lease expires, the task is dispatched again and
-	// the old token's outcome is ignored; if the outcome comes first, the
-	// task is no longer ACTIVE and the handoff changes nothing.
-	if ctx.Err() != nil { // the worker is stopping: the process may exit next
-		d.handOff(bg, t, timeout)
+	if d.st.CanDispatch() {
+		// published and handed off in one script (store.DispatchMany)
 		return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
 	}
-	d.handoffs.Add(1)
-	go func() {
-		defer d.handoffs.Done()
-		d.handOff(bg, t, timeout)
-	}()
+	// A deployment of several partitions publishes (the protocol's keys)
+	// and hands off (the task's partition) in two steps. The handoff is
+	// made before the slot is freed: until it is written a cancel request
+	// reaches the worker, which no longer holds the attempt, so it is the
+	// handoff that reports the request (handoff.lua) and the dispatcher
+	// that tells the services.
+	d.handOff(bg, t, timeout)
 	return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
 }
 
 // Wait waits for the handoffs in progress (a stopping process, tests).
-func (d *Dispatcher) Wait() { d.handoffs.Wait() }
+// Every dispatch hands its attempt off before ProcessTask returns, so
+// nothing is left in progress; kept for callers written when handoffs ran
+// in the background.
+func (d *Dispatcher) Wait() {}
 
 // handOff hands the dispatched attempt of t to the external path
 // (store.Handoff), trying 5 times while Redis fails.
 func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Duration) {
-	now := d.cfg.Now()
-	holder := "external:" + t.Type + " (dispatched by " + t.Worker + ")"
+	req := d.handoffRequest(t, timeout, d.cfg.Now())
 	backoff := 20 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		timeoutAt := now.Add(timeout)
-		firstCheck := now.Add(d.cfg.Grace)
-		if timeoutAt.Before(firstCheck) {
-			firstCheck = timeoutAt
-		}
-		req := store.HandoffRequest{ID: t.ID, Token: t.Lease, Holder: holder, TimeoutAt: timeoutAt, LeaseUntil: timeoutAt.Add(d.cfg.Grace), CheckAt: firstCheck}
 		var cancelled bool
 		var err error
 		if attempt == 0 { // with the handoffs made meanwhile, in one round trip
@@ -275,7 +282,7 @@ func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Dur
 			d.handoffGroup.Do(c)
 			cancelled, err = c.res.CancelRequested, c.res.Err
 		} else {
-			cancelled, err = d.st.Handoff(ctx, t.ID, t.Lease, holder, req.TimeoutAt, req.LeaseUntil, req.CheckAt)
+			cancelled, err = d.st.Handoff(ctx, t.ID, t.Lease, req.Holder, req.TimeoutAt, req.LeaseUntil, req.CheckAt)
 		}
 		if cancelled {
 			// requested while we were dispatching: the orchestrator's
@@ -294,6 +301,55 @@ func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Dur
 		time.Sleep(backoff) // Redis is failing: back off before the next try
 		backoff *= 2
 	}
+}
+
+// handoffRequest is the handoff of t's attempt dispatched at now with
+// timeout: the task's holder names the type and the dispatching worker,
+// its lease deadline is the timeout plus Grace, and the watcher first
+// looks at it after Grace (or at the timeout, when sooner).
+func (d *Dispatcher) handoffRequest(t *task.Task, timeout time.Duration, now time.Time) store.HandoffRequest {
+	timeoutAt := now.Add(timeout)
+	firstCheck := now.Add(d.cfg.Grace)
+	if timeoutAt.Before(firstCheck) {
+		firstCheck = timeoutAt
+	}
+	return store.HandoffRequest{ID: t.ID, Token: t.Lease, Holder: "external:" + t.Type + " (dispatched by " + t.Worker + ")",
+		TimeoutAt: timeoutAt, LeaseUntil: timeoutAt.Add(d.cfg.Grace), CheckAt: firstCheck}
+}
+
+// publishAndHandOff is publish for a deployment of one partition: the
+// place, the token, the event and the handoff in one script call
+// (store.DispatchMany), shared with the dispatches made meanwhile. An
+// attempt that is no longer the worker's (its lease lost, the task
+// finished or deleted) is neither published nor handed off: the slot has
+// nothing left to do with it (worker.ErrHandedOff). A cancel requested
+// before the dispatch ends the attempt CANCELLED by the worker; it was
+// never published.
+func (d *Dispatcher) publishAndHandOff(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration, bound int) (prev string, ok bool, err error) {
+	now := d.cfg.Now()
+	c := &dispatchCall{req: store.DispatchRequest{HandoffRequest: d.handoffRequest(t, timeout, now),
+		Inflight: d.k.inflight(t.Type), TokenKey: d.k.token(t.ID), Bound: bound,
+		InflightMember: inflightMember(t.ID, t.Lease), InflightUntil: now.Add(timeout + d.cfg.Grace),
+		EventID: e.ID, EventType: string(e.Type), Stamp: protocol.FormatTime(e.Timestamp), Data: string(e.Data)}}
+	d.combined.Do(c)
+	r := c.res
+	switch {
+	case r.Published:
+		return r.PrevToken, true, nil
+	case r.Full:
+		return "", false, nil
+	case r.CancelRequested:
+		return "", false, task.Cancel(errors.New("cancel requested before the task was dispatched"))
+	case errors.Is(r.Err, task.ErrLeaseLost), errors.Is(r.Err, task.ErrNotFound), errors.Is(r.Err, task.ErrWrongState):
+		d.cfg.Logger.Debug("attempt no longer the worker's: not dispatched", "task_id", t.ID, "err", r.Err)
+		return "", false, fmt.Errorf("dispatch: %v: %w", r.Err, worker.ErrHandedOff)
+	}
+	// a script that failed half way may have taken the place: give it back
+	_ = Release(context.WithoutCancel(ctx), d.rdb, d.ns, t.Type, t.ID, t.Lease)
+	if ctx.Err() != nil {
+		return "", false, context.Cause(ctx)
+	}
+	return "", false, task.Transient(task.ErrTypeServiceUnavailable, fmt.Errorf("dispatch: publish: %w", r.Err))
 }
 
 // dispatch publishes the attempt's task.create e once t's type has a
@@ -391,6 +447,9 @@ func (d *Dispatcher) bound(ctx context.Context, typ string) int {
 // false when the type is full (nothing was written). The call is not
 // cancelled with ctx once made: a dispatch is done whole.
 func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration, bound int) (prev string, ok bool, err error) {
+	if d.st.CanDispatch() {
+		return d.publishAndHandOff(ctx, t, e, timeout, bound)
+	}
 	now := d.cfg.Now()
 	member := inflightMember(t.ID, t.Lease)
 	args := []any{now.UnixMilli(), bound, member, now.Add(timeout + d.cfg.Grace).UnixMilli(),

@@ -19,10 +19,15 @@ import (
 
 // newTestDispatcher is a dispatcher of a fresh namespace bounded to
 // inFlight attempts per type.
+//
+// Its store has two partitions, so the dispatcher takes the two-step path
+// (dispatch.lua here, then the store's handoff): these tests call publish
+// with attempts of tasks that are not in the store. The one-script path of
+// a single partition (store.DispatchMany) is TestDispatchManyIsOneStep's.
 func newTestDispatcher(t *testing.T, inFlight int) (*Dispatcher, redis.UniversalClient, keyspace.Namespace) {
 	t.Helper()
 	rdb, name := testredis.Client(t)
-	st, err := store.New(rdb, store.Config{Namespace: name})
+	st, err := store.New(rdb, store.Config{Namespace: name, Partitions: 2})
 	require.NoError(t, err)
 	return New(st, Config{InFlight: inFlight}), rdb, keyspace.MustParse(name)
 }

@@ -1,0 +1,78 @@
+-- dispatch: hand several ACTIVE attempts to the external path in one call,
+-- each all or nothing and in order: for each attempt, check that its task
+-- is still ACTIVE under the attempt's token and not asked to cancel, take
+-- one of its type's in-flight places (when the type is bounded), record the
+-- token as the task's last dispatch, publish its task.create, and hand the
+-- lease over (handoff.lua's writes: `worker` the new holder, `handoff` the
+-- token, the lease deadline timeout + grace in the active index, the first
+-- check in the handoff index). Publishing and handing off in one script
+-- leaves no moment where a service runs an attempt that is still the
+-- worker's: a cancel request sees either the worker's attempt (not yet
+-- published: the worker cancels it) or the handed-off one (the cancel
+-- forwarder tells the services).
+-- Every key must share one hash slot: a deployment of one partition, whose
+-- task keys and the protocol's streams all carry {namespace}. Deployments
+-- of several partitions publish (the dispatcher's own script) then hand
+-- off (handoff.lua) instead.
+-- KEYS[1] active index  KEYS[2] handoff index  KEYS[3] task.create stream
+-- then per attempt i (base b = 3 + 3*(i-1)): KEYS[b+1] task hash
+-- KEYS[b+2] its type's in-flight set  KEYS[b+3] its last-dispatch token key
+-- ARGV[1] now (ms)  ARGV[2] token ttl (s)  ARGV[3] MINID (retention cut-off)
+-- ARGV[4] attempts n
+-- then per attempt (base a = 4 + 12*(i-1)): ARGV[a+1] token  ARGV[a+2] holder
+-- ARGV[a+3] timeout at (ms)  ARGV[a+4] lease deadline (ms)
+-- ARGV[a+5] first check (ms)  ARGV[a+6] bound (-1: unbounded)
+-- ARGV[a+7] in-flight member  ARGV[a+8] in-flight deadline (ms)
+-- ARGV[a+9..a+12] the event's event_id, event_type, timestamp, data
+-- Returns per attempt {status, previous token or "", entry id or ""}:
+-- status OK, FULL (its type has no free place: nothing written), CANCEL
+-- (a cancel was requested: nothing written), NOTFOUND, STATE <state>,
+-- LEASE (another attempt holds the task).
+local now = tonumber(ARGV[1])
+local n = tonumber(ARGV[4])
+local swept = {}
+local out = {}
+for i = 1, n do
+  local b = 3 + 3 * (i - 1)
+  local a = 4 + 12 * (i - 1)
+  local tk, inflight, tokkey = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3]
+  local token = ARGV[a + 1]
+  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_id', 'cancel_requested')
+  if not f[1] then
+    out[i] = { 'NOTFOUND', '', '' }
+  elseif f[1] ~= 'ACTIVE' then
+    out[i] = { 'STATE ' .. f[1], '', '' }
+  elseif f[2] ~= token then
+    out[i] = { 'LEASE', '', '' }
+  elseif f[4] == '1' then
+    out[i] = { 'CANCEL', '', '' }
+  else
+    local ok = true
+    local bound = tonumber(ARGV[a + 6])
+    if bound >= 0 then
+      if not swept[inflight] then
+        redis.call('ZREMRANGEBYSCORE', inflight, '-inf', '(' .. ARGV[1])
+        swept[inflight] = true
+      end
+      if not redis.call('ZSCORE', inflight, ARGV[a + 7]) and redis.call('ZCARD', inflight) >= bound then
+        ok = false
+      else
+        redis.call('ZADD', inflight, ARGV[a + 8], ARGV[a + 7])
+      end
+    end
+    if not ok then
+      out[i] = { 'FULL', '', '' }
+    else
+      local prev = redis.call('GET', tokkey)
+      redis.call('SET', tokkey, token, 'EX', ARGV[2])
+      local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[3], '*',
+        'event_id', ARGV[a + 9], 'event_type', ARGV[a + 10], 'timestamp', ARGV[a + 11], 'data', ARGV[a + 12])
+      local tid = f[3]
+      redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'updated_at', now)
+      redis.call('ZADD', KEYS[1], tonumber(ARGV[a + 4]), tid)
+      redis.call('ZADD', KEYS[2], tonumber(ARGV[a + 5]), tid .. ' ' .. token .. ' ' .. ARGV[a + 3])
+      out[i] = { 'OK', prev or '', id }
+    end
+  end
+end
+return out

@@ -1,0 +1,133 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
+	"github.com/taskflow/taskflow/internal/external/protocol"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+	"github.com/taskflow/taskflow/task"
+)
+
+// TestDispatchManyIsOneStep: with one partition the place, the token, the
+// task.create and the handoff are one script call per batch
+// (store.DispatchMany), each attempt all or nothing:
+//   - a dispatched attempt is handed off (the task is ACTIVE with the same
+//     token, held by the external path, in the watcher's index) in the
+//     same call that published its event;
+//   - an attempt whose task was asked to cancel first is not published:
+//     the worker ends it CANCELLED (a task.CancelError);
+//   - an attempt that is no longer the worker's (another token) is
+//     neither published nor handed off;
+//   - a full type writes nothing at all;
+//   - attempts dispatched at once share the call, each answered alone.
+func TestDispatchManyIsOneStep(t *testing.T) {
+	t.Parallel()
+	rdb, name := testredis.Client(t)
+	ns := keyspace.MustParse(name)
+	st, err := store.New(rdb, store.Config{Namespace: name})
+	require.NoError(t, err)
+	require.True(t, st.CanDispatch())
+	d := New(st, Config{InFlight: 3})
+	ctx := context.Background()
+	sk := protocol.NewKeys(ns)
+
+	fetch := func(n int) []*task.Task {
+		t.Helper()
+		for range n {
+			_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
+			require.NoError(t, err)
+		}
+		got, err := st.Fetch(ctx, store.FetchRequest{N: n, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
+		require.NoError(t, err)
+		require.Len(t, got, n)
+		return got
+	}
+	event := func(tk *task.Task) protocol.Event {
+		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
+			Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
+		require.NoError(t, err)
+		return e
+	}
+	creates := func() int64 {
+		n, err := rdb.XLen(ctx, sk.Create()).Result()
+		require.NoError(t, err)
+		return n
+	}
+
+	// three attempts at once: one call, all published and handed off
+	ts := fetch(3)
+	errs := make(chan error, len(ts))
+	for _, tk := range ts {
+		go func() {
+			_, ok, err := d.publish(ctx, tk, event(tk), time.Minute, 3)
+			if err == nil && !ok {
+				err = errors.New("not admitted")
+			}
+			errs <- err
+		}()
+	}
+	for range ts {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, 3, creates())
+	for _, tk := range ts {
+		got, err := st.Get(ctx, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, task.StateActive, got.State)
+		require.True(t, got.HandedOff, "handed off in the call that published it")
+		require.Equal(t, tk.Lease, got.Lease)
+		require.Contains(t, got.Worker, "external:x.run")
+		tok, err := LastToken(ctx, rdb, ns, tk.ID)
+		require.NoError(t, err)
+		require.Equal(t, tk.Lease, tok)
+	}
+
+	// the type is full: nothing written for the fourth
+	more := fetch(3)
+	full, cancelled, gone := more[0], more[1], more[2]
+	_, ok, err := d.publish(ctx, full, event(full), time.Minute, 3)
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.EqualValues(t, 3, creates())
+	got, err := st.Get(ctx, full.ID)
+	require.NoError(t, err)
+	require.False(t, got.HandedOff)
+	tok, err := LastToken(ctx, rdb, ns, full.ID)
+	require.NoError(t, err)
+	require.Empty(t, tok)
+
+	// a cancel requested before the dispatch: not published, cancelled
+	out, err := st.Cancel(ctx, cancelled.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.CancelRequested, out)
+	_, ok, err = d.publish(ctx, cancelled, event(cancelled), time.Minute, -1)
+	var ce *task.CancelError
+	require.ErrorAs(t, err, &ce)
+	require.False(t, ok)
+	require.EqualValues(t, 3, creates())
+
+	// an attempt whose lease is another's (a stale token): nothing to
+	// dispatch
+	stale := *gone
+	stale.Lease = gone.Lease + "-stale"
+	_, ok, err = d.publish(ctx, &stale, event(&stale), time.Minute, -1)
+	require.ErrorIs(t, err, worker.ErrHandedOff)
+	require.False(t, ok)
+	require.EqualValues(t, 3, creates())
+
+	// a place freed lets the waiting one through
+	require.NoError(t, Release(ctx, rdb, ns, "x.run", ts[0].ID, ts[0].Lease))
+	_, ok, err = d.publish(ctx, full, event(full), time.Minute, 3)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.EqualValues(t, 4, creates())
+}
