@@ -197,15 +197,17 @@ type Delivery struct {
 }
 
 // NotifyMany is Notify for several notifications (of any sessions) in one
-// round trip: one write.lua call each, pipelined, so each is written at
-// most once by its id as with Notify. It returns each as stored and its
+// round trip: one write.lua call for all of them, each written at most
+// once by its id as with Notify, each session announced once. It returns each as stored and its
 // error, in order.
 func (s *Notifier) NotifyMany(ctx context.Context, ds []Delivery) ([]Notification, []error) {
 	out := make([]Notification, len(ds))
 	errs := make([]error, len(ds))
-	calls := make([]redisconn.ScriptCall, 0, len(ds))
+	keys := make([]string, 0, 2*len(ds))
+	args := make([]any, 0, 5+3*len(ds))
+	args = append(args, s.cfg.MaxLen, int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second),
+		s.keys.channel(), redisconn.PublishCommand(s.rdb))
 	at := make([]int, 0, len(ds))
-	publish := redisconn.PublishCommand(s.rdb)
 	for i, d := range ds {
 		n := d.Notification
 		out[i] = n
@@ -213,11 +215,10 @@ func (s *Notifier) NotifyMany(ctx context.Context, ds []Delivery) ([]Notificatio
 			errs[i] = ErrNoSession
 			continue
 		}
-		keys := []string{s.keys.stream(d.SessionID)}
+		marked := "1"
 		if n.NotificationID == "" {
 			n.NotificationID = "notif-" + uuid.NewString()
-		} else {
-			keys = append(keys, s.keys.sent(d.SessionID, n.NotificationID))
+			marked = "0" // a fresh id: nothing to write once
 		}
 		if n.Timestamp.IsZero() {
 			n.Timestamp = s.cfg.Now()
@@ -232,19 +233,25 @@ func (s *Notifier) NotifyMany(ctx context.Context, ds []Delivery) ([]Notificatio
 			errs[i] = fmt.Errorf("notify: encode: %w", err)
 			continue
 		}
-		calls = append(calls, redisconn.ScriptCall{Keys: keys, Args: []any{string(body), s.cfg.MaxLen,
-			int64(s.cfg.TTL / time.Second), int64(s.cfg.DedupeTTL / time.Second), s.keys.channel(), d.SessionID, publish}})
+		keys = append(keys, s.keys.stream(d.SessionID), s.keys.sent(d.SessionID, n.NotificationID))
+		args = append(args, string(body), d.SessionID, marked)
 		at = append(at, i)
 	}
-	for j, c := range redisconn.RunScripts(ctx, s.rdb, writeScript, calls) {
-		i := at[j]
-		id, err := c.Text()
+	if len(at) == 0 {
+		return out, errs
+	}
+	// one call for the batch (write.lua), each session announced once
+	res, err := writeScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err == nil && len(res) != len(at) {
+		err = fmt.Errorf("write.lua answered %d results for %d notifications", len(res), len(at))
+	}
+	for j, i := range at {
 		switch {
-		case errors.Is(err, redis.Nil): // written before
 		case err != nil:
-			errs[i] = fmt.Errorf("notify: write %s: %w", calls[j].Keys[0], err)
+			errs[i] = fmt.Errorf("notify: write %s: %w", keys[2*j], err)
+		case res[j] == nil: // written before
 		default:
-			out[i].ID = id
+			out[i].ID, _ = res[j].(string)
 		}
 	}
 	return out, errs

@@ -233,3 +233,69 @@ func TestNamespaceIsRequired(t *testing.T) {
 	_, err := New(nil, Config{})
 	require.ErrorContains(t, err, "Namespace is required")
 }
+
+// TestNotifyManyOneCall: a batch of notifications of several sessions is
+// written in one call, each at most once by its id (a replayed batch adds
+// nothing, a batch holding the same id twice writes it once), in order,
+// each session's subscribers woken; an entry without a session fails alone.
+func TestNotifyManyOneCall(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	s1, s2 := b.session(t), b.session(t)
+	sub1, sub2 := b.hub.Subscribe(s1.ID), b.hub.Subscribe(s2.ID)
+	defer sub1.Close()
+	defer sub2.Close()
+	<-sub1.C // the first look, given at Subscribe
+	<-sub2.C
+	stable := func(task string) Notification {
+		n := note(task)
+		n.NotificationID = StableID(KindCompleted, task, "tok")
+		return n
+	}
+	batch := []Delivery{
+		{SessionID: s1.ID, Notification: stable("t1")},
+		{SessionID: s2.ID, Notification: stable("t2")},
+		{SessionID: "", Notification: stable("t3")},
+		{SessionID: s1.ID, Notification: stable("t4")},
+		{SessionID: s1.ID, Notification: stable("t1")}, // t1 again in the same batch
+		{SessionID: s2.ID, Notification: note("t5")},   // no id: a fresh one
+	}
+	out, errs := b.n.NotifyMany(ctx, batch)
+	require.Len(t, out, len(batch))
+	for i, err := range errs {
+		if i == 2 {
+			require.ErrorIs(t, err, ErrNoSession)
+			continue
+		}
+		require.NoError(t, err, "item %d", i)
+	}
+	require.NotEmpty(t, out[0].ID)
+	require.NotEmpty(t, out[1].ID)
+	require.NotEmpty(t, out[3].ID)
+	require.Empty(t, out[4].ID, "the second t1 of the batch is not written again")
+	require.NotEmpty(t, out[5].ID)
+	require.NotEmpty(t, out[5].NotificationID)
+	for _, sub := range []*Subscription{sub1, sub2} {
+		select {
+		case <-sub.C:
+		case <-time.After(5 * time.Second):
+			t.Fatal("a session's subscribers were not woken")
+		}
+	}
+
+	// replayed: nothing new for the stable ids
+	out, errs = b.n.NotifyMany(ctx, []Delivery{batch[0], batch[1], batch[3]})
+	for i := range out {
+		require.NoError(t, errs[i])
+		require.Empty(t, out[i].ID, "item %d written twice", i)
+	}
+	l1, err := b.n.List(ctx, s1.ID, "", 100)
+	require.NoError(t, err)
+	require.Equal(t, []string{"t1", "t4"}, []string{l1[0].TaskID, l1[1].TaskID})
+	require.Len(t, l1, 2)
+	l2, err := b.n.List(ctx, s2.ID, "", 100)
+	require.NoError(t, err)
+	require.Len(t, l2, 2)
+	require.Equal(t, "t2", l2[0].TaskID)
+	require.Equal(t, "t5", l2[1].TaskID)
+}

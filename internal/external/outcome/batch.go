@@ -29,7 +29,7 @@ import (
 //	store.GetNotices     the tasks as completed (GetMany with an archive)
 //	ZREM ×n, SET ×n      the in-flight places and result caches (a pipeline)
 //	archive              per task (PostgreSQL), when configured
-//	write.lua ×n         the notifications (notify.NotifyMany, a pipeline)
+//	write.lua            the notifications (notify.NotifyMany, one call)
 //	finish_batch.lua     markers done and one XACK of the entries
 //
 // So an entry of the batch stops where a crash stops it exactly as an
