@@ -266,6 +266,15 @@ func (m *Mux) dependencies() map[string]string {
 	return out
 }
 
+// handOff says whether a task of taskType is to run outside the engine's
+// handler slots now (worker.Config.HandOff): its handler only hands tasks
+// to another holder (the external path's dispatcher) and says, with its
+// HandsOff method, that it can take this one without waiting.
+func (m *Mux) handOff(taskType string) bool {
+	ho, ok := m.handlers[taskType].(interface{ HandsOff(taskType string) bool })
+	return ok && ho.HandsOff(taskType)
+}
+
 // decodeStrict decodes one JSON value into v, refusing unknown fields and
 // trailing data.
 func decodeStrict(raw json.RawMessage, v any) error {

@@ -133,6 +133,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		maps.Copy(deps, wc.Dependencies) // the engine's own setting wins
 	}
 	wc.Dependencies = deps
+	wc.HandOff = w.mux.handOff
 	w.prog = progressWriter{a: a, keys: resultview.NewKeys(a.Store.Namespace())}
 	ew, err := worker.New(a.Store, entry{w}, wc)
 	if err != nil {

@@ -255,7 +255,9 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	note, err := notify.New(rdb, notify.Config{Namespace: name})
+	// every task is one session's: its stream keeps them all (the default
+	// 1,000 would trim notifications a burst writes before they are read)
+	note, err := notify.New(rdb, notify.Config{Namespace: name, MaxLen: int64(o.tasks) + 1000})
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +283,10 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	disp := dispatch.New(st, dispatch.Config{InFlight: o.inflight})
 	mux := taskflow.NewMux()
 	mux.Handle(externalType, disp)
-	w, err := worker.New(st, mux, worker.Config{Concurrency: o.workerConc, Prefetch: o.prefetch})
+	// as a taskflow worker serving the type (taskflow.Worker): the
+	// dispatcher's tasks run outside the handler slots
+	w, err := worker.New(st, mux, worker.Config{Concurrency: o.workerConc, Prefetch: o.prefetch,
+		HandOff: disp.HandsOff})
 	if err != nil {
 		return nil, err
 	}

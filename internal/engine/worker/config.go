@@ -57,6 +57,20 @@ type Config struct {
 	// while that dependency's circuit breaker is open, such tasks wait
 	// (rescheduled) without spending a retry. Default none.
 	Dependencies map[string]string
+	// HandOff says, for a fetched task's type, whether its handler only
+	// hands the task to another holder and returns ErrHandedOff after a
+	// round trip (the external path's dispatcher, while the type has room).
+	// Such a task frees its handler slot at once and runs in a goroutine of
+	// its own, at most HandOffConcurrency at once: a handful of slots would
+	// otherwise cap the external path at a few tasks per round trip, and
+	// the Concurrency of the worker's own handlers stays theirs. A task for
+	// which it says false (the dispatcher's type is full: it would wait for
+	// a place) holds a slot as any other, so a full type does not drain the
+	// core's priority queues into the worker. Default nil: none.
+	HandOff func(taskType string) bool
+	// HandOffConcurrency bounds the HandOff tasks running at once (the
+	// fetch loop waits when it is reached). Default 256.
+	HandOffConcurrency int
 	// Breaker configures the per-dependency circuit breakers; its Clock
 	// defaults to Clock.
 	Breaker breaker.Config
@@ -103,6 +117,9 @@ func (c Config) WithDefaults() Config {
 	if c.IdleWait == 0 {
 		c.IdleWait = time.Second
 	}
+	if c.HandOffConcurrency == 0 {
+		c.HandOffConcurrency = 256
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -131,6 +148,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchBatch < 1 || c.FetchBatch > 1000 {
 		errs = append(errs, fmt.Errorf("worker: FetchBatch %d must be within [1, 1000]", c.FetchBatch))
+	}
+	if c.HandOffConcurrency < 1 || c.HandOffConcurrency > 10000 {
+		errs = append(errs, fmt.Errorf("worker: HandOffConcurrency %d must be within [1, 10000]", c.HandOffConcurrency))
 	}
 	if c.AckBatch < 1 || c.AckBatch > 1000 {
 		errs = append(errs, fmt.Errorf("worker: AckBatch %d must be within [1, 1000]", c.AckBatch))

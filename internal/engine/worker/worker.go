@@ -54,6 +54,10 @@ type Worker struct {
 
 	slots chan struct{} // a token per busy handler slot
 	tasks chan job      // fetched tasks to handlers
+	// handOffs holds a token per running HandOff task (Config.HandOff),
+	// each in a goroutine of its own, counted by handingOff
+	handOffs   chan struct{}
+	handingOff sync.WaitGroup
 	acks  chan store.Completion
 	// retries are the flushes writing again the completions of a partition
 	// whose call failed while another's succeeded (flush); ackLoop waits
@@ -105,6 +109,7 @@ func New(st *store.Store, h Handler, cfg Config) (*Worker, error) {
 	return &Worker{
 		st: st, h: h, cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), breakers: bs,
 		slots:    make(chan struct{}, cfg.Concurrency+cfg.Prefetch),
+		handOffs: make(chan struct{}, cfg.HandOffConcurrency),
 		tasks:    make(chan job, cfg.Prefetch),
 		acks:     make(chan store.Completion, cfg.Concurrency*2),
 		inflight: map[string]*running{},
@@ -170,7 +175,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		stopWork(errCrash)
 	}
 	allDone := make(chan struct{})
-	go func() { handlers.Wait(); close(allDone) }()
+	go func() { handlers.Wait(); w.handingOff.Wait(); close(allDone) }()
 	grace := time.NewTimer(w.cfg.ShutdownGrace)
 	select {
 	case <-allDone:
@@ -275,6 +280,10 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			}
 			w.mu.Unlock()
 			for _, j := range jobs {
+				if w.cfg.HandOff != nil && w.cfg.HandOff(j.t.Type) {
+					w.handOff(ctx, j)
+					continue
+				}
 				w.tasks <- j
 			}
 			continue
@@ -294,6 +303,40 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			}
 		}
 	}
+}
+
+type outsideSlotsKey struct{}
+
+// OutsideSlots reports whether the task of a handler's context runs
+// outside the handler slots (Config.HandOff said so when it was fetched).
+func OutsideSlots(ctx context.Context) bool {
+	v, _ := ctx.Value(outsideSlotsKey{}).(bool)
+	return v
+}
+
+// handOff runs a task of a HandOff type (Config.HandOff) outside the
+// handler slots: the slot taken for it at fetch is freed at once, and the
+// task runs in a goroutine of its own once one of HandOffConcurrency
+// places is free (the fetch loop waits for it meanwhile).
+func (w *Worker) handOff(ctx context.Context, j job) {
+	j.ctx = context.WithValue(j.ctx, outsideSlotsKey{}, true)
+	<-w.slots
+	held := true
+	select {
+	case w.handOffs <- struct{}{}:
+	case <-ctx.Done():
+		// stopping: no place is waited for (the running ones may wait for
+		// the shutdown itself); runTask hands the task back
+		held = false
+	}
+	w.handingOff.Add(1)
+	go func() {
+		defer w.handingOff.Done()
+		w.runTask(j)
+		if held {
+			<-w.handOffs
+		}
+	}()
 }
 
 func (w *Worker) handlerLoop() {

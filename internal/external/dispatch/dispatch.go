@@ -126,6 +126,8 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	turns   map[string]chan struct{} // per task type: the waiter allowed to ask for a place
 	waiting map[string]int           // per task type: dispatches waiting for a place
+	sending map[string]int           // per task type: dispatches HandsOff let run outside the slots, not yet answered
+	seen    map[string]int           // per task type: the bound last used (-1: none)
 
 	caps bounds // the live services' concurrency (InFlight 0)
 
@@ -165,7 +167,7 @@ const DefaultInFlight = 64
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	d := &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{},
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, sending: map[string]int{}, seen: map[string]int{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
 		calls := make([]redisconn.ScriptCall, len(cs))
@@ -198,8 +200,48 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 	return d
 }
 
+// HandsOff says whether a task of taskType may run outside the worker's
+// handler slots (worker.Config.HandOff): yes while no dispatch of the type
+// waits for an in-flight place in this process, so the dispatch is one
+// round trip; no while the type is full, so the task waits holding a slot
+// and the worker stops fetching once its slots wait, leaving the backlog
+// in the core's priority queues.
+//
+// And at most the type's bound at a time are in their round trip outside
+// the slots (the bound last seen; one until it is known): a burst fetched
+// before the first answer says the type is full does not take more than
+// the bound out of the queues.
+func (d *Dispatcher) HandsOff(taskType string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.waiting[taskType] > 0 {
+		return false
+	}
+	b, known := d.seen[taskType]
+	if !known {
+		b = 1
+	}
+	if b >= 0 && d.sending[taskType] >= b {
+		return false
+	}
+	d.sending[taskType]++ // until its dispatch answers (sent)
+	return true
+}
+
+// sent ends what HandsOff counted for a task of typ.
+func (d *Dispatcher) sent(typ string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sending[typ]--; d.sending[typ] <= 0 {
+		delete(d.sending, typ)
+	}
+}
+
 // ProcessTask implements worker.Handler.
 func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+	if worker.OutsideSlots(ctx) { // HandsOff counted it
+		defer d.sent(t.Type)
+	}
 	bg := context.WithoutCancel(ctx)
 	if t.Lease == "" {
 		return nil, task.Permanent(errors.New("dispatch: the task has no lease token"))
@@ -370,6 +412,7 @@ func (d *Dispatcher) publishAndHandOff(ctx context.Context, t *task.Task, e prot
 // spending a retry.
 func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration) (prev string, err error) {
 	if d.cfg.InFlight < 0 {
+		d.bound(ctx, t.Type) // seen: none
 		prev, _, err := d.publish(ctx, t, e, timeout, -1)
 		return prev, err
 	}
@@ -437,10 +480,14 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 // bound is typ's in-flight bound now: Config.InFlight when set, else the
 // live services' total concurrency for it.
 func (d *Dispatcher) bound(ctx context.Context, typ string) int {
-	if d.cfg.InFlight != 0 {
-		return d.cfg.InFlight
+	b := d.cfg.InFlight
+	if b == 0 {
+		b = d.caps.of(ctx, typ, d.cfg.Now())
 	}
-	return d.caps.of(ctx, typ, d.cfg.Now())
+	d.mu.Lock()
+	d.seen[typ] = b
+	d.mu.Unlock()
+	return b
 }
 
 // publish runs dispatch.lua once with the type's bound (-1: none): ok is

@@ -1,0 +1,97 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/testrig/testwait"
+	"github.com/taskflow/taskflow/task"
+)
+
+// TestHandOffTypesRunOutsideTheSlots: the tasks of a HandOff type (the
+// external path's dispatcher) free their handler slot at once and run in
+// goroutines of their own, at most HandOffConcurrency at once (then the
+// fetch loop waits for a place: backpressure); the other types keep the
+// Concurrency slots; shutdown waits for the running ones.
+func TestHandOffTypesRunOutsideTheSlots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	var running, most atomic.Int64
+	mux := NewMux()
+	var inSlots, outside atomic.Int64 // tasks run where they should not
+	mux.HandleFunc("hand.off", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		if !OutsideSlots(ctx) {
+			inSlots.Add(1)
+		}
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		defer running.Add(-1)
+		select {
+		case <-release:
+			return json.RawMessage(`{}`), nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	})
+	mux.HandleFunc("local", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		if OutsideSlots(ctx) {
+			outside.Add(1)
+		}
+		return json.RawMessage(`{}`), nil
+	})
+	var ids []string
+	enqueue := func(n int) {
+		for range n {
+			tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "hand.off"})
+			require.NoError(t, err)
+			ids = append(ids, tk.ID)
+		}
+	}
+	enqueue(8)
+	_, stop := b.start(t, mux, Config{Concurrency: 2, ShutdownGrace: time.Second, HandOff: func(typ string) bool { return typ == "hand.off" }, HandOffConcurrency: 8})
+
+	// 8 run at once with 2 slots
+	testwait.Until(t, 15*time.Second, 5*time.Millisecond, func() bool { return running.Load() == 8 },
+		func() string { return fmt.Sprintf("%d hand-off tasks running, want 8", running.Load()) })
+
+	// an in-process task still gets a slot
+	local, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "local"})
+	require.NoError(t, err)
+	b.waitState(t, local.ID, task.StateCompleted)
+
+	// more hand-off tasks wait for a place
+	enqueue(4)
+	time.Sleep(100 * time.Millisecond) // a ninth would start now if the bound let it
+	require.EqualValues(t, 8, most.Load())
+
+	close(release)
+	for _, id := range ids {
+		b.waitState(t, id, task.StateCompleted)
+	}
+	require.EqualValues(t, 8, most.Load())
+	stop()
+	require.Zero(t, running.Load())
+	require.Zero(t, inSlots.Load(), "a hand-off task ran in a slot")
+	require.Zero(t, outside.Load(), "an in-process task ran outside the slots")
+}
+
+// TestHandOffConfig: HandOffConcurrency has a default and a range.
+func TestHandOffConfig(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 256, Config{}.WithDefaults().HandOffConcurrency)
+	c := Config{HandOffConcurrency: -1}.WithDefaults()
+	require.ErrorContains(t, c.Validate(), "HandOffConcurrency")
+}
