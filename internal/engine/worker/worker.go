@@ -58,7 +58,7 @@ type Worker struct {
 	// each in a goroutine of its own, counted by handingOff
 	handOffs   chan struct{}
 	handingOff sync.WaitGroup
-	acks  chan store.Completion
+	acks       chan store.Completion
 	// retries are the flushes writing again the completions of a partition
 	// whose call failed while another's succeeded (flush); ackLoop waits
 	// for them before it ends.
