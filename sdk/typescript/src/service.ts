@@ -723,11 +723,15 @@ export class Service {
   }
 }
 
-/** errorInfo is task.failed's error object for what a handler threw. */
+/** errorInfo is task.failed's error object for what a handler threw. Errors are told apart by name, so that a
+ * TaskFailure from another copy of the SDK (two versions in one program) still chooses its code. */
 function errorInfo(err: unknown): { code: string; message: string; details: Record<string, unknown>; retryable: boolean } {
-  if (err instanceof TaskFailure) return { code: err.code, message: err.message, details: err.details, retryable: err.retryable };
-  if (err instanceof TaskCancelled) return { code: 'CANCELLED', message: "cancelled at the agent's request", details: {}, retryable: false };
-  if (err instanceof TaskTimedOut) return { code: 'TIMEOUT', message: err.message, details: {}, retryable: true };
+  const e = err as Partial<TaskFailure> | undefined;
+  if (err instanceof Error && e?.name === 'TaskFailure' && typeof e.code === 'string') {
+    return { code: e.code, message: err.message, details: e.details ?? {}, retryable: e.retryable === true };
+  }
+  if (err instanceof Error && err.name === 'TaskCancelled') return { code: 'CANCELLED', message: "cancelled at the agent's request", details: {}, retryable: false };
+  if (err instanceof Error && err.name === 'TaskTimedOut') return { code: 'TIMEOUT', message: err.message, details: {}, retryable: true };
   if (err instanceof Error) return { code: 'INTERNAL_ERROR', message: err.message, details: { name: err.name }, retryable: false };
   return { code: 'INTERNAL_ERROR', message: String(err), details: {}, retryable: false };
 }

@@ -3,6 +3,7 @@
 import { Redis } from 'ioredis';
 
 import { Client, Service, type ServiceOptions } from '../src/index.js';
+import type { Service as PackagedService } from '@taskflow/sdk';
 
 function need(name: string): string {
   const v = process.env[name];
@@ -29,7 +30,7 @@ export function service(opts: Omit<ServiceOptions, 'redis' | 'namespace'>): Serv
 }
 
 /** start runs svc in the background and resolves once it has registered; stop() ends it. */
-export async function start(svc: Service): Promise<{ stop: () => Promise<void>; done: Promise<void> }> {
+export async function start(svc: Service | PackagedService): Promise<{ stop: () => Promise<void>; done: Promise<void> }> {
   let ready!: () => void;
   const isReady = new Promise<void>((r) => (ready = r));
   const done = svc.run({ onReady: ready });
