@@ -410,15 +410,18 @@ func refillStore(ctx context.Context, st *store.Store, n int) error {
 // benchService is the name the bench's service registers under.
 const benchService = "bench-service"
 
-// runServiceCmd runs --service-cmd until ctx ends (then SIGTERM, and a
-// SIGKILL 10 s later); the process ending first is an error.
+// runServiceCmd runs --service-cmd until ctx ends (then SIGTERM to its
+// process group, and a SIGKILL 10 s later); the process ending first is an
+// error.
 func runServiceCmd(ctx context.Context, o externalOpts, ns string) error {
 	cmd := exec.CommandContext(ctx, "sh", "-c", o.serviceCmd)
 	cmd.Env = append(os.Environ(), "REDIS_URL="+o.redisURL, "TASKFLOW_NAMESPACE="+ns, "BENCH_SERVICE="+benchService,
 		"BENCH_TASK_TYPE="+externalType, "BENCH_CONCURRENCY="+strconv.Itoa(o.svcConc),
 		"BENCH_WORK_MS="+strconv.FormatFloat(float64(o.work)/float64(time.Millisecond), 'f', -1, 64))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	// its own process group, signalled whole: sh may not exec the command
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		return err

@@ -61,7 +61,7 @@ const url = `http://127.0.0.1:${port}`;
 // The external types the tests' services take (besides the example ones).
 const externalTypes = [
   'data.analyze', 'data.export', 'document.process', 'report.generate', 'text.wordcount',
-  'ts.echo', 'ts.slow', 'ts.fail', 'ts.file', 'ts.wait', 'ts.packed', 'ts.noop',
+  'ts.echo', 'ts.slow', 'ts.fail', 'ts.file', 'ts.wait', 'ts.packed', 'greet',
 ].join(',');
 const logFile = join(work, 'taskflow-dev.log');
 const log = [];
