@@ -353,6 +353,7 @@ export async function* sse(body: ReadableStream<Uint8Array>): AsyncGenerator<{ i
     buf += decoder.decode(chunk, { stream: true });
     let nl: number;
     while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+      if (nl === buf.length - 1 && buf.endsWith('\r')) break; // a \r\n may be split: wait for the next chunk
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
       if (line === '') {

@@ -22,7 +22,9 @@ describe('Example services', () => {
     for (const s of services) stops.push((await start(s)).stop);
     await until(10000, async () => {
       const tt = (await admin().taskTypes()).task_types;
-      return ['report.generate', 'data.export'].every((n) => tt.some((x) => x.name === n && x.online === true));
+      // online, and the spec each published read by the API (it reads them at most every 2 s)
+      return [['report.generate', 'report-service'], ['data.export', 'export-service']]
+        .every(([n, by]) => tt.some((x) => x.name === n && x.online === true && x.published_by === by));
     }, () => 'the example types never came online');
   });
   after(async () => {
