@@ -13,6 +13,7 @@ export type TaskInfo = Schemas['Task'];
 export type TaskList = Schemas['TaskList'];
 export type TaskState = Schemas['Task']['state'];
 export type Result = Schemas['Result'];
+export type ResultList = Schemas['ResultList'];
 export type Submitted = Schemas['Submitted'] & {
   /** issue 26: true when a task with the same unique_key already existed (HTTP 200); this is that task */
   duplicate?: boolean;
@@ -160,6 +161,11 @@ export class Client {
   /** result reads a task's result in the API's get_task_result form: per status the result, error, progress/ETA or queue position. */
   result(taskId: string): Promise<Result> {
     return this.#call(this.raw.GET('/api/v1/results/{task_id}', { params: { path: { task_id: taskId } } }));
+  }
+
+  /** results lists the session's tasks newest first in the result view (GET /api/v1/results): status_filter, limit. */
+  results(query: NonNullable<paths['/api/v1/results']['get']['parameters']['query']> = {}): Promise<ResultList> {
+    return this.#call(this.raw.GET('/api/v1/results', { params: { query } }));
   }
 
   /**

@@ -21,6 +21,8 @@ describe('Client', () => {
     const list = await c.list({ task_type: 'noop', status: 'COMPLETED' });
     assert.ok(list.tasks.some((t) => 'task_id' in t && t.task_id === sub.task_id));
     assert.equal(list.total, 1, "a session lists only its own tasks");
+    const results = await c.results({ status_filter: 'completed' });
+    assert.deepEqual(results.tasks.map((t) => t.task_id), [sub.task_id]);
   });
 
   test('Errors are ApiError values naming the field', async () => {
