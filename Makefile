@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps sdk-ts-deps sdk-ts-build sdk-ts-types sdk-ts-check test-sdk-ts test-sdk-ts-controls test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -29,7 +29,7 @@ build: ## Build the binaries into bin/
 install: ## Install taskflow and rankd into $(go env GOPATH)/bin (put it on your PATH)
 	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/...
 
-test: test-go test-cluster test-dsl ui-check test-ui helm-check ## Run every test (Go with -race, again on a Redis Cluster, the DSL's, the dashboard's build check and browser tests, the Helm chart's)
+test: test-go test-cluster test-dsl ui-check test-ui test-sdk-ts helm-check ## Run every test (Go with -race, again on a Redis Cluster, the DSL's, the dashboard's build check and browser tests, the TypeScript SDK's, the Helm chart's)
 
 test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go tests with -race against the real Redis/PostgreSQL, and the Go example module's
 	$(GO) test $(GOTEST_FLAGS) ./...
@@ -66,8 +66,28 @@ chaos: check-test-servers ## Run the fault tests (worker and process kills, Redi
 check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not answer (naming the variable to set)
 	@tools/check-test-servers
 
-node-service-deps: # Install examples/node-service/node_modules (its Go test runs the Node service) when missing
+node-service-deps: sdk-ts-build # Install examples/node-service/node_modules (its Go test runs the Node service, on the TypeScript SDK) when missing
 	@if [ ! -d examples/node-service/node_modules ]; then cd examples/node-service && npm ci --no-audit --no-fund; fi
+
+sdk-ts-deps: # Install sdk/typescript/node_modules from the lock file when missing
+	@if [ ! -d sdk/typescript/node_modules ]; then cd sdk/typescript && npm ci --no-audit --no-fund; fi
+
+sdk-ts-build: sdk-ts-deps # Build the TypeScript SDK into sdk/typescript/dist (the Node example imports it from there)
+	cd sdk/typescript && npm run --silent build
+
+sdk-ts-types: sdk-ts-deps ## Regenerate the TypeScript SDK's API types (sdk/typescript/src/openapi.ts) from the API's /openapi.json
+	cd sdk/typescript && npm run --silent types
+
+sdk-ts-check: sdk-ts-deps # Fail when the TypeScript SDK's API types differ from fresh ones, or its version from the API's
+	cd sdk/typescript && npm run --silent types
+	git diff --exit-code --stat -- sdk/typescript/src/openapi.ts
+	node sdk/typescript/scripts/version-check.mjs
+
+test-sdk-ts: sdk-ts-check ## Run the TypeScript SDK's tests (node's test runner) against a real taskflow dev it starts, incl. npm pack and an install of the tarball
+	cd sdk/typescript && npx tsc -p tsconfig.json --noEmit && npm test
+
+test-sdk-ts-controls: sdk-ts-deps ## Run the TypeScript SDK's tests of issue 26's submit controls (idempotency key, unique key, batch, queue) too
+	cd sdk/typescript && TASKFLOW_TEST_CONTROLS=1 npm test
 
 mcp-client-deps: # Install examples/mcp-node-client/node_modules (a Go test runs the TypeScript SDK's MCP client) when missing
 	@if [ ! -d examples/mcp-node-client/node_modules ]; then cd examples/mcp-node-client && npm ci --no-audit --no-fund; fi

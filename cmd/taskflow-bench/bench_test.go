@@ -5,10 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,12 +21,49 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/taskflow/taskflow/extsvc"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/testrig/testredis"
 	"github.com/taskflow/taskflow/task"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv("TASKFLOW_BENCH_TEST_SERVICE") == "1" {
+		os.Exit(benchTestService()) // this binary started as TestExternalServiceCommand's service
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// benchTestService is the no-op service TestExternalServiceCommand runs
+// as a process of its own, configured as --service-cmd promises.
+func benchTestService() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	rdb := redis.NewClient(mustParseURL(os.Getenv("REDIS_URL")))
+	defer rdb.Close()
+	conc, _ := strconv.Atoi(os.Getenv("BENCH_CONCURRENCY"))
+	svc, err := extsvc.New(rdb, extsvc.Config{Name: os.Getenv("BENCH_SERVICE"), Namespace: os.Getenv("TASKFLOW_NAMESPACE"), Concurrency: conc})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	svc.HandleFunc(os.Getenv("BENCH_TASK_TYPE"), func(context.Context, *extsvc.Task) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	})
+	if err := svc.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func mustParseURL(u string) *redis.Options {
+	o, err := redis.ParseURL(u)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}
 
 func testMain(env map[string]string, stdout io.Writer) *Main {
 	return &Main{Stdout: stdout, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
@@ -285,6 +327,29 @@ func TestBenchCluster(t *testing.T) {
 		sum += phases["drain"]
 	}
 	require.InDelta(t, res.RedisUsecPerTask["drain"], sum, 0.05, "the total is the masters' sum")
+}
+
+// TestExternalServiceCommand: with --service-cmd the bench runs no service
+// of its own but the command's (here this test binary again, as an extsvc
+// service in a process of its own), which serves every task.
+func TestExternalServiceCommand(t *testing.T) {
+	t.Parallel()
+	testredis.Client(t)
+	self, err := os.Executable()
+	require.NoError(t, err)
+	var out bytes.Buffer
+	m := testMain(map[string]string{"REDIS_URL": testredis.URL()}, &out)
+	cmdline := "TASKFLOW_BENCH_TEST_SERVICE=1 exec " + self
+	require.NoError(t, m.Run(context.Background(), []string{"external", "--tasks", "200", "--service-concurrency", "20", "--no-drain", "--json", "--service-cmd", cmdline}))
+	var res externalResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	require.Positive(t, res.PerSec)
+	require.Equal(t, cmdline, res.ServiceCmd)
+	require.Zero(t, res.ServiceCommandsPerTask, "the service's commands are its own process's")
+
+	out.Reset()
+	err = m.Run(context.Background(), []string{"external", "--tasks", "10", "--no-drain", "--service-cmd", "exit 3"})
+	require.ErrorContains(t, err, "exit status 3", "a service command that ends is an error, not a hang")
 }
 
 // TestExternalCommand runs the external mode briefly: every task goes

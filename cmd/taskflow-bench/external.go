@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -85,6 +87,9 @@ type externalResult struct {
 	DrainCommands    []commandCost `json:"drain_commands_per_task"`
 	Ratio            float64       `json:"ratio_to_drain"`
 	RedisNode        string        `json:"redis_node"`
+	// ServiceCmd is --service-cmd ("": extsvc in this process). With one,
+	// the service's commands and CPU are not in the figures.
+	ServiceCmd string `json:"service_cmd,omitempty"`
 }
 
 type externalOpts struct {
@@ -102,6 +107,9 @@ type externalOpts struct {
 	keep         bool
 	blockProfile string
 	prefetch     int
+	// serviceCmd, when set, is the service: a process started with sh -c
+	// (see the flag) instead of extsvc in this process.
+	serviceCmd string
 }
 
 func newExternalCommand(m *Main) *cobra.Command {
@@ -199,6 +207,7 @@ Use a Redis of its own: the command counts are the server's.`,
 	f.BoolVar(&o.noDrain, "no-drain", false, "skip the in-process drain (no ratio)")
 	f.StringVar(&o.blockProfile, "blockprofile", "", "write a Go blocking profile of the runs to this file (where goroutines wait)")
 	f.IntVar(&o.prefetch, "prefetch", 0, "the dispatching worker's worker.Config.Prefetch (TASKFLOW_PREFETCH)")
+	f.StringVar(&o.serviceCmd, "service-cmd", "", "run the service as this command (sh -c) instead of extsvc in this process, e.g. an SDK of another language: it gets REDIS_URL, TASKFLOW_NAMESPACE, BENCH_SERVICE (the name to register), BENCH_TASK_TYPE (the no-op type to serve), BENCH_CONCURRENCY and BENCH_WORK_MS, and must stop on SIGTERM; the service's commands and CPU are then not counted")
 	f.BoolVar(&o.keep, "keep", false, "keep the run's namespace (its streams show when each task passed each part: entry ids are times)")
 	return cmd
 }
@@ -206,6 +215,9 @@ Use a Redis of its own: the command counts are the server's.`,
 func printExternal(m *Main, r *externalResult) {
 	fmt.Fprintf(m.Stdout, "external: %d tasks, service concurrency %d, worker concurrency %d, in-flight bound %d, work %.1f ms\n",
 		r.Tasks, r.ServiceConcurrency, r.WorkerConcurrency, r.InFlight, r.WorkMs)
+	if r.ServiceCmd != "" {
+		fmt.Fprintf(m.Stdout, "  service:      %s (its own process: its commands and CPU are not counted below)\n", r.ServiceCmd)
+	}
 	fmt.Fprintf(m.Stdout, "  end to end:   %8.0f tasks/s; done p50 %.1f ms, p95 %.1f ms, p99 %.1f ms\n", r.PerSec, r.DoneP50Ms, r.DoneP95Ms, r.DoneP99Ms)
 	fmt.Fprintf(m.Stdout, "  per task:     %.2f Redis commands (service %.2f), %.1f µs Redis CPU, %.1f µs Go CPU, %.0f allocs, %.1f KB allocated\n",
 		r.CommandsPerTaskTotal, r.ServiceCommandsPerTask, r.RedisUsecPerTask, r.GoUsecPerTask, r.AllocsPerTask, r.BytesPerTask/1024)
@@ -263,7 +275,7 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	}
 	srv := nodes.masters[0]
 	res := &externalResult{Tasks: o.tasks, ServiceConcurrency: o.svcConc, WorkerConcurrency: o.workerConc, InFlight: o.inflight,
-		WorkMs: float64(o.work) / float64(time.Millisecond), RedisNode: srv.addr}
+		WorkMs: float64(o.work) / float64(time.Millisecond), RedisNode: srv.addr, ServiceCmd: o.serviceCmd}
 
 	// the parts, each until stop
 	var wg sync.WaitGroup
@@ -298,20 +310,24 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := extsvc.New(svcRdb, extsvc.Config{Name: "bench-service", Namespace: ns, Concurrency: o.svcConc})
-	if err != nil {
-		return nil, err
-	}
-	work := o.work
-	svc.HandleFunc(externalType, func(ctx context.Context, t *extsvc.Task) (json.RawMessage, error) {
-		if work > 0 {
-			time.Sleep(work)
+	if o.serviceCmd != "" {
+		start("service command", func(ctx context.Context) error { return runServiceCmd(ctx, o, ns) })
+	} else {
+		svc, err := extsvc.New(svcRdb, extsvc.Config{Name: benchService, Namespace: ns, Concurrency: o.svcConc})
+		if err != nil {
+			return nil, err
 		}
-		return json.RawMessage(`{"ok":true}`), nil
-	})
+		work := o.work
+		svc.HandleFunc(externalType, func(ctx context.Context, t *extsvc.Task) (json.RawMessage, error) {
+			if work > 0 {
+				time.Sleep(work)
+			}
+			return json.RawMessage(`{"ok":true}`), nil
+		})
+		start("service", svc.Run)
+	}
 	start("orchestrator", oc.Run)
 	start("handoff watcher", hw.Run)
-	start("service", svc.Run)
 	start("worker", w.Run)
 	// the service has registered and its group exists before the clock starts
 	if err := waitRegistered(ctx, rdb, ns, errc); err != nil {
@@ -396,10 +412,40 @@ func refillStore(ctx context.Context, st *store.Store, n int) error {
 	return nil
 }
 
-// waitRegistered waits until the bench's service has registered.
+// benchService is the name the bench's service registers under.
+const benchService = "bench-service"
+
+// runServiceCmd runs --service-cmd until ctx ends (then SIGTERM to its
+// process group, and a SIGKILL 10 s later); the process ending first is an
+// error.
+func runServiceCmd(ctx context.Context, o externalOpts, ns string) error {
+	cmd := exec.CommandContext(ctx, "sh", "-c", o.serviceCmd)
+	cmd.Env = append(os.Environ(), "REDIS_URL="+o.redisURL, "TASKFLOW_NAMESPACE="+ns, "BENCH_SERVICE="+benchService,
+		"BENCH_TASK_TYPE="+externalType, "BENCH_CONCURRENCY="+strconv.Itoa(o.svcConc),
+		"BENCH_WORK_MS="+strconv.FormatFloat(float64(o.work)/float64(time.Millisecond), 'f', -1, 64))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// its own process group, signalled whole: sh may not exec the command
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil // stopped by the bench
+	}
+	if err == nil {
+		err = errors.New("exited")
+	}
+	return fmt.Errorf("%q: %w", o.serviceCmd, err)
+}
+
+// waitRegistered waits until the bench's service has registered (a
+// service command may take a while to start: 30 s).
 func waitRegistered(ctx context.Context, rdb redis.UniversalClient, ns string, errc chan error) error {
-	key := keyspace.MustParse(ns).Prefix() + "agent:service:bench-service"
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+	key := keyspace.MustParse(ns).Prefix() + "agent:service:" + benchService
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		select {
 		case err := <-errc:
 			return err
@@ -410,7 +456,7 @@ func waitRegistered(ctx context.Context, rdb redis.UniversalClient, ns string, e
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return errors.New("external: the service did not register within 10 s")
+	return errors.New("external: the service did not register within 30 s")
 }
 
 // awaitNotifications reads the bench session's notifications (every

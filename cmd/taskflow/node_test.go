@@ -18,8 +18,8 @@ import (
 	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
-// TestDevWithNodeService: the Node example (examples/node-service, nothing
-// but the redis client) serves text.wordcount for the real server: a task
+// TestDevWithNodeService: the Node example (examples/node-service, on the
+// TypeScript SDK of sdk/typescript) serves text.wordcount for the real server: a task
 // submitted over HTTP is dispatched by a worker, run by the node process,
 // applied by the orchestrator, its result retrieved and its session
 // notified — the whole path a service in another language takes.
@@ -29,8 +29,8 @@ func TestDevWithNodeService(t *testing.T) {
 	require.NoError(t, err, "node is not on PATH")
 	dir, err := filepath.Abs("../../examples/node-service")
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(dir, "node_modules", "redis"))
-	require.NoError(t, err, "examples/node-service/node_modules is missing: run `npm ci` there (.ci/run does)")
+	_, err = os.Stat(filepath.Join(dir, "node_modules", "@taskflow", "sdk", "dist", "index.js"))
+	require.NoError(t, err, "examples/node-service/node_modules or the SDK's build is missing: run `make node-service-deps` (.ci/run does)")
 
 	_, ns := testredis.Client(t)
 	cmd := exec.Command(node, "service.js")

@@ -28,8 +28,8 @@ func TestNodeServiceSpeaksTheProtocol(t *testing.T) {
 	t.Parallel()
 	node, err := exec.LookPath("node")
 	require.NoError(t, err, "node is not on PATH")
-	_, err = os.Stat("node_modules/redis")
-	require.NoError(t, err, "examples/node-service/node_modules is missing: run `npm ci` there (.ci/run does)")
+	_, err = os.Stat("node_modules/@taskflow/sdk/dist/index.js")
+	require.NoError(t, err, "examples/node-service/node_modules or the SDK's build is missing: run `make node-service-deps` (.ci/run does)")
 
 	rdb, ns := testredis.Client(t)
 	k := protocol.NewKeys(keyspace.MustParse(ns))
