@@ -135,17 +135,23 @@ class Client(_core.Endpoints):
 
     def notification_stream(self, *, after: Optional[str] = None, reconnect: bool = True) -> Iterator[m.Notification]:
         """The session's notifications as they come (the SSE feed), the
-        unread ones first (or those after ``after``). It reconnects with
+        unread ones first (or those after ``after``; "0": from the oldest
+        kept). A session's other answers deliver its unread notifications
+        too (and mark them read), so a client that also polls passes
+        ``after``. It reconnects with
         Last-Event-ID when the connection drops, so nothing is missed or
         repeated; stop iterating (or ``close()`` the iterator) to end."""
-        last = after
+        last: Optional[str] = None
         backoff = 0.2
         while True:
             h = {**_core.headers(self.token), "Accept": "text/event-stream"}
+            q = {}
             if last is not None:
                 h["Last-Event-ID"] = last
+            elif after is not None:
+                q["after"] = after
             try:
-                with self._http.stream("GET", self.url + "/api/v1/notifications/stream", headers=h,
+                with self._http.stream("GET", self.url + "/api/v1/notifications/stream", headers=h, params=q,
                                        timeout=httpx.Timeout(10.0, read=None)) as resp:
                     if resp.status_code >= 400:
                         resp.read()
