@@ -34,6 +34,7 @@ REDIS_URL = os.environ.get("TASKFLOW_TEST_REDIS_URL") or "redis://127.0.0.1:6379
 EXTERNAL_TYPES = [
     "py.echo", "py.sync", "py.fail", "py.retry", "py.slow", "py.progress", "py.files", "py.cancel", "py.timeout",
     "py.dup", "py.claim", "py.bulk", "py.other", "py.stop", "py.spec", "py.bad", "data.analyze", "document.process",
+    "text.wordcount",
 ]
 
 
