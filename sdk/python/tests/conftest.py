@@ -184,3 +184,14 @@ def new_service(server: Server, name: str | None = None, **kw) -> Service:
     kw.setdefault("block", 0.2)
     return Service(name or ("py-" + uuid.uuid4().hex[:8]), redis_url=server.redis_url, namespace=server.namespace,
                    **kw)
+
+
+def wait_published(client: Client, task_type: str, service: str, timeout: float = 10) -> None:
+    """Waits until the API has read the spec service published for
+    task_type (it reads the hash again at most every 2 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(t.name == task_type and t.published_by == service for t in client.task_types()):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the API never listed {task_type} as published by {service}")

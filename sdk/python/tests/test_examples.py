@@ -15,7 +15,7 @@ import pytest
 
 from examples import analysis, document
 from taskflow_sdk import ValidationError
-from tests.conftest import new_service
+from tests.conftest import new_service, wait_published
 
 HERE = pathlib.Path(__file__).resolve().parent.parent
 REPO = HERE.parent.parent
@@ -62,7 +62,9 @@ def test_examples_end_to_end(server, client, serve):
     assert json.loads(f.data) == analysis.analyze(csv) and f.content_type == "application/json"
     assert td.state == "COMPLETED" and td.result["summary"] == "extracted 2 words from html", td
     assert client.result_file(d.task_id, f"{d.task_id}.txt").data == b"Hello there\n"
-    # the deployment checks params at submit; the service checks what the schema cannot say
+    # the deployment checks params at submit against the published schema;
+    # the service checks what the schema cannot say
+    wait_published(client, "data.analyze", svc.name)
     with pytest.raises(ValidationError) as e:
         client.submit("data.analyze", {"delimiter": ";"})
     assert e.value.field == "params.csv"

@@ -9,7 +9,7 @@ import threading
 import time
 
 from taskflow_sdk import Fail
-from tests.conftest import new_service
+from tests.conftest import new_service, wait_published
 
 
 def test_async_handler_completes(server, client, serve):
@@ -192,12 +192,8 @@ def test_registration_publishes_types_concurrency_and_spec(server, client, serve
     assert 0 < r.pttl("{" + server.namespace + "}:agent:service:" + svc.name) <= 1500
     assert svc.name in r.smembers("{" + server.namespace + "}:agent:services")
     # the API reads the published spec (at most every 2 s) and checks params against it
-    deadline = time.monotonic() + 10
-    while True:
-        tt = {t.name: t for t in client.task_types()}["py.spec"]
-        if tt.published_by == svc.name or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    wait_published(client, "py.spec", svc.name)
+    tt = {t.name: t for t in client.task_types()}["py.spec"]
     assert tt.published_by == svc.name and tt.description == "Counts to n." and tt.online
     from taskflow_sdk import ValidationError
     try:
