@@ -113,7 +113,7 @@ def server():
     logf.close()
     # the namespace's keys (ours alone; never a flush of the shared server)
     r = srv.redis()
-    keys = list(r.scan_iter(match="{" + ns + "}*", count=1000))
+    keys = list(r.scan_iter(match="{" + ns + "}*", count=10000))
     for i in range(0, len(keys), 500):
         r.delete(*keys[i:i + 500])
     shutil.rmtree(tmp, ignore_errors=True)

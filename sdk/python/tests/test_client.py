@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import time
 import uuid
 
 import httpx
@@ -110,7 +111,12 @@ def test_sessions_see_only_their_tasks(server, client, session_client):
 def test_notifications_poll_and_stream(session_client):
     sub = session_client.submit("noop")
     session_client.wait(sub.task_id, 20)
+    # the notification is written just after the task completes: poll for it
+    deadline = time.monotonic() + 10
     page = session_client.notifications(after="0", mark_read=False)
+    while sub.task_id not in {n.task_id for n in page.notifications} and time.monotonic() < deadline:
+        time.sleep(0.05)
+        page = session_client.notifications(after="0", mark_read=False)
     assert sub.task_id in {n.task_id for n in page.notifications}
     n = [n for n in page.notifications if n.task_id == sub.task_id][0]
     assert n.type == "task_completed" and n.action == "retrieve_result" and isinstance(n.timestamp, dt.datetime)

@@ -75,21 +75,27 @@ def test_duplicate_outcomes_first_wins_and_token_is_echoed(server, client, serve
 
 def test_timeout_then_late_completion(server, session_client, serve):
     svc = new_service(server)
+    overdue = threading.Event()  # set once the test has seen the task TIMEOUT
 
     @svc.task("py.timeout")
     async def late(task):
         assert task.timeout == 1
-        await asyncio.sleep(2.5)
+        for _ in range(400):
+            if overdue.is_set():
+                break
+            await asyncio.sleep(0.05)
         return {"summary": "late but done"}
 
     serve(svc)
     sub = session_client.submit("py.timeout", {}, timeout=1, max_retries=0)
     states = []
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         t = session_client.get(sub.task_id)
         if not states or states[-1] != t.state:
             states.append(t.state)
+        if t.state == "TIMEOUT":
+            overdue.set()
         if t.state == "COMPLETED":
             break
         time.sleep(0.05)

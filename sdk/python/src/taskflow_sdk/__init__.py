@@ -11,6 +11,7 @@ from .models import (BatchItem, Cancelled as CancelOutcome, Notification, Notifi
                      PlanSummary, Result, ResultFile, Session, Submitted, SubmitInput, Task, TaskList, TaskSummary,
                      TaskType)
 from .service import Cancelled, Fail, FileTooLarge, Service, TypeInfo
+from .service import Task as ServiceTask
 
 __all__ = [
     "__version__", "AsyncClient", "Client", "APIError", "AuthenticationError", "BadRequestError", "ConflictError",
@@ -18,5 +19,5 @@ __all__ = [
     "TaskflowError", "ValidationError", "WaitTimeout", "BatchItem", "CancelOutcome", "Notification",
     "NotificationPage", "PlanGraph", "PlanRun", "PlanSummary", "Result", "ResultFile", "Session", "Submitted",
     "SubmitInput", "Task", "TaskList", "TaskSummary", "TaskType", "Cancelled", "Fail", "FileTooLarge", "Service",
-    "TypeInfo",
+    "ServiceTask", "TypeInfo",
 ]
