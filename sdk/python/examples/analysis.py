@@ -99,7 +99,7 @@ async def handle(task) -> dict:
         raise Fail("INVALID_PARAMS", str(e)) from None
     await task.progress(80, "statistics computed")
     out = json.dumps(st, indent=2).encode()
-    url = await task.put_file(f"{task.id}.json", out, "application/json")
+    url = await task.put_file(f"{task.id}.json", "application/json", out)
     numeric = sum(1 for c in st["columns"] if c["numeric"])
     return {"file_url": url, "summary": f"{st['rows']} rows, {len(st['columns'])} columns ({numeric} numeric)",
             "metadata": {"rows": st["rows"], "columns": len(st["columns"]), "numeric_columns": numeric,

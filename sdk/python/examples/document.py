@@ -89,7 +89,7 @@ async def handle(task) -> dict:
     fmt = FORMATS[fmt.lower()] or guess_format(content)
     text = extract_text(content, fmt)
     data = text.encode()
-    url = await task.put_file(f"{task.id}.txt", data, "text/plain; charset=utf-8")
+    url = await task.put_file(f"{task.id}.txt", "text/plain; charset=utf-8", data)
     preview = text if len(text) <= 200 else text[:200] + "…"
     words = len(text.split())
     return {"file_url": url, "summary": f"extracted {words} words from {fmt}",

@@ -15,7 +15,7 @@ async def wordcount(task):
     words = text.lower().split()
     await task.progress(50, f"{len(words)} words read")
     top = Counter(words).most_common(5)
-    url = await task.put_file(f"{task.id}.txt", "\n".join(f"{w} {n}" for w, n in top), "text/plain")
+    url = await task.put_file(f"{task.id}.txt", "text/plain", "\n".join(f"{w} {n}" for w, n in top))
     return {"file_url": url, "summary": f"{len(words)} words", "metadata": {"words": len(words), "top": top}}
 
 

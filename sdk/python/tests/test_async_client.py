@@ -44,7 +44,7 @@ async def test_notification_stream_is_an_async_iterator_and_files(server, serve)
 
     @svc.task("py.files")
     async def report(task):
-        url = await task.put_file(f"{task.id}.csv", "a,b\n1,2\n", "text/csv")
+        url = await task.put_file(f"{task.id}.csv", "text/csv", "a,b\n1,2\n")
         return {"file_url": url, "summary": "written"}
 
     serve(svc)
@@ -59,5 +59,5 @@ async def test_notification_stream_is_an_async_iterator_and_files(server, serve)
         await stream.aclose()
         assert n.task_id == sub.task_id and n.type == "task_completed"
         t = await c.get(sub.task_id)
-        f = await c.result_file(sub.task_id, t.result["file_url"].rsplit("/", 1)[1])
+        f = await c.result_file(t.result["file_url"])
         assert f.data == b"a,b\n1,2\n" and f.content_type.startswith("text/csv")

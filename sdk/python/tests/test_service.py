@@ -36,7 +36,7 @@ def test_sync_handler_runs_in_a_thread_with_progress_and_file(server, client, se
     def work(task):
         seen["thread"] = threading.current_thread().name
         task.progress(50, "half way", 1)
-        url = task.put_file(f"{task.id}.txt", b"hello from a thread\n", "text/plain")
+        url = task.put_file(f"{task.id}.txt", "text/plain", b"hello from a thread\n")
         return {"file_url": url, "summary": "done"}
 
     serve(svc)

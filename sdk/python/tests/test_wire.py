@@ -86,3 +86,13 @@ def test_error_mapping():
     e = from_response(503, "<html>", {"retry-after": "3"})
     assert isinstance(e, ServerError) and e.code == "http_503" and e.retry_after == 3.0
     assert json.dumps(e.body) == '"<html>"'
+
+
+def test_file_url_arguments():
+    from taskflow_sdk._core import split_file_url
+    assert split_file_url("t1", "a.csv") == ("t1", "a.csv")
+    assert split_file_url("/api/v1/results/t1/files/a.csv", None) == ("t1", "a.csv")
+    assert split_file_url("http://h:1/api/v1/results/t1/files/a.csv", None) == ("t1", "a.csv")
+    for bad in ["t1", "/api/v1/results/t1/files/", "/api/v1/results/t1/x/files/a"]:
+        with pytest.raises(ValueError):
+            split_file_url(bad, None)

@@ -103,6 +103,20 @@ def check_idempotency_key(key: Optional[str]) -> Optional[dict]:
     return {"Idempotency-Key": key}
 
 
+def split_file_url(task_id_or_url: str, name: Optional[str]) -> tuple[str, str]:
+    """(task id, name) of result_file's arguments: both, or a file_url."""
+    if name is not None:
+        return task_id_or_url, name
+    prefix = "/api/v1/results/"
+    path = task_id_or_url.split("://", 1)[-1]
+    path = path[path.find("/"):] if "://" in task_id_or_url else path
+    if path.startswith(prefix) and path[len(prefix):].count("/files/") == 1:
+        tid, fname = path[len(prefix):].split("/files/")
+        if tid and fname and "/" not in tid + fname:
+            return tid, fname
+    raise ValueError(f"{task_id_or_url!r}: give a task id and a file name, or a file_url /api/v1/results/<id>/files/<name>")
+
+
 def _opt(d: dict, **kw: Any) -> dict:
     for k, v in kw.items():
         if v is not None:

@@ -120,9 +120,10 @@ class AsyncClient(_core.Endpoints):
     async def results(self, *, status_filter: Optional[str] = None, limit: Optional[int] = None) -> m.ResultList:
         return await self._send(self._r_results(status_filter, limit))
 
-    async def result_file(self, task_id: str, name: str) -> m.ResultFile:
-        """A result file a service stored (its file_url's last segment)."""
-        return await self._send(self._r_result_file(task_id, name))
+    async def result_file(self, task_id: str, name: Optional[str] = None) -> m.ResultFile:
+        """A result file a service stored: ``result_file(task_id, name)``, or
+        ``result_file(file_url)`` with the result's file_url."""
+        return await self._send(self._r_result_file(*_core.split_file_url(task_id, name)))
 
     # --- sessions and notifications ---
 

@@ -119,9 +119,10 @@ class Client(_core.Endpoints):
     def results(self, *, status_filter: Optional[str] = None, limit: Optional[int] = None) -> m.ResultList:
         return self._send(self._r_results(status_filter, limit))
 
-    def result_file(self, task_id: str, name: str) -> m.ResultFile:
-        """A result file a service stored (its file_url's last segment)."""
-        return self._send(self._r_result_file(task_id, name))
+    def result_file(self, task_id: str, name: Optional[str] = None) -> m.ResultFile:
+        """A result file a service stored: ``result_file(task_id, name)``, or
+        ``result_file(file_url)`` with the result's file_url."""
+        return self._send(self._r_result_file(*_core.split_file_url(task_id, name)))
 
     # --- sessions and notifications ---
 

@@ -148,8 +148,9 @@ class Task:
                 "reported_by": self._svc.name, "token": self._token}
         await self._svc._shielded(self._svc._xadd(self._svc.keys.progress, Event("task.progress", data)))
 
-    async def put_file(self, name: str, data: Union[bytes, str], content_type: str = "application/octet-stream") -> str:
-        """Stores ``data`` as the task's result file ``name`` in taskflow's
+    async def put_file(self, name: str, content_type: str, data: Union[bytes, str]) -> str:
+        """Stores ``data`` (a str is UTF-8) as the task's result file ``name``
+        of ``content_type`` (e.g. "text/csv") in taskflow's
         artifact store and returns the URL the API serves it at to the
         task's session: put it in the result's ``file_url``. Up to 8 MiB
         go into Redis; a larger file into the service's ``artifact_dir``
@@ -202,8 +203,8 @@ class SyncTask:
     def progress(self, percent: float, message: str = "", eta_seconds: float = 0) -> None:
         asyncio.run_coroutine_threadsafe(self._t.progress(percent, message, eta_seconds), self._loop).result()
 
-    def put_file(self, name: str, data: Union[bytes, str], content_type: str = "application/octet-stream") -> str:
-        return asyncio.run_coroutine_threadsafe(self._t.put_file(name, data, content_type), self._loop).result()
+    def put_file(self, name: str, content_type: str, data: Union[bytes, str]) -> str:
+        return asyncio.run_coroutine_threadsafe(self._t.put_file(name, content_type, data), self._loop).result()
 
 
 def _write_artifact(directory: str, task_id: str, name: str, data: bytes) -> None:
