@@ -13,13 +13,11 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
 import httpx
 import pytest
@@ -45,6 +43,8 @@ class Server:
     namespace: str
     redis_url: str
     proc: subprocess.Popen
+    #: the deployment's TASKFLOW_ARTIFACT_DIR (files over 8 MiB)
+    artifact_dir: str
 
     def client(self, token: str | None = None) -> Client:
         return Client(self.url, token if token is not None else self.admin_key)
@@ -84,7 +84,8 @@ def server():
     admin = "admin-" + uuid.uuid4().hex
     env = {**os.environ, "REDIS_URL": REDIS_URL, "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin,
            "TASKFLOW_EXTERNAL_TYPES": ",".join(EXTERNAL_TYPES), "TASKFLOW_ADDR": f"127.0.0.1:{port}",
-           "TASKFLOW_OUTPUT_DIR": os.path.join(tmp, "out")}
+           "TASKFLOW_OUTPUT_DIR": os.path.join(tmp, "out"), "TASKFLOW_ARTIFACT_DIR": os.path.join(tmp, "artifacts")}
+    os.makedirs(env["TASKFLOW_ARTIFACT_DIR"])
     logf = open(os.path.join(tmp, "taskflow-dev.log"), "w")
     proc = subprocess.Popen([binary, "dev", "--addr", f"127.0.0.1:{port}"], env=env, stdout=logf,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -103,7 +104,7 @@ def server():
             proc.kill()
             pytest.fail("taskflow dev did not become ready in 60s:\n" + open(logf.name).read()[-4000:], pytrace=False)
         time.sleep(0.1)
-    srv = Server(url, admin, ns, REDIS_URL, proc)
+    srv = Server(url, admin, ns, REDIS_URL, proc, env["TASKFLOW_ARTIFACT_DIR"])
     yield srv
     proc.send_signal(signal.SIGTERM)
     try:

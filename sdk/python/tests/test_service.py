@@ -203,3 +203,34 @@ def test_registration_publishes_types_concurrency_and_spec(server, client, serve
     else:
         raise AssertionError("a param breaking the published schema was accepted")
     assert client.wait(client.submit("py.spec", {"n": 3}).task_id, 15).result["summary"] == "3"
+
+
+def test_large_files_go_to_the_artifact_directory(server, client, serve):
+    svc = new_service(server, artifact_dir=server.artifact_dir)
+    small = new_service(server)  # no directory: a large file is refused
+    big = bytes(range(256)) * (9 * 4096)  # 9 MiB
+
+    @svc.task("py.files")
+    async def write(task):
+        return {"file_url": await task.put_file("big.bin", "application/octet-stream", big)}
+
+    @small.task("py.sync")
+    async def refuse(task):
+        from taskflow_sdk import FileTooLarge
+        try:
+            await task.put_file("big.bin", "application/octet-stream", big)
+        except FileTooLarge as e:
+            raise Fail("TOO_LARGE", str(e))
+        return {}
+
+    serve(svc)
+    serve(small)
+    sub = client.submit("py.files", {})
+    t = client.wait(sub.task_id, 30)
+    assert t.state == "COMPLETED", t
+    f = client.result_file(t.result["file_url"])
+    assert len(f.data) == len(big) and f.data == big and f.sha256 == hashlib.sha256(big).hexdigest()
+    h = server.redis().hgetall("{" + server.namespace + "}:agent:artifact:" + sub.task_id + ":big.bin")
+    assert h["location"] == "dir" and "data" not in h and h["size"] == str(len(big))
+    refused = client.wait(client.submit("py.sync", {}).task_id, 30)
+    assert refused.state == "DLQ" and refused.error_type == "TOO_LARGE", refused
