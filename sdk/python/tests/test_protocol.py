@@ -245,3 +245,35 @@ def test_many_tasks_at_once_each_outcome_once(server, client, serve):
             by_task[d["task_id"]] = by_task.get(d["task_id"], 0) + 1
     assert len(by_task) == 200 and set(by_task.values()) == {1}
     assert r.xpending(k.create, svc.group)["pending"] == 0
+
+
+def test_heartbeat_touches_the_entries_it_holds(server, client, serve):
+    """While a task runs, its entry's idle time stays under a couple of
+    heartbeats (XCLAIM JUSTID), so no other instance claims it. claim_idle
+    is long here so that the instance's own claim scans (which also reset
+    the idle time) do not run meanwhile."""
+    svc = new_service(server, claim_idle=60, heartbeat_interval=0.3)
+    started = threading.Event()
+    release = threading.Event()
+
+    @svc.task("py.echo")
+    async def long(task):
+        started.set()
+        while not release.is_set():
+            await asyncio.sleep(0.05)
+        return {"summary": "once"}
+
+    serve(svc)
+    sub = client.submit("py.echo", {})
+    assert started.wait(15)
+    r = server.redis()
+    k = Keys(server.namespace)
+    idles = []
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3:
+        p = r.xpending_range(k.create, svc.group, min="-", max="+", count=10, consumername=svc.consumer)
+        idles += [e["time_since_delivered"] for e in p]
+        time.sleep(0.1)
+    release.set()
+    assert client.wait(sub.task_id, 15).state == "COMPLETED"
+    assert len(idles) > 20 and max(idles) < 1000, idles
