@@ -153,6 +153,11 @@ def test_plans(client):
     with pytest.raises(BadRequestError) as e:
         client.execute_plan(name, 1, deadline_ms=-5)
     assert e.value.field == "deadline_ms"
+    run = client.execute_plan("diamond", 1, request_id="py-req-1", deadline_ms=5000, trace=True)
+    assert run.request_id == "py-req-1" and run.engine_request_id and isinstance(run.candidates, list)
+    assert run.elapsed_us and {line.node_id for line in run.trace} == {n.id for n in client.plan("diamond").nodes}
+    plain = client.execute_plan("simple_viewer", "1")
+    assert plain.trace is None and plain.elapsed_us is None
 
 
 def test_idempotency_key_is_sent(server):
