@@ -96,3 +96,20 @@ def test_file_url_arguments():
     for bad in ["t1", "/api/v1/results/t1/files/", "/api/v1/results/t1/x/files/a"]:
         with pytest.raises(ValueError):
             split_file_url(bad, None)
+
+
+def test_service_options_are_checked():
+    from taskflow_sdk import Service
+    for kw in [dict(concurrency=0), dict(claim_idle=1, heartbeat_interval=1), dict(block=0), dict(grace=-1),
+               dict(redis_url="redis://h1:1?addr=h2:2")]:
+        with pytest.raises(ValueError):
+            Service("svc", **kw)
+    with pytest.raises(ValueError):
+        Service("has space")
+    svc = Service("svc", namespace="ns1")
+    assert svc.group == "svc-group" and svc.keys.create == "{ns1}:agent:stream:task.create"
+    svc.handle("a.b", lambda t: {})
+    with pytest.raises(ValueError):
+        svc.handle("a.b", lambda t: {})
+    with pytest.raises(ValueError):
+        svc.handle("Bad Type", lambda t: {})

@@ -291,6 +291,8 @@ class Service:
         self.artifact_dir = artifact_dir if artifact_dir is not None else os.environ.get("TASKFLOW_ARTIFACT_DIR") or None
         self._redis_given = redis
         self._redis_url = redis_url or os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+        if "addr=" in self._redis_url.partition("?")[2]:
+            raise ValueError("redis_url names a Redis Cluster (?addr=): the Python SDK serves a single Redis server")
         self.redis: Any = None
         self._handlers: dict[str, tuple[Handler, bool]] = {}
         self._specs: dict[str, TypeInfo] = {}
