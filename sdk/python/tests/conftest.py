@@ -59,6 +59,16 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the test process dies (Linux), so a
+    killed pytest leaves no taskflow dev behind."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
 def _binary(tmp: str) -> str:
     if os.environ.get("TASKFLOW_BIN"):
         return os.environ["TASKFLOW_BIN"]
@@ -88,7 +98,8 @@ def server():
     os.makedirs(env["TASKFLOW_ARTIFACT_DIR"])
     logf = open(os.path.join(tmp, "taskflow-dev.log"), "w")
     proc = subprocess.Popen([binary, "dev", "--addr", f"127.0.0.1:{port}"], env=env, stdout=logf,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
