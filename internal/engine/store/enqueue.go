@@ -302,11 +302,9 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 		args := make([]any, 0, 8+len(chunk)*16)
 		args = append(args, nowMS, s.cfg.EventStreamMaxLen, len(chunk), call, s.cfg.SessionIndexTTL.Milliseconds())
 		if idem != nil {
-			keys = append(keys, idem.key)
 			args = append(args, idem.fp, idem.ttl.Milliseconds(), idem.extra)
 		} else {
-			keys = append(keys, k.wake()) // unused: any key of the partition's slot
-			args = append(args, "", 0, "")
+			args = append(args, "")
 		}
 		for _, r := range chunk {
 			keys = append(keys, k.task(r.ID))
@@ -333,12 +331,13 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 			if r.Traceparent != "" {
 				fields = append(fields, fTraceparent, r.Traceparent)
 			}
-			hold, ufor := int64(0), int64(0)
+			uq := ""
 			if r.UniqueKey != "" {
-				ufor = r.UniqueFor.Milliseconds()
-				hold = max(ufor, s.cfg.UniqueHold.Milliseconds()+max(runAt-nowMS, 0), 1)
+				ufor := r.UniqueFor.Milliseconds()
+				hold := max(ufor, s.cfg.UniqueHold.Milliseconds()+max(runAt-nowMS, 0), 1)
+				uq = strconv.FormatInt(hold, 10) + ":" + strconv.FormatInt(ufor, 10)
 			}
-			args = append(args, r.ID, string(r.Priority), runAt, r.Type, r.SessionID, hold, ufor, len(fields)/2)
+			args = append(args, r.ID, string(r.Priority), runAt, r.Type, r.SessionID, uq, len(fields)/2)
 			args = append(args, fields...)
 			// the session's task index and the unique key's record,
 			// written with the task
@@ -348,6 +347,9 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 			if r.UniqueKey != "" {
 				keys = append(keys, k.unique(r.SessionID, r.UniqueKey))
 			}
+		}
+		if idem != nil {
+			keys = append(keys, idem.key)
 		}
 		v, err := scriptEnqueue.Run(ctx, s.rdb, keys, args...).Result()
 		if err != nil {
