@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/taskflow/taskflow/internal/engine/store"
@@ -275,7 +277,7 @@ func (s *Service) SubmitBatch(ctx context.Context, p auth.Principal, ins []Submi
 		}
 		r, err := s.st.EnqueueIdempotent(ctx, reqs, s.idemRecord(p, idem, string(refused)))
 		if err != nil {
-			err = idemErr(err)
+			err = idemErr(batchField(err, at))
 			endSubmit(span, "", err)
 			return res, false, err
 		}
@@ -310,6 +312,22 @@ func (s *Service) SubmitBatch(ctx context.Context, p auth.Principal, ins []Submi
 	}
 	endSubmit(span, "", nil)
 	return BatchResult{Results: items}, false, nil
+}
+
+// batchField names the batch item of a store refusal about request j of
+// the valid ones ("[j].partition_key" → "tasks[i].partition_key").
+func batchField(err error, at []int) error {
+	var ve *store.ValidationError
+	if !errors.As(err, &ve) || !strings.HasPrefix(ve.Field, "[") {
+		return err
+	}
+	num, rest, ok := strings.Cut(ve.Field[1:], "]")
+	j, cerr := strconv.Atoi(num)
+	if !ok || cerr != nil || j < 0 || j >= len(at) {
+		return err
+	}
+	f := fmt.Sprintf("tasks[%d]%s", at[j], rest)
+	return &Error{Kind: KindUnprocessable, Code: "validation_failed", Field: f, Message: f + " " + ve.Reason, Err: err}
 }
 
 func batchItem(i int, r store.Enqueued) BatchItem {
