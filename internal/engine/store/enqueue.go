@@ -162,11 +162,11 @@ func (s *Store) prepare(r EnqueueRequest) (EnqueueRequest, error) {
 // Enqueue creates one task in PENDING and queues it (or schedules it when
 // RunAt is in the future). It returns the task as stored.
 func (s *Store) Enqueue(ctx context.Context, r EnqueueRequest) (*task.Task, error) {
-	out, err := s.EnqueueBatch(ctx, []EnqueueRequest{r})
+	out, err := s.EnqueueResults(ctx, []EnqueueRequest{r})
 	if err != nil {
 		return nil, err
 	}
-	return out[0], nil
+	return out[0].Task, nil
 }
 
 // uniquePlace is what places a task with a unique key and no partition key.
@@ -204,7 +204,7 @@ func (s *Store) EnqueueResults(ctx context.Context, reqs []EnqueueRequest) ([]En
 	}
 	now := s.cfg.Clock.Now()
 	call := s.enqueueCallID()
-	dups := make([]dup, 0)
+	var dups []dup
 	var mu sync.Mutex
 	if len(s.parts) == 1 {
 		ds, _, err := s.enqueueIn(ctx, s.parts[0], prepared, now, call, nil)
