@@ -200,3 +200,43 @@ func TestEnqueueIdempotent(t *testing.T) {
 		require.Empty(t, again.Results)
 	})
 }
+
+func TestEnqueueIdempotentPartitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Partitions = 4 })
+	idem := Idempotency{Scope: "s", Key: "k", Fingerprint: "fp", TTL: time.Hour}
+
+	// a request with a partition key: the task and the record live there
+	res, err := b.s.EnqueueIdempotent(b.ctx, []EnqueueRequest{{Type: "noop", PartitionKey: "tenant-7"}}, idem)
+	require.NoError(t, err)
+	require.Equal(t, PartitionOf("tenant-7", 4), b.s.PartitionOf(res.Results[0].Task.ID))
+	again, err := b.s.EnqueueIdempotent(b.ctx, []EnqueueRequest{{Type: "noop", PartitionKey: "tenant-7"}}, idem)
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	require.Equal(t, res.Results[0].Task.ID, again.Results[0].Task.ID)
+
+	// keyless requests of one call share the key's partition
+	idem.Key = "k2"
+	res, err = b.s.EnqueueIdempotent(b.ctx, []EnqueueRequest{{Type: "noop"}, {Type: "noop"}, {Type: "noop"}}, idem)
+	require.NoError(t, err)
+	p := b.s.PartitionOf(res.Results[0].Task.ID)
+	for _, r := range res.Results {
+		require.Equal(t, p, b.s.PartitionOf(r.Task.ID))
+	}
+
+	// requests placed in two partitions cannot share one record
+	keys := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	var other string
+	for _, k := range keys[1:] {
+		if PartitionOf(k, 4) != PartitionOf(keys[0], 4) {
+			other = k
+			break
+		}
+	}
+	require.NotEmpty(t, other)
+	idem.Key = "k3"
+	_, err = b.s.EnqueueIdempotent(b.ctx, []EnqueueRequest{{Type: "noop", PartitionKey: keys[0]}, {Type: "noop", PartitionKey: other}}, idem)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "[1].partition_key", ve.Field)
+}
