@@ -75,7 +75,7 @@ test-cluster: ## Run the Go tests of every script and stream consumer against a 
 CHAOS_TESTS ?= TestChaos|TestClusterFailover|TestPartitionedClusterMasterCrash|TestRedisStallLongerThanLease|TestWorkerPartitionedFromRedis|TestCompletionSurvivesRedisOutage|TestSIGKILLedWorkerTaskRecoveredOnce|TestRedisStallIsAFast503|TestRedisDown|TestEnqueueResentAfterStall|KilledMid
 
 chaos: check-test-servers ## Run the fault tests (worker and process kills, Redis stalls and outages, cluster failovers) and print what each measured
-	@$(GO) test -count=1 -run '$(CHAOS_TESTS)' -v ./internal/... | grep -E -- '^--- (PASS|FAIL)|^(ok|FAIL)\s|_test\.go:[0-9]+: [a-z]' | grep -v 'no tests to run'
+	@$(GO) test -count=1 -run '$(CHAOS_TESTS)' -v ./internal/... ./cmd/taskflow | grep -E -- '^--- (PASS|FAIL)|^(ok|FAIL)\s|_test\.go:[0-9]+: [a-z]' | grep -v 'no tests to run'
 
 check-test-servers: # Say at once when the tests' Redis or PostgreSQL does not answer (naming the variable to set)
 	@tools/check-test-servers

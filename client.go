@@ -2,6 +2,8 @@ package taskflow
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +72,7 @@ func newClientOn(a *app.App, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("taskflow: %w", err)
 	}
 	svc, err := service.New(service.Config{Store: st, Auth: au, Types: types, MaxContentBytes: a.Config.MaxContentBytes,
-		SessionTTL: a.Config.SessionTTL, Dependencies: depend.New(st, depend.Config{Logger: a.Logger}), Logger: a.Logger})
+		SessionTTL: a.Config.SessionTTL, IdempotencyTTL: a.Config.IdempotencyTTL, Dependencies: depend.New(st, depend.Config{Logger: a.Logger}), Logger: a.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +100,8 @@ type Option func(*submit) error
 type submit struct {
 	in      service.SubmitInput
 	session string
+	idemKey string
+	dup     *bool
 }
 
 // Priority orders the task among those waiting: task.PriorityHigh,
@@ -138,6 +142,43 @@ func DependsOn(ids ...string) Option {
 // a deployment of several, so they are taken in order together.
 func PartitionKey(key string) Option {
 	return func(s *submit) error { s.in.PartitionKey = key; return nil }
+}
+
+// UniqueKey makes the task unique among its owner's (the Session's, or
+// the deployment-wide callers' without one): while a task enqueued with
+// key is unfinished (PENDING, ACTIVE, FAILED awaiting a retry, TIMEOUT),
+// and for keepFor after it was enqueued even once it has finished (0: only
+// while unfinished; at most 30 days), Enqueue creates nothing and returns
+// that task instead (see Duplicate). Concurrent calls with one key create
+// one task. docs/api.md, "Unique tasks".
+func UniqueKey(key string, keepFor time.Duration) Option {
+	return func(s *submit) error {
+		s.in.UniqueKey = key
+		if keepFor > 0 {
+			v := keepFor.Seconds()
+			s.in.UniqueFor = &v
+		}
+		return nil
+	}
+}
+
+// IdempotencyKey makes the call idempotent, as the HTTP API's
+// Idempotency-Key header does: a call with the same key and the same
+// request (type, params, options) within TASKFLOW_IDEMPOTENCY_TTL (24 h)
+// returns the task the first call created and creates nothing; with
+// another request it fails with an *Error matching ErrInvalid (code
+// idempotency_key_reused). Keys are the caller's: the Session's, or the
+// deployment-wide callers'. Retry a call that failed with ErrUnavailable
+// with its key, and at most one task exists for it. Not with DependsOn.
+func IdempotencyKey(key string) Option {
+	return func(s *submit) error { s.idemKey = key; return nil }
+}
+
+// Duplicate reports into *dst whether Enqueue created nothing: true when
+// the task returned is the one holding the UniqueKey, or the first call's
+// under an IdempotencyKey.
+func Duplicate(dst *bool) Option {
+	return func(s *submit) error { s.dup = dst; return nil }
 }
 
 // Session makes the task the session's (its id, as POST /api/v1/sessions
@@ -191,11 +232,100 @@ func (c *Client) Enqueue(ctx context.Context, taskType string, params any, opts 
 	if err != nil {
 		return nil, err
 	}
-	sub, err := c.svc.Submit(ctx, p, s.in)
+	sub, replayed, err := c.svc.SubmitOnce(ctx, p, s.in, s.idempotency())
 	if err != nil {
 		return nil, clientErr(err)
 	}
+	if s.dup != nil {
+		*s.dup = sub.Duplicate || replayed
+	}
+	if sub.Task == nil && (sub.Duplicate || replayed) {
+		// the existing task, whole (its stub when it is gone meanwhile)
+		if v, err := c.svc.Get(ctx, p, sub.TaskID); err == nil && v.Task != nil {
+			return v.Task, nil
+		}
+	}
 	return created(sub, s.in.TaskType), nil
+}
+
+// idempotency is the call's key and its fingerprint: a hash of the
+// request as the service receives it.
+func (s submit) idempotency() service.Idempotency {
+	if s.idemKey == "" {
+		return service.Idempotency{}
+	}
+	b, _ := json.Marshal(s.in) // plain fields and raw JSON: cannot fail
+	h := sha256.Sum256(b)
+	return service.Idempotency{Key: s.idemKey, Fingerprint: "go:" + hex.EncodeToString(h[:])}
+}
+
+// BatchResult is what became of one Request of EnqueueBatch.
+type BatchResult struct {
+	// Task is the task created (its ID, Type and State), or for a
+	// Duplicate the one holding the request's UniqueKey (ID and State);
+	// nil when Err is set. Get a task for its other fields.
+	Task *task.Task
+	// Duplicate: nothing was created, the request's UniqueKey is held.
+	Duplicate bool
+	// Err says why the request was refused: an *Error matching
+	// ErrInvalid, whose Field names it ("tasks[3].params.to").
+	Err error
+}
+
+// EnqueueBatch creates up to 1000 tasks, each checked on its own: unlike
+// EnqueueMany, a refused request does not stop the others; each gets its
+// BatchResult, in order. The accepted ones are written together (one
+// script call per 500 tasks and partition). With idempotencyKey != "" the
+// call is idempotent as a whole (IdempotencyKey): a repeat with the same
+// requests returns the first call's results and creates nothing. Every
+// request must have the same Session option (or none); IdempotencyKey and
+// Duplicate options of the requests are ignored.
+func (c *Client) EnqueueBatch(ctx context.Context, reqs []Request, idempotencyKey string) ([]BatchResult, error) {
+	ins := make([]service.SubmitInput, len(reqs))
+	out := make([]BatchResult, len(reqs))
+	session := ""
+	for i, r := range reqs {
+		s, err := prepare(r)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Field = fmt.Sprintf("tasks[%d].%s", i, e.Field)
+			}
+			return nil, err
+		}
+		if i > 0 && s.session != session {
+			return nil, &Error{Code: "validation_failed", Field: fmt.Sprintf("tasks[%d]", i), kind: ErrInvalid,
+				Message: "every task of one EnqueueBatch call must have the same session"}
+		}
+		ins[i], session = s.in, s.session
+	}
+	p, err := c.principal(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	var idem service.Idempotency
+	if idempotencyKey != "" {
+		b, _ := json.Marshal(ins)
+		h := sha256.Sum256(b)
+		idem = service.Idempotency{Key: idempotencyKey, Fingerprint: "go-batch:" + hex.EncodeToString(h[:])}
+	}
+	res, _, err := c.svc.SubmitBatch(ctx, p, ins, idem)
+	if err != nil {
+		return nil, clientErr(err)
+	}
+	for i, it := range res.Results {
+		switch it.Status {
+		case service.BatchInvalid:
+			out[i].Err = &Error{Code: it.Error.Code, Field: it.Error.Field, Message: it.Error.Message, kind: ErrInvalid}
+		default:
+			out[i].Task = &task.Task{ID: it.TaskID, State: it.State}
+			out[i].Duplicate = it.Status == service.BatchDuplicate
+			if !out[i].Duplicate {
+				out[i].Task.Type = ins[i].TaskType
+			}
+		}
+	}
+	return out, nil
 }
 
 // EnqueueMany creates every task of reqs, checking them all first: when

@@ -146,7 +146,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 		return nil, err
 	}
 	svc, err := service.New(service.Config{
-		Store: st, Auth: au, Audit: trail, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, Logger: m.Logger,
+		Store: st, Auth: au, Audit: trail, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, IdempotencyTTL: cfg.IdempotencyTTL, Logger: m.Logger,
 		ExternalInFlight: cfg.External.InFlight,
 		Types:            types,
 		Breakers:         newBreakerControl(st),

@@ -50,6 +50,7 @@ var authMatrix = map[string]authRow{
 	"GET /docs":                                  {access: "public"},
 	"POST /api/v1/tasks/summarize":               {access: "session", body: `{"content":"One sentence. Two sentences."}`},
 	"POST /api/v1/tasks":                         {access: "session", body: `{"task_type":"noop"}`},
+	"POST /api/v1/tasks/batch":                   {access: "session", body: `{"tasks":[{"task_type":"noop"}]}`},
 	"GET /api/v1/tasks":                          {access: "session"},
 	"GET /api/v1/tasks/{task_id}":                {access: "owner"},
 	"POST /api/v1/tasks/{task_id}/retry":         {access: "owner"},

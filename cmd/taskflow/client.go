@@ -81,20 +81,38 @@ func (c *apiClient) get(ctx context.Context, path string) ([]byte, error) {
 // send sends a request and returns the answer's body; an answer from 400
 // up is an *APIError.
 func (c *apiClient) send(ctx context.Context, method, path string, body any) ([]byte, error) {
+	raw, _, err := c.sendWith(ctx, method, path, body, nil)
+	return raw, err
+}
+
+// sendWith is send with extra request headers; it returns the answer's
+// headers too.
+func (c *apiClient) sendWith(ctx context.Context, method, path string, body any, hdr http.Header) ([]byte, http.Header, error) {
+	raw, res, err := c.roundTrip(ctx, method, path, body, hdr)
+	if res == nil {
+		return raw, nil, err
+	}
+	return raw, res.Header, err
+}
+
+func (c *apiClient) roundTrip(ctx context.Context, method, path string, body any, hdr http.Header) ([]byte, *http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -104,23 +122,23 @@ func (c *apiClient) send(ctx context.Context, method, path string, body any) ([]
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the taskflow API at %s (is `taskflow dev` or `taskflow api` running? set TASKFLOW_URL): %w", c.base, err)
+		return nil, nil, fmt.Errorf("cannot reach the taskflow API at %s (is `taskflow dev` or `taskflow api` running? set TASKFLOW_URL): %w", c.base, err)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if res.StatusCode >= 400 {
 		var env struct {
 			Error struct{ Code, Message, Field string } `json:"error"`
 		}
 		if json.Unmarshal(raw, &env) == nil && env.Error.Code != "" {
-			return nil, &APIError{Status: res.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field}
+			return nil, res, &APIError{Status: res.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Field: env.Error.Field}
 		}
-		return nil, &APIError{Status: res.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
+		return nil, res, &APIError{Status: res.StatusCode, Code: "http_error", Message: strings.TrimSpace(string(raw))}
 	}
-	return raw, nil
+	return raw, res, nil
 }
 
 // taskDoc is the part of a task the client commands show.

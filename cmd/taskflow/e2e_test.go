@@ -102,6 +102,17 @@ func (g *processes) start(env map[string]string, args ...string) *process {
 	return p
 }
 
+// forget drops p (killed and waited for by the test) from those stop
+// stops.
+func (g *processes) forget(p *process) {
+	for i, q := range g.ps {
+		if q == p {
+			g.ps = append(g.ps[:i], g.ps[i+1:]...)
+			return
+		}
+	}
+}
+
 // stop sends SIGTERM to every process at once; each must exit 0 within
 // 30 s.
 func (g *processes) stop() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -24,11 +25,24 @@ func init() {
 			download                   string
 			maxRetries                 int
 			timeout                    float64
+			idemKey, uniqueKey, batch  string
+			uniqueFor                  time.Duration
 		)
 		cmd := &cobra.Command{
 			Use:   "submit [FILE|-]",
 			Short: "Submit a task (default: summarize the text of FILE or stdin); --wait shows progress and prints the result",
-			Args:  cobra.MaximumNArgs(1),
+			Long: `Submit a task (default: summarize the text of FILE or stdin); --wait shows progress and prints the result.
+
+--idempotency-key K sends the Idempotency-Key header: running the same command again with K
+answers the first task and creates none (for 24 h; see docs/api.md). --unique-key K
+(--unique-for 1h) answers the task of yours that holds K while it is unfinished (or within
+the window) instead of creating one; the id printed is then the existing task's.
+
+--batch FILE (or - for stdin) submits JSON lines, each a POST /api/v1/tasks body
+({"task_type": "...", "params": {...}, "unique_key": "..."}), up to 1000 a request, and prints one
+line per input line: LINE<TAB>created|duplicate<TAB>TASK_ID, or LINE<TAB>invalid<TAB>FIELD: MESSAGE.
+It exits 1 when a line was refused.`,
+			Args: cobra.MaximumNArgs(1),
 		}
 		cmd.Flags().StringVar(&taskType, "type", "summarize", "task type")
 		cmd.Flags().StringVar(&params, "params", "", "handler params as a JSON object")
@@ -38,6 +52,10 @@ func init() {
 		cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task ends, showing progress, then print its result")
 		cmd.Flags().DurationVar(&waitFor, "wait-timeout", 10*time.Minute, "give up waiting after this long")
 		cmd.Flags().StringVar(&download, "download", "", "with --wait: save the result's file (its file_url) into this directory")
+		cmd.Flags().StringVar(&idemKey, "idempotency-key", "", "Idempotency-Key: a repeat with this key and the same request answers the first task (24 h)")
+		cmd.Flags().StringVar(&uniqueKey, "unique-key", "", "answer your unfinished task with this key instead of creating one")
+		cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "with --unique-key: hold the key this long after the submit even once the task finished (e.g. 1h)")
+		cmd.Flags().StringVar(&batch, "batch", "", "submit the JSON lines of FILE (- for stdin), one task a line")
 		_ = cmd.RegisterFlagCompletionFunc("type", completeTaskTypes(m))
 		_ = cmd.RegisterFlagCompletionFunc("priority", cobra.FixedCompletions([]string{"high", "normal", "low"}, cobra.ShellCompDirectiveNoFileComp))
 		return clientCommand(m, cmd, func(ctx context.Context, c *apiClient, args []string) error {
@@ -59,6 +77,23 @@ func init() {
 				if st, err := os.Stat(download); err != nil || !st.IsDir() {
 					return fmt.Errorf("--download %s: not a directory", download)
 				}
+			}
+			if cmd.Flags().Changed("unique-for") && uniqueKey == "" {
+				return errors.New("--unique-for needs --unique-key")
+			}
+			if uniqueFor < 0 {
+				return fmt.Errorf("--unique-for %s: must not be negative", uniqueFor)
+			}
+			if batch != "" {
+				for _, f := range []string{"wait", "download", "params", "type", "priority", "max-retries", "timeout", "unique-key", "unique-for"} {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--batch takes every task's fields from its lines: --%s does not apply", f)
+					}
+				}
+				if len(args) > 0 {
+					return errors.New("--batch FILE names the input; give no other FILE")
+				}
+				return submitBatch(ctx, m, c, batch, idemKey)
 			}
 			body := map[string]any{"task_type": taskType}
 			content, src, err := readContent(m, args, taskType == "summarize" || (params == "" && len(args) > 0))
@@ -84,15 +119,36 @@ func init() {
 			if cmd.Flags().Changed("timeout") {
 				body["timeout"] = timeout
 			}
-			var sub struct {
-				TaskID string `json:"task_id"`
-				State  string `json:"state"`
+			if uniqueKey != "" {
+				body["unique_key"] = uniqueKey
 			}
-			if err := c.do(ctx, "POST", "/api/v1/tasks", body, &sub); err != nil {
+			if uniqueFor > 0 {
+				body["unique_for"] = uniqueFor.Seconds()
+			}
+			var hdr http.Header
+			if idemKey != "" {
+				hdr = http.Header{"Idempotency-Key": {idemKey}}
+			}
+			var sub struct {
+				TaskID    string `json:"task_id"`
+				State     string `json:"state"`
+				Duplicate bool   `json:"duplicate"`
+			}
+			raw, rh, err := c.sendWith(ctx, "POST", "/api/v1/tasks", body, hdr)
+			if err == nil {
+				err = json.Unmarshal(raw, &sub)
+			}
+			if err != nil {
 				if src != "" {
 					return fmt.Errorf("%s: %w", src, err)
 				}
 				return err
+			}
+			if sub.Duplicate {
+				fmt.Fprintf(m.Stderr, "task %s holds unique key %q (%s): nothing new was created\n", sub.TaskID, uniqueKey, sub.State)
+			}
+			if rh.Get("Idempotent-Replayed") == "true" {
+				fmt.Fprintf(m.Stderr, "idempotency key %q was used before: this is the first submit's answer\n", idemKey)
 			}
 			if !wait {
 				_, err := fmt.Fprintln(m.Stdout, sub.TaskID)

@@ -66,6 +66,12 @@ type Config struct {
 	// script adds each task that has a session to it, in the same call
 	// that creates the task. Set it to the sessions' TTL. Default 24h.
 	SessionIndexTTL time.Duration
+	// UniqueHold is how long past its run time a unique key's record
+	// (EnqueueRequest.UniqueKey) lives at least; while it lives and its
+	// task is unfinished, a submit with the key answers that task. A
+	// submit that finds the holder still unfinished extends it again.
+	// Default 7 days.
+	UniqueHold time.Duration
 }
 
 // WithDefaults returns c with every unset field set to its default.
@@ -108,6 +114,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SessionIndexTTL == 0 {
 		c.SessionIndexTTL = 24 * time.Hour
+	}
+	if c.UniqueHold == 0 {
+		c.UniqueHold = 7 * 24 * time.Hour
 	}
 	return c
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"strconv"
+
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/task"
 )
@@ -73,6 +75,24 @@ func (k keys) task(id string) string { return k.p + "task:" + id }
 // reader (the API's session listing) drops them (UnindexSessionTasks).
 func (k keys) sessionTasks(sessionID string) string {
 	return k.p + "api:session:" + sessionID + ":tasks"
+}
+
+// unique is the record of a unique key (STRING "until-ms:holder-id",
+// expiring UniqueHold past its task's run time, or unique_for if longer):
+// the task that holds key among its owner's (scope: the session id, ""
+// for deployment-wide callers). The scope is length-prefixed so no
+// session's key can spell another's. It lives in the holder's partition.
+func (k keys) unique(scope, key string) string {
+	return k.p + "uniq:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+}
+
+// idempotency is the record of an Idempotency-Key (HASH fp: the request's
+// fingerprint, res: what the call created or answered per task, x: the
+// caller's extra text), written by the enqueue script with the tasks and
+// expiring after its TTL. scope is the caller (length-prefixed, as for
+// unique).
+func (k keys) idempotency(scope, key string) string {
+	return k.p + "idem:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
 }
 
 // taskPrefix is task(id) without the id (for scripts that find their ids

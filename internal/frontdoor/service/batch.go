@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/taskflow/taskflow/internal/engine/store"
-	"github.com/taskflow/taskflow/task"
 )
 
 // batcher gathers concurrent submits into one EnqueueBatch call. A submit
@@ -30,7 +29,7 @@ type pending struct {
 }
 
 type enqueued struct {
-	t   *task.Task
+	r   store.Enqueued
 	err error
 }
 
@@ -51,22 +50,22 @@ func (b *batcher) close() {
 }
 
 // enqueue submits r and waits for its outcome.
-func (b *batcher) enqueue(ctx context.Context, r store.EnqueueRequest) (*task.Task, error) {
+func (b *batcher) enqueue(ctx context.Context, r store.EnqueueRequest) (store.Enqueued, error) {
 	if b.max <= 1 {
-		return b.s.st.Enqueue(ctx, r)
+		return b.s.enqueueOne(ctx, r)
 	}
 	p := &pending{ctx: ctx, req: r, done: make(chan enqueued, 1)}
 	select {
 	case b.reqs <- p:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return store.Enqueued{}, ctx.Err()
 	}
 	select {
 	case res := <-p.done:
-		return res.t, res.err
+		return res.r, res.err
 	case <-ctx.Done():
 		// The write may still happen; the caller learns nothing of it.
-		return nil, ctx.Err()
+		return store.Enqueued{}, ctx.Err()
 	}
 }
 
@@ -98,8 +97,8 @@ func (b *batcher) run() {
 func (b *batcher) write(batch []*pending) {
 	if len(batch) == 1 {
 		p := batch[0]
-		t, err := b.s.st.Enqueue(p.ctx, p.req)
-		p.done <- enqueued{t, err}
+		r, err := b.s.enqueueOne(p.ctx, p.req)
+		p.done <- enqueued{r, err}
 		return
 	}
 	reqs := make([]store.EnqueueRequest, len(batch))
@@ -107,10 +106,10 @@ func (b *batcher) write(batch []*pending) {
 		reqs[i] = p.req
 	}
 	ctx := context.WithoutCancel(batch[0].ctx)
-	ts, err := b.s.st.EnqueueBatch(ctx, reqs)
-	if err == nil && len(ts) == len(batch) {
+	rs, err := b.s.st.EnqueueResults(ctx, reqs)
+	if err == nil && len(rs) == len(batch) {
 		for i, p := range batch {
-			p.done <- enqueued{ts[i], nil}
+			p.done <- enqueued{rs[i], nil}
 		}
 		return
 	}
@@ -119,15 +118,24 @@ func (b *batcher) write(batch []*pending) {
 	// may or may not have written: report it rather than write twice.
 	if !errors.Is(err, store.ErrInvalid) {
 		if err == nil {
-			err = fmt.Errorf("service: enqueue batch returned %d tasks for %d requests", len(ts), len(batch))
+			err = fmt.Errorf("service: enqueue batch returned %d tasks for %d requests", len(rs), len(batch))
 		}
 		for _, p := range batch {
-			p.done <- enqueued{nil, err}
+			p.done <- enqueued{store.Enqueued{}, err}
 		}
 		return
 	}
 	for _, p := range batch {
-		t, err := b.s.st.Enqueue(p.ctx, p.req)
-		p.done <- enqueued{t, err}
+		r, err := b.s.enqueueOne(p.ctx, p.req)
+		p.done <- enqueued{r, err}
 	}
+}
+
+// enqueueOne writes one request alone.
+func (s *Service) enqueueOne(ctx context.Context, r store.EnqueueRequest) (store.Enqueued, error) {
+	rs, err := s.st.EnqueueResults(ctx, []store.EnqueueRequest{r})
+	if err != nil {
+		return store.Enqueued{}, err
+	}
+	return rs[0], nil
 }

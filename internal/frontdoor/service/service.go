@@ -96,6 +96,10 @@ type Config struct {
 	// tasks are checked at submit by the plan type's declaration in Types:
 	// planapi.Type.)
 	Plans *planapi.Service
+	// IdempotencyTTL is how long an Idempotency-Key's record is kept
+	// (TASKFLOW_IDEMPOTENCY_TTL): a resend with the key within it is
+	// answered the first call's result. Default 24h.
+	IdempotencyTTL time.Duration
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock (health timestamps, run_at checks). Default time.Now.
@@ -132,6 +136,9 @@ func (c Config) WithDefaults() Config {
 	if c.SessionTTL == 0 {
 		c.SessionTTL = 24 * time.Hour
 	}
+	if c.IdempotencyTTL == 0 {
+		c.IdempotencyTTL = 24 * time.Hour
+	}
 	if c.BatchMax == 0 {
 		c.BatchMax = 128
 	}
@@ -165,6 +172,9 @@ func (c Config) Validate() error {
 	if c.BatchWorkers < 1 {
 		errs = append(errs, fmt.Errorf("service: BatchWorkers %d must be positive", c.BatchWorkers))
 	}
+	if c.IdempotencyTTL < time.Second {
+		errs = append(errs, fmt.Errorf("service: IdempotencyTTL %s must be at least 1s", c.IdempotencyTTL))
+	}
 	return errors.Join(errs...)
 }
 
@@ -175,6 +185,7 @@ type Service struct {
 	st    *store.Store
 	rdb   redis.UniversalClient
 	batch *batcher
+	idem  inflight
 }
 
 // New returns a Service; call Close when done.

@@ -38,6 +38,14 @@ type SubmitInput struct {
 	// FIFO together; without it a task's partition follows from its id.
 	// It changes nothing with one partition.
 	PartitionKey string `json:"partition_key,omitempty" openapi:"maxLength=200" jsonschema:"tasks giving the same key share a partition of a deployment split into several (TASKFLOW_PARTITIONS), so they are queued first in, first out together; without it a task's partition follows from its id. No effect with one partition"`
+	// UniqueKey makes the task unique among its owner's (the session's;
+	// deployment-wide callers share one scope): while a task with the key
+	// is unfinished, or within UniqueFor seconds of its submit, a submit
+	// with the key answers that task (duplicate) instead of creating one.
+	UniqueKey string `json:"unique_key,omitempty" openapi:"maxLength=200" jsonschema:"while a task of yours with this key is PENDING or ACTIVE (or FAILED awaiting a retry, or TIMEOUT), or within unique_for seconds of its submit, this submit answers that task with duplicate: true instead of creating one"`
+	// UniqueFor keeps UniqueKey held this many seconds after the submit,
+	// even once the task has finished. Needs UniqueKey.
+	UniqueFor *float64 `json:"unique_for,omitempty" jsonschema:"seconds after its submit the unique_key stays held even once the task finished (needs unique_key; at most 30 days)"`
 }
 
 // Limits of SubmitInput.
@@ -47,6 +55,10 @@ const (
 	MaxRunAhead   = 30 * 24 * time.Hour
 	// MaxPartitionKey is the longest partition_key, in bytes.
 	MaxPartitionKey = 200
+	// MaxUniqueKey is the longest unique_key, in bytes.
+	MaxUniqueKey = 200
+	// MaxUniqueFor is the longest unique_for.
+	MaxUniqueFor = 30 * 24 * time.Hour
 )
 
 // TaskTypeSummarize is summarization task type.
@@ -56,6 +68,9 @@ const TaskTypeSummarize = "summarize"
 type Submitted struct {
 	TaskID string     `json:"task_id"`
 	State  task.State `json:"state"`
+	// Duplicate says nothing was created: the task is the one holding
+	// the submit's unique_key (HTTP 200 rather than 201).
+	Duplicate bool `json:"duplicate,omitempty"`
 	// Task is the task as created (nil for one parked until its
 	// dependencies complete); not part of the wire answer.
 	Task *task.Task `json:"-"`
@@ -80,14 +95,22 @@ func (s *Service) Submit(ctx context.Context, p auth.Principal, in SubmitInput) 
 		endSubmit(span, sub.TaskID, err)
 		return sub, err
 	}
-	t, err := s.batch.enqueue(ctx, req)
+	res, err := s.batch.enqueue(ctx, req)
 	if err != nil {
 		err = storeErr("", err)
 		endSubmit(span, "", err)
 		return Submitted{}, err
 	}
-	endSubmit(span, t.ID, nil)
-	return Submitted{TaskID: t.ID, State: t.State, Task: t}, nil
+	endSubmit(span, res.Task.ID, nil)
+	return submitted(res), nil
+}
+
+// submitted is the answer for one enqueue outcome.
+func submitted(r store.Enqueued) Submitted {
+	if r.Duplicate {
+		return Submitted{TaskID: r.Task.ID, State: r.Task.State, Duplicate: true}
+	}
+	return Submitted{TaskID: r.Task.ID, State: r.Task.State, Task: r.Task}
 }
 
 // startSubmit starts the producer span of a submit of n tasks (the trace
@@ -184,12 +207,12 @@ func (s *Service) SubmitMany(ctx context.Context, p auth.Principal, ins []Submit
 			at = append(at, i)
 		}
 	}
-	ts, err := s.st.EnqueueBatch(ctx, batch)
+	res, err := s.st.EnqueueResults(ctx, batch)
 	if err != nil {
 		return nil, storeErr("", err)
 	}
-	for j, t := range ts {
-		out[at[j]] = Submitted{TaskID: t.ID, State: t.State, Task: t}
+	for j, r := range res {
+		out[at[j]] = submitted(r)
 	}
 	// then those that wait on others, which may be tasks of this call
 	for i, in := range ins {
@@ -260,6 +283,23 @@ func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRe
 		return r, Unprocessable("partition_key", "partition_key must be at most %d characters (got %d)", MaxPartitionKey, len(in.PartitionKey))
 	}
 	r.PartitionKey = in.PartitionKey
+	if len(in.UniqueKey) > MaxUniqueKey {
+		return r, Unprocessable("unique_key", "unique_key must be at most %d bytes (got %d)", MaxUniqueKey, len(in.UniqueKey))
+	}
+	if in.UniqueKey != "" && len(in.DependsOn) > 0 {
+		return r, Unprocessable("unique_key", "unique_key cannot be combined with depends_on")
+	}
+	r.UniqueKey = in.UniqueKey
+	if in.UniqueFor != nil {
+		if in.UniqueKey == "" {
+			return r, Unprocessable("unique_for", "unique_for needs a unique_key")
+		}
+		d, err := seconds.Within(*in.UniqueFor, 0, MaxUniqueFor)
+		if err != nil {
+			return r, Unprocessable("unique_for", "unique_for must be between 0 and %d seconds (got %v)", int(MaxUniqueFor.Seconds()), *in.UniqueFor)
+		}
+		r.UniqueFor = d
+	}
 	if in.RunAt != nil && *in.RunAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, *in.RunAt)
 		if err != nil {

@@ -35,6 +35,7 @@ func endpoints() []endpoint {
 		{"GET", "/docs", nil, "public"},
 		{"POST", "/api/v1/tasks/summarize", map[string]any{"content": "One. Two."}, "session"},
 		{"POST", "/api/v1/tasks", map[string]any{"task_type": "noop"}, "session"},
+		{"POST", "/api/v1/tasks/batch", map[string]any{"tasks": []map[string]any{{"task_type": "noop"}}}, "session"},
 		{"GET", "/api/v1/tasks", nil, "session"},
 		{"GET", "/api/v1/tasks/{id}", nil, "owner"},
 		{"POST", "/api/v1/tasks/{id}/retry", nil, "owner"},
@@ -382,6 +383,7 @@ func TestRolesAndAuditTrail(t *testing.T) {
 		body         any
 	}{
 		{"POST", "/api/v1/tasks", map[string]any{"task_type": "noop"}},
+		{"POST", "/api/v1/tasks/batch", map[string]any{"tasks": []map[string]any{{"task_type": "noop"}}}},
 		{"POST", "/api/v1/tasks/" + id + "/cancel", nil},
 		{"POST", "/api/v1/queues/dlq/retry", map[string]any{"all": true}},
 		{"POST", "/api/v1/workers/open-circuit-breaker", map[string]any{"dependency": "openrouter"}},

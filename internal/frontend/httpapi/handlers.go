@@ -36,12 +36,19 @@ func (s *Server) routes() {
 		tag: "sessions", summary: "End the caller's session (its token stops working; its tasks stay)",
 		responses: map[int]string{200: "SessionEnded"}}})
 
+	idemKey := paramDoc{name: service.IdempotencyField, in: "header", typ: "string",
+		description: "1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering."}
 	add(route{method: "POST", path: "/api/v1/tasks/summarize", access: principal, handler: s.submitSummarize, doc: opDoc{
-		tag: "tasks", summary: "Submit a summarization task", request: "SummarizeRequest",
-		responses: map[int]string{201: "Submitted"}}})
+		tag: "tasks", summary: "Submit a summarization task", request: "SummarizeRequest", params: []paramDoc{idemKey},
+		responses: map[int]string{201: "Submitted", 409: "Error"}}})
 	add(route{method: "POST", path: "/api/v1/tasks", access: principal, handler: s.submit, doc: opDoc{
-		tag: "tasks", summary: "Submit a task of any registered type", request: "SubmitRequest",
-		responses: map[int]string{201: "Submitted"}}})
+		tag: "tasks", summary: "Submit a task of any registered type", request: "SubmitRequest", params: []paramDoc{idemKey},
+		description: "201 with the new task. With unique_key: while a task of the caller's with the key is unfinished (or within unique_for seconds of its submit), 200 with that task and duplicate: true, and nothing is created.",
+		responses:   map[int]string{201: "Submitted", 200: "Submitted", 409: "Error"}}})
+	add(route{method: "POST", path: "/api/v1/tasks/batch", access: principal, handler: s.submitBatch, doc: opDoc{
+		tag: "tasks", summary: "Submit up to 1000 tasks, each answered on its own", request: "BatchSubmitRequest", params: []paramDoc{idemKey},
+		description: "Each item is a SubmitRequest, validated on its own: one result per item, in order: created (with task_id and state), duplicate (its unique_key is held: the holder's task_id and state) or invalid (its error, the field named tasks[i].<field>); an invalid item does not stop the others. The valid items are written together (one Redis script call per 500 tasks and partition; with an Idempotency-Key, one call with the key's record).",
+		responses:   map[int]string{200: "BatchResult", 409: "Error"}}})
 	add(route{method: "GET", path: "/api/v1/tasks", access: principal, handler: s.list, doc: opDoc{
 		tag: "tasks", summary: "List tasks",
 		description: "The admin lists every task; a session lists its own. The order is global across pages. page*page_size is at most 10000, except with sort_by=updated_at and a status of COMPLETED, FAILED, DLQ, TIMEOUT or CANCELLED (cut straight from that state's index). partial: true when a scan stopped at 10000 entries.",
@@ -198,6 +205,11 @@ type summarizeRequest struct {
 }
 
 func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	idem, err := idempotencyOf(r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var in summarizeRequest
 	if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
 		s.writeError(w, r, err)
@@ -208,26 +220,68 @@ func (s *Server) submitSummarize(w http.ResponseWriter, r *http.Request, p ident
 		return
 	}
 	s.doSubmit(w, r, p, service.SubmitInput{TaskType: service.TaskTypeSummarize, Content: in.Content,
-		Priority: in.Priority, Timeout: in.Timeout, MaxRetries: in.MaxRetries, RunAt: in.RunAt, Delay: in.Delay})
+		Priority: in.Priority, Timeout: in.Timeout, MaxRetries: in.MaxRetries, RunAt: in.RunAt, Delay: in.Delay}, idem)
 }
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	idem, err := idempotencyOf(r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var in service.SubmitInput
 	if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.doSubmit(w, r, p, in)
+	s.doSubmit(w, r, p, in, idem)
 }
 
-func (s *Server) doSubmit(w http.ResponseWriter, r *http.Request, p identity.Principal, in service.SubmitInput) {
-	out, err := s.svc.Submit(r.Context(), p, in)
+// doSubmit answers a submit: 201 created, 200 a duplicate of the task
+// holding its unique_key; a replay of an idempotency key's first answer
+// carries Idempotent-Replayed: true.
+func (s *Server) doSubmit(w http.ResponseWriter, r *http.Request, p identity.Principal, in service.SubmitInput, idem service.Idempotency) {
+	out, replayed, err := s.svc.SubmitOnce(r.Context(), p, in, idem)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
 	w.Header().Set("Location", "/api/v1/tasks/"+out.TaskID)
+	if out.Duplicate {
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
 	writeJSON(w, http.StatusCreated, out)
+}
+
+// batchRequest is the body of POST /api/v1/tasks/batch.
+type batchRequest struct {
+	Tasks []service.SubmitInput `json:"tasks" openapi:"required;maxItems=1000" jsonschema:"1 to 1000 tasks, each a SubmitRequest"`
+}
+
+func (s *Server) submitBatch(w http.ResponseWriter, r *http.Request, p identity.Principal) {
+	idem, err := idempotencyOf(r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var in batchRequest
+	if err := decodeBody(r, s.cfg.MaxBodyBytes, &in); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, replayed, err := s.svc.SubmitBatch(r.Context(), p, in.Tasks, idem)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, p identity.Principal) {

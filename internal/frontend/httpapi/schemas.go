@@ -40,6 +40,8 @@ var components = []component{
 	request[summarizeRequest]("SummarizeRequest", ""),
 	request[service.SubmitInput]("SubmitRequest", ""),
 	response[service.Submitted]("Submitted", ""),
+	request[batchRequest]("BatchSubmitRequest", ""),
+	response[service.BatchResult]("BatchResult", "One result per item of the batch, in order."),
 	response[service.TaskView]("Task", "A task with its result and histories."),
 	response[service.TaskSummary]("TaskSummary", "A task without its content and result (listings with summary=true, queue listings)."),
 	response[service.TaskList]("TaskList", ""),

@@ -3,11 +3,14 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +52,9 @@ const (
 	optTimeout  = "timeout_seconds"
 	optDelay    = "delay_seconds"
 	optPartKey  = "partition_key"
+	optIdemKey  = "idempotency_key"
+	optUniqKey  = "unique_key"
+	optUniqFor  = "unique_for_seconds"
 )
 
 var options = map[string]map[string]any{
@@ -60,6 +66,12 @@ var options = map[string]map[string]any{
 		"description": "start no sooner than this many seconds from now"},
 	optPartKey: {"type": "string", "maxLength": service.MaxPartitionKey,
 		"description": "tasks given the same key share one partition, so they keep their order (with TASKFLOW_PARTITIONS > 1); default: spread by task id"},
+	optIdemKey: {"type": "string", "minLength": 1, "maxLength": service.MaxIdempotencyKey,
+		"description": "a key of your choosing for this call (printable ASCII): calling the tool again with the same key and the same arguments (within 24 h) answers the task the first call created instead of creating another, so a retried call is safe. Use a new key for a new task"},
+	optUniqKey: {"type": "string", "maxLength": service.MaxUniqueKey,
+		"description": "while a task of this session with the same unique_key is unfinished, answer that task (duplicate: true) instead of creating one"},
+	optUniqFor: {"type": "number", "minimum": 0, "maximum": service.MaxUniqueFor.Seconds(),
+		"description": "with unique_key: keep the key held this many seconds after the submit, even once the task finished"},
 }
 
 // typeTool is the tool that submits tasks of t; ok is false for a type with
@@ -108,6 +120,10 @@ func (ss *session) typeTool(t service.TaskTypeInfo) (*mcp.Tool, mcp.ToolHandler,
 			return ss.fail(ctx, err), nil
 		}
 		in := service.SubmitInput{TaskType: typ}
+		idem, err := idempotencyOf(ToolName(typ), args, opts)
+		if err != nil {
+			return ss.fail(ctx, err), nil
+		}
 		for _, name := range opts {
 			raw, ok := args[name]
 			if !ok {
@@ -123,22 +139,41 @@ func (ss *session) typeTool(t service.TaskTypeInfo) (*mcp.Tool, mcp.ToolHandler,
 			return ss.fail(ctx, err), nil
 		}
 		in.Params = params
-		out, err := ss.s.svc.Submit(ctx, ss.p, in)
+		out, replayed, err := ss.s.svc.SubmitOnce(ctx, ss.p, in, idem)
+		var se *service.Error
+		if errors.As(err, &se) && se.Field == service.IdempotencyField {
+			// the tool's argument, not an HTTP header
+			c := *se
+			c.Field = optIdemKey
+			c.Message = strings.ReplaceAll(c.Message, service.IdempotencyField, optIdemKey)
+			err = &c
+		}
 		if err != nil {
 			return ss.fail(ctx, err), nil
 		}
-		ack := Acknowledgment{TaskID: out.TaskID, TaskType: typ, State: string(out.State),
+		ack := Acknowledgment{TaskID: out.TaskID, TaskType: typ, State: string(out.State), Duplicate: out.Duplicate || replayed,
 			AcknowledgmentMessage: fmt.Sprintf("Task %s (%s) is queued. You will be notified when it finishes; "+
 				"call get_task_result_tool with this task_id to fetch the result.", out.TaskID, typ)}
+		switch {
+		case replayed:
+			ack.AcknowledgmentMessage = fmt.Sprintf("This idempotency_key was used before: task %s (%s) is the one the first call created (it was %s then); no new task. "+
+				"Call get_task_result_tool with this task_id for its result.", out.TaskID, typ, out.State)
+		case out.Duplicate:
+			ack.AcknowledgmentMessage = fmt.Sprintf("Task %s (%s) already holds this unique_key (it is %s); no new task. "+
+				"Call get_task_result_tool with this task_id for its result.", out.TaskID, typ, out.State)
+		}
 		return ss.answer(ctx, ack.AcknowledgmentMessage, &ack), nil
 	}, true
 }
 
 // Acknowledgment is a task tool's answer: the task id and a sentence for the model.
 type Acknowledgment struct {
-	TaskID                string `json:"task_id"`
-	TaskType              string `json:"task_type"`
-	State                 string `json:"state"`
+	TaskID   string `json:"task_id"`
+	TaskType string `json:"task_type"`
+	State    string `json:"state"`
+	// Duplicate: no task was created; task_id is the one holding the
+	// call's unique_key, or the one its idempotency_key's first call made.
+	Duplicate             bool   `json:"duplicate,omitempty"`
 	AcknowledgmentMessage string `json:"acknowledgment_message"`
 	// Notifications are the session's unread notifications, delivered
 	// with this answer (as a REST response carries them on a session's next request).
@@ -162,6 +197,20 @@ func setOption(in *service.SubmitInput, name string, raw json.RawMessage) error 
 			return service.Unprocessable(name, "%s must be a string", name)
 		}
 		in.PartitionKey = s
+	case optIdemKey:
+		// read by idempotencyOf
+	case optUniqKey:
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return service.Unprocessable(name, "%s must be a string", name)
+		}
+		in.UniqueKey = s
+	case optUniqFor:
+		var f float64
+		if json.Unmarshal(raw, &f) != nil {
+			return service.Unprocessable(name, "%s must be a number of seconds", name)
+		}
+		in.UniqueFor = &f
 	case optTimeout, optDelay:
 		var f float64
 		if json.Unmarshal(raw, &f) != nil {
@@ -174,6 +223,43 @@ func setOption(in *service.SubmitInput, name string, raw json.RawMessage) error 
 		}
 	}
 	return nil
+}
+
+// idempotencyOf reads a task tool call's idempotency_key (when the tool
+// takes it: opts) and fingerprints the call: the tool and its other
+// arguments, each value as sent, in key order.
+func idempotencyOf(tool string, args map[string]json.RawMessage, opts []string) (service.Idempotency, error) {
+	raw, ok := args[optIdemKey]
+	if !ok || !slices.Contains(opts, optIdemKey) {
+		return service.Idempotency{}, nil
+	}
+	var key string
+	if json.Unmarshal(raw, &key) != nil {
+		return service.Idempotency{}, service.Unprocessable(optIdemKey, "%s must be a string", optIdemKey)
+	}
+	if err := service.ValidIdempotencyKey(key); err != nil {
+		var e *service.Error
+		if errors.As(err, &e) {
+			e.Field = optIdemKey
+		}
+		return service.Idempotency{}, err
+	}
+	names := make([]string, 0, len(args))
+	for k := range args {
+		if k != optIdemKey {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	h.Write([]byte(tool))
+	for _, k := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write(bytes.TrimSpace(args[k]))
+	}
+	return service.Idempotency{Key: key, Fingerprint: "mcp:" + hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // arguments decodes a tool call's arguments: a JSON object (absent = {}).

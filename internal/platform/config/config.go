@@ -79,6 +79,10 @@ type Config struct {
 	// (TASKFLOW_SESSION_TTL: seconds or a duration, "86400" or "24h"), and
 	// with them the session's task index. Default 24h. Read here only.
 	SessionTTL time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key's record is kept
+	// (TASKFLOW_IDEMPOTENCY_TTL): a request resent with its key within it
+	// is answered the first response. Default 24h.
+	IdempotencyTTL time.Duration
 	// AuditRetention is how long the audit trail keeps an entry
 	// (TASKFLOW_AUDIT_RETENTION). Default 90 days.
 	AuditRetention time.Duration
@@ -177,6 +181,7 @@ const (
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxContentBytes  = 512 << 10
 	DefaultSessionTTL       = 24 * time.Hour
+	DefaultIdempotencyTTL   = 24 * time.Hour
 	DefaultAuditRetention   = 90 * 24 * time.Hour
 	DefaultShutdownGrace    = 10 * time.Second
 	DefaultRequestTimeout   = time.Second
@@ -216,6 +221,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.SessionTTL == 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.IdempotencyTTL == 0 {
+		c.IdempotencyTTL = DefaultIdempotencyTTL
 	}
 	if c.ShutdownGrace == 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
@@ -283,6 +291,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxContentBytes < 1 || int64(c.MaxContentBytes) > c.MaxBodyBytes {
 		bad("TASKFLOW_MAX_CONTENT_BYTES", "%d must be between 1 and TASKFLOW_MAX_BODY_BYTES (%d)", c.MaxContentBytes, c.MaxBodyBytes)
+	}
+	if c.IdempotencyTTL < time.Minute {
+		bad("TASKFLOW_IDEMPOTENCY_TTL", "%s is below the minimum of 1m", c.IdempotencyTTL)
 	}
 	if c.SessionTTL < time.Minute {
 		bad("TASKFLOW_SESSION_TTL", "%s is below the minimum of 1m", c.SessionTTL)

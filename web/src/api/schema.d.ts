@@ -593,9 +593,33 @@ export interface paths {
         put?: never;
         /**
          * Submit a task of any registered type
-         * @description Access: session or admin.
+         * @description 201 with the new task. With unique_key: while a task of the caller's with the key is unfinished (or within unique_for seconds of its submit), 200 with that task and duplicate: true, and nothing is created.
+         *
+         *     Access: session or admin.
          */
         post: operations["postTasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit up to 1000 tasks, each answered on its own
+         * @description Each item is a SubmitRequest, validated on its own: one result per item, in order: created (with task_id and state), duplicate (its unique_key is held: the holder's task_id and state) or invalid (its error, the field named tasks[i].<field>); an invalid item does not stop the others. The valid items are written together (one Redis script call per 500 tasks and partition; with an Idempotency-Key, one call with the key's record).
+         *
+         *     Access: session or admin.
+         */
+        post: operations["postTasksBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -931,6 +955,26 @@ export interface components {
         AuditPage: {
             entries: components["schemas"]["AuditEntry"][];
             next?: string;
+        };
+        /** @description One result per item of the batch, in order. */
+        BatchResult: {
+            results: {
+                error?: {
+                    code: string;
+                    field?: string;
+                    message: string;
+                };
+                index: number;
+                /** @enum {string} */
+                state?: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
+                /** @enum {string} */
+                status: "created" | "duplicate" | "invalid";
+                task_id?: string;
+            }[];
+        };
+        BatchSubmitRequest: {
+            /** @description 1 to 1000 tasks, each a SubmitRequest */
+            tasks: components["schemas"]["SubmitRequest"][];
         };
         BreakerRequest: {
             /**
@@ -1662,8 +1706,13 @@ export interface components {
             task_type: string;
             /** @description seconds one attempt may run */
             timeout?: number;
+            /** @description seconds after its submit the unique_key stays held even once the task finished (needs unique_key; at most 30 days) */
+            unique_for?: number;
+            /** @description while a task of yours with this key is PENDING or ACTIVE (or FAILED awaiting a retry, or TIMEOUT), or within unique_for seconds of its submit, this submit answers that task with duplicate: true instead of creating one */
+            unique_key?: string;
         };
         Submitted: {
+            duplicate?: boolean;
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             task_id: string;
@@ -3553,7 +3602,10 @@ export interface operations {
     postTasks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3563,6 +3615,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Submitted"];
+                };
+            };
             /** @description Created */
             201: {
                 headers: {
@@ -3592,6 +3653,96 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postTasksBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchSubmitRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3660,7 +3811,10 @@ export interface operations {
     postTasksSummarize: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3699,6 +3853,15 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
