@@ -46,6 +46,13 @@ type EnqueueRequest struct {
 	// (tracing.Traceparent of the submit's span); "" for none. It is
 	// stored in the task's hash with the enqueue's own write.
 	Traceparent string
+	// Queue is the named queue the task waits in (ValidQueueName); ""
+	// means DefaultQueue. A queue exists from its first task on.
+	Queue string
+	// LimitKey is the key per-key limits count the task against (a
+	// tenant, a customer): at most 200 bytes, no control characters; ""
+	// for none.
+	LimitKey string
 }
 
 const maxIDLen = 200
@@ -105,6 +112,14 @@ func (s *Store) prepare(r EnqueueRequest) (EnqueueRequest, error) {
 		return r, err
 	} else if want >= 0 && PartitionOf(r.ID, n) != want {
 		return r, &ValidationError{Field: "partition_key", Reason: fmt.Sprintf("task_id %q falls in partition %d and the partition key in %d: leave out the task_id or the partition key", r.ID, PartitionOf(r.ID, n), want)}
+	}
+	if r.Queue == "" {
+		r.Queue = DefaultQueue
+	} else if err := ValidQueueName(r.Queue); err != nil {
+		return r, err
+	}
+	if err := validLimitKey(r.LimitKey); err != nil {
+		return r, err
 	}
 	p, err := task.ParsePriority(string(r.Priority))
 	if err != nil {
@@ -189,12 +204,28 @@ func (s *Store) EnqueueBatch(ctx context.Context, reqs []EnqueueRequest) ([]*tas
 // enqueueIn writes reqs, all of partition k, one script call per
 // EnqueueChunk.
 func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest, now time.Time, call string) error {
+	// the tasks of one named queue go in one script call (its lists and
+	// wake-up are in KEYS); a batch all of the default queue is one group
+	if err := s.registerQueues(ctx, prepared); err != nil {
+		return err
+	}
+	for _, group := range byQueue(prepared) {
+		if err := s.enqueueQueue(ctx, k, group, now, call); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enqueueQueue is enqueueIn for tasks all of one named queue.
+func (s *Store) enqueueQueue(ctx context.Context, k keys, prepared []EnqueueRequest, now time.Time, call string) error {
 	nowMS := ms(now)
+	q := k.named(prepared[0].Queue)
 	for start := 0; start < len(prepared); start += s.cfg.EnqueueChunk {
 		chunk := prepared[start:min(start+s.cfg.EnqueueChunk, len(prepared))]
 		keys := make([]string, 0, 7+len(chunk))
-		keys = append(keys, k.stateIndex(task.StatePending), k.scheduled(), k.events(), k.wake(),
-			k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow))
+		keys = append(keys, k.stateIndex(task.StatePending), k.scheduled(), k.events(), q.wake(),
+			q.primary(task.PriorityHigh), q.primary(task.PriorityNormal), q.primary(task.PriorityLow))
 		args := make([]any, 0, 3+len(chunk)*14)
 		args = append(args, nowMS, s.cfg.EventStreamMaxLen, len(chunk))
 		for _, r := range chunk {
@@ -219,6 +250,12 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 			}
 			if r.Traceparent != "" {
 				fields = append(fields, fTraceparent, r.Traceparent)
+			}
+			if r.Queue != DefaultQueue {
+				fields = append(fields, fQueue, r.Queue)
+			}
+			if r.LimitKey != "" {
+				fields = append(fields, fLimitKey, r.LimitKey)
 			}
 			args = append(args, r.ID, string(r.Priority), runAt, r.Type, r.SessionID, len(fields)/2)
 			args = append(args, fields...)
@@ -254,7 +291,36 @@ func (s *Store) created(r EnqueueRequest, now time.Time) *task.Task {
 		ID: r.ID, Type: r.Type, State: task.StatePending, Content: r.Content, Params: r.Params,
 		SessionID: r.SessionID, Priority: r.Priority, Timeout: r.Timeout.Truncate(time.Millisecond),
 		MaxRetries: maxRetries, CreatedAt: now, UpdatedAt: now, Traceparent: r.Traceparent,
+		Queue: r.Queue, LimitKey: r.LimitKey,
 		ErrorHistory: []task.ErrorRecord{},
 		StateHistory: []task.StateChange{{At: now, To: task.StatePending, Cause: "created"}},
 	}
+}
+
+// byQueue splits reqs by named queue, keeping their order within each;
+// the common case (all of one queue) costs no copy.
+func byQueue(reqs []EnqueueRequest) [][]EnqueueRequest {
+	one := true
+	for _, r := range reqs[1:] {
+		if r.Queue != reqs[0].Queue {
+			one = false
+			break
+		}
+	}
+	if one {
+		return [][]EnqueueRequest{reqs}
+	}
+	var order []string
+	groups := map[string][]EnqueueRequest{}
+	for _, r := range reqs {
+		if _, ok := groups[r.Queue]; !ok {
+			order = append(order, r.Queue)
+		}
+		groups[r.Queue] = append(groups[r.Queue], r)
+	}
+	out := make([][]EnqueueRequest, len(order))
+	for i, q := range order {
+		out[i] = groups[q]
+	}
+	return out
 }

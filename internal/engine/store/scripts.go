@@ -41,4 +41,5 @@ var (
 	scriptSweep        = load("sweep")
 	scriptHandoff      = load("handoff")
 	scriptPurge        = load("purge")
+	scriptControl      = load("control")
 )
