@@ -100,7 +100,7 @@ local function room(s, L)
 end
 local held = {} -- scope -> 1 when its running count changed
 local ratechanged = {}
-local function take(s, L, counted)
+local function acquire(s, L, counted)
   if counted then running[s] = run_of(s) + 1; held[s] = true end
   if L and L.rate > 0 then
     tats[s] = math.max(tat_of(s), now) + L.per / L.rate
@@ -311,11 +311,11 @@ for _, id in ipairs(ids) do
           park(id, tk, blocked, f[14])
         else
           local hs = {}
-          take(qs, QL, qn ~= '' or (QL and QL.conc >= 0))
+          acquire(qs, QL, qn ~= '' or (QL and QL.conc >= 0))
           if qn ~= '' or (QL and QL.conc >= 0) then hs[#hs + 1] = qs end
           for _, sc in ipairs(scopes) do
             local L = lim(sc)
-            take(sc, L, L.conc >= 0)
+            acquire(sc, L, L.conc >= 0)
             if L.conc >= 0 then hs[#hs + 1] = sc end
           end
           if #hs > 0 then lh = table.concat(hs, '\n') end
