@@ -51,6 +51,12 @@ if redis.call('EXISTS', KEYS[13]) == 1 then
   for i = 1, #a, 2 do ctl[a[i]] = a[i + 1] end
 end
 local qs = 'q:' .. (qn ~= '' and qn or 'default')
+if ctl or qn ~= '' then
+  -- no start recorded before the latest end of an attempt that gave a
+  -- slot back (release_slots in lib.lua)
+  local last = tonumber(redis.call('HGET', KEYS[14], '@t'))
+  if last and last > now then now = last; nows = string.format('%d', last) end
+end
 
 -- limits: "<rate>/<per ms>/<concurrency>"; rate 0 or concurrency -1 = none
 local lims = {}

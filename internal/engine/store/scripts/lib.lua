@@ -140,6 +140,12 @@ end
 -- kc running counts kx park index kp park prefix kw park wake
 local function release_slots(tk, lh, kc, kx, kp, kw, now)
   if not lh or lh == '' then return end
+  -- the latest end (field @t): a fetch that takes the slot records its
+  -- start no earlier, so the tasks' histories show the limit held even
+  -- when the processes' calls reach Redis in another order than their
+  -- clocks read
+  local last = tonumber(redis.call('HGET', kc, '@t'))
+  if not last or tonumber(now) > last then redis.call('HSET', kc, '@t', now) end
   for s in string.gmatch(lh, '[^\n]+') do
     if redis.call('HINCRBY', kc, s, -1) <= 0 then redis.call('HDEL', kc, s) end
     if redis.call('EXISTS', kp .. s) == 1 then

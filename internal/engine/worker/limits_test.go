@@ -1,0 +1,252 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
+	"github.com/taskflow/taskflow/task"
+)
+
+// The fleet-wide limit tests run worker processes: this test binary again
+// (TestMain sees limitChildEnv), each with its own Redis client, serving
+// the queues named in limitQueuesEnv.
+const (
+	limitChildEnv  = "TASKFLOW_LIMIT_CHILD"
+	limitNSEnv     = "TASKFLOW_LIMIT_CHILD_NS"
+	limitQueuesEnv = "TASKFLOW_LIMIT_CHILD_QUEUES"
+)
+
+// runLimitChild is a worker process whose handler takes 20 ms per task.
+func runLimitChild() int {
+	rdb, err := testredis.Open()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	st, err := store.New(rdb, store.Config{Namespace: os.Getenv(limitNSEnv)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	mux := NewMux()
+	work := func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return json.RawMessage(`1`), nil
+	}
+	mux.HandleFunc("limited", work)
+	mux.HandleFunc("free", work)
+	var qs []QueueConfig
+	if q := os.Getenv(limitQueuesEnv); q != "" {
+		qs = []QueueConfig{{Name: q}}
+	}
+	w, err := New(st, mux, Config{ID: "child-" + strconv.Itoa(os.Getpid()), Concurrency: 8, Queues: qs,
+		ShutdownGrace: time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	go func() { // the parent closes our stdin to stop us
+		_, _ = os.Stdin.Read(make([]byte, 1))
+		stop()
+	}()
+	_ = w.Run(ctx)
+	return 0
+}
+
+// startLimitChildren starts n worker processes on ns, stopped at cleanup.
+func startLimitChildren(t *testing.T, n int, ns, queue string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), limitChildEnv+"=1", limitNSEnv+"="+ns, limitQueuesEnv+"="+queue)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		t.Cleanup(func() {
+			defer wg.Done()
+			_ = stdin.Close()
+			done := make(chan struct{})
+			go func() { _, _ = cmd.Process.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+}
+
+// waitAllCompleted waits until every task of ids is COMPLETED and returns
+// them.
+func waitAllCompleted(t *testing.T, st *store.Store, ids []string, within time.Duration) []*task.Task {
+	t.Helper()
+	var ts []*task.Task
+	require.Eventually(t, func() bool {
+		got, err := st.GetMany(context.Background(), ids)
+		if err != nil {
+			return false
+		}
+		for _, tk := range got {
+			if tk == nil || tk.State != task.StateCompleted {
+				return false
+			}
+		}
+		ts = got
+		return true
+	}, within, 50*time.Millisecond)
+	return ts
+}
+
+// maxRunning is the most attempts running at once, from the tasks' own
+// histories (an attempt runs from its PENDING → ACTIVE entry to its end;
+// at the same millisecond an end comes before a start).
+func maxRunning(ts []*task.Task) int {
+	type edge struct {
+		at    time.Time
+		delta int
+	}
+	var es []edge
+	for _, tk := range ts {
+		var start *time.Time
+		for _, c := range tk.StateHistory {
+			at := c.At
+			if c.To == task.StateActive {
+				start = &at
+			} else if c.From == task.StateActive && start != nil {
+				es = append(es, edge{*start, 1}, edge{at, -1})
+				start = nil
+			}
+		}
+	}
+	slices.SortFunc(es, func(a, b edge) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return a.delta - b.delta
+	})
+	cur, most := 0, 0
+	for _, e := range es {
+		cur += e.delta
+		most = max(most, cur)
+	}
+	return most
+}
+
+func TestConcurrencyLimitHoldsAcrossFourProcesses(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	ctx := context.Background()
+	const limit = 3
+	conc := limit
+	require.NoError(t, st.SetLimit(ctx, store.Limit{Scope: store.ScopeTaskType, Name: "limited", Concurrency: &conc}))
+	reqs := make([]store.EnqueueRequest, 0, 150)
+	for i := 0; i < 150; i++ {
+		typ := "limited"
+		if i%3 == 2 {
+			typ = "free"
+		}
+		reqs = append(reqs, store.EnqueueRequest{Type: typ})
+	}
+	created, err := st.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+	var limited, free []string
+	for _, tk := range created {
+		if tk.Type == "limited" {
+			limited = append(limited, tk.ID)
+		} else {
+			free = append(free, tk.ID)
+		}
+	}
+	startLimitChildren(t, 4, ns, "")
+
+	done := waitAllCompleted(t, st, limited, 60*time.Second)
+	most := maxRunning(done)
+	require.LessOrEqual(t, most, limit, "the limit held fleet-wide")
+	require.Equal(t, limit, most, "the limit was reached")
+	// the unlimited type was not held back: more of it ran at once
+	freeDone := waitAllCompleted(t, st, free, 30*time.Second)
+	require.Greater(t, maxRunning(freeDone), limit)
+	running, err := rdb.HGet(ctx, "{"+ns+"}:ctl:running", "t:limited").Int()
+	if err == nil {
+		require.Zero(t, running, "every slot was given back")
+	}
+}
+
+func TestPausedTypeStartsNothingAfterThePause(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: ns})
+	require.NoError(t, err)
+	ctx := context.Background()
+	reqs := make([]store.EnqueueRequest, 0, 400)
+	for i := 0; i < 400; i++ {
+		reqs = append(reqs, store.EnqueueRequest{Type: "limited", Queue: "paused-q"})
+	}
+	created, err := st.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+	startLimitChildren(t, 4, ns, "paused-q")
+
+	// pause while the workers are busy with the queue
+	require.Eventually(t, func() bool {
+		q, err := st.Queue(ctx, "paused-q")
+		return err == nil && q.Active > 0
+	}, 20*time.Second, 5*time.Millisecond)
+	require.NoError(t, st.PauseTaskType(ctx, "limited"))
+	acked := time.Now()
+
+	// running tasks finish; nothing starts after the pause returned
+	time.Sleep(500 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		q, err := st.Queue(ctx, "paused-q")
+		return err == nil && q.Active == 0
+	}, 20*time.Second, 20*time.Millisecond)
+	ids := make([]string, len(created))
+	for i, tk := range created {
+		ids[i] = tk.ID
+	}
+	ts, err := st.GetMany(ctx, ids)
+	require.NoError(t, err)
+	var waiting []string
+	for i, tk := range ts {
+		if tk.StartedAt != nil {
+			require.False(t, tk.StartedAt.After(acked), "task %s started at %s, after the pause at %s", tk.ID, tk.StartedAt, acked)
+		} else {
+			require.Equal(t, task.StatePending, tk.State)
+			waiting = append(waiting, ids[i])
+		}
+	}
+	require.NotEmpty(t, waiting, "the pause came too late to hold anything back")
+
+	// resume: the rest run, in their order within the queue
+	require.NoError(t, st.ResumeTaskType(ctx, "limited"))
+	rest := waitAllCompleted(t, st, waiting, 60*time.Second)
+	require.True(t, slices.IsSortedFunc(rest, func(a, b *task.Task) int {
+		// 4 processes start batches at once: order holds within 250 ms
+		if a.StartedAt.Sub(*b.StartedAt) > 250*time.Millisecond {
+			return 1
+		}
+		return 0
+	}), "resumed tasks start in their queue order")
+}
