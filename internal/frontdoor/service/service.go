@@ -96,6 +96,10 @@ type Config struct {
 	// tasks are checked at submit by the plan type's declaration in Types:
 	// planapi.Type.)
 	Plans *planapi.Service
+	// TypeQueues maps a task type to the named queue its tasks go to
+	// when their submit names none (TASKFLOW_TYPE_QUEUES). Default none:
+	// every such task goes to the default queue.
+	TypeQueues map[string]string
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock (health timestamps, run_at checks). Default time.Now.

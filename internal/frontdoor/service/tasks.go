@@ -38,6 +38,11 @@ type SubmitInput struct {
 	// FIFO together; without it a task's partition follows from its id.
 	// It changes nothing with one partition.
 	PartitionKey string `json:"partition_key,omitempty" openapi:"maxLength=200" jsonschema:"tasks giving the same key share a partition of a deployment split into several (TASKFLOW_PARTITIONS), so they are queued first in, first out together; without it a task's partition follows from its id. No effect with one partition"`
+	// Queue is the named queue the task waits in; default: its task
+	// type's default queue (TASKFLOW_TYPE_QUEUES), else "default".
+	Queue string `json:"queue,omitempty" openapi:"maxLength=64;example=emails" jsonschema:"the named queue (^[a-z0-9][a-z0-9._-]{0,63}$); default: the task type's default queue, else default. A queue exists from its first task on"`
+	// LimitKey is the key per-key limits count the task against.
+	LimitKey string `json:"limit_key,omitempty" openapi:"maxLength=200;example=tenant-42" jsonschema:"the key per-key limits count this task against (a tenant, a customer)"`
 }
 
 // Limits of SubmitInput.
@@ -260,6 +265,19 @@ func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRe
 		return r, Unprocessable("partition_key", "partition_key must be at most %d characters (got %d)", MaxPartitionKey, len(in.PartitionKey))
 	}
 	r.PartitionKey = in.PartitionKey
+	r.Queue = in.Queue
+	if r.Queue == "" {
+		r.Queue = s.cfg.TypeQueues[r.Type]
+	}
+	if r.Queue != "" {
+		if err := store.ValidQueueName(r.Queue); err != nil {
+			return r, Unprocessable("queue", "queue must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", truncate(r.Queue, 80))
+		}
+	}
+	if len(in.LimitKey) > store.MaxLimitKey || strings.ContainsFunc(in.LimitKey, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+		return r, Unprocessable("limit_key", "limit_key must be at most %d bytes without control characters", store.MaxLimitKey)
+	}
+	r.LimitKey = in.LimitKey
 	if in.RunAt != nil && *in.RunAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, *in.RunAt)
 		if err != nil {
