@@ -1,0 +1,68 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestQueueCommands drives queues, pause/resume and limits against a
+// running `taskflow dev` whose worker serves two named queues.
+func TestQueueCommands(t *testing.T) {
+	t.Parallel()
+	base, _ := startDev(t, map[string]string{"TASKFLOW_QUEUES": "emails:2,default"})
+
+	out, _, err := client(t, base, "", "pause", "queue", "emails")
+	require.NoError(t, err)
+	require.Equal(t, "queue emails paused\n", out)
+	id, _, err := client(t, base, "", "submit", "--type", "noop", "--queue", "emails", "--limit-key", "tenant-1")
+	require.NoError(t, err)
+	id = strings.TrimSpace(id)
+	out, _, err = client(t, base, "", "queues")
+	require.NoError(t, err)
+	require.Regexp(t, `QUEUE\s+STATE\s+HIGH\s+NORMAL`, out)
+	require.Regexp(t, `emails\s+PAUSED\s+0\s+1\s`, out)
+	time.Sleep(200 * time.Millisecond)
+	out, _, err = client(t, base, "", "status", id)
+	require.NoError(t, err)
+	require.Contains(t, out, "PENDING", "a paused queue's task waits")
+
+	out, _, err = client(t, base, "", "resume", "queue", "emails")
+	require.NoError(t, err)
+	require.Equal(t, "queue emails resumed\n", out)
+	require.Eventually(t, func() bool {
+		out, _, err := client(t, base, "", "status", id)
+		return err == nil && strings.Contains(out, "COMPLETED")
+	}, 10*time.Second, 20*time.Millisecond)
+
+	out, _, err = client(t, base, "", "pause", "task-type", "noop")
+	require.NoError(t, err)
+	require.Equal(t, "task-type noop paused\n", out)
+	out, _, err = client(t, base, "", "queues", "--json")
+	require.NoError(t, err)
+	require.Contains(t, out, `"paused_task_types":["noop"]`)
+	_, _, err = client(t, base, "", "resume", "task-type", "noop")
+	require.NoError(t, err)
+
+	out, _, err = client(t, base, "", "limits", "set", "key", "*", "--concurrency", "2", "--rate", "10", "--per", "1")
+	require.NoError(t, err)
+	require.Equal(t, "key *: 10 per 1s, 2 at once\n", out)
+	out, _, err = client(t, base, "", "limits", "list")
+	require.NoError(t, err)
+	require.Regexp(t, `key\s+\*\s+10 per 1s, 2 at once`, out)
+	_, _, err = client(t, base, "", "limits", "set", "queue", "emails")
+	require.ErrorContains(t, err, "give --rate")
+	_, _, err = client(t, base, "", "limits", "set", "queue", "Not Valid", "--concurrency", "1")
+	require.ErrorContains(t, err, "name")
+	out, _, err = client(t, base, "", "limits", "delete", "key", "*")
+	require.NoError(t, err)
+	require.Equal(t, "key \"*\": limit removed\n", out)
+	_, _, err = client(t, base, "", "limits", "delete", "key", "*")
+	require.ErrorContains(t, err, "limit_not_found")
+	_, _, err = client(t, base, "", "pause", "shelf", "x")
+	require.ErrorContains(t, err, "give queue NAME or task-type TYPE")
+	_, _, err = client(t, base, "", "submit", "--type", "noop", "--queue", "Bad Q")
+	require.ErrorContains(t, err, "queue")
+}
