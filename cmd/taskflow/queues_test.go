@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskflow/taskflow/internal/testrig/testredis"
 )
 
 // TestQueueCommands drives queues, pause/resume and limits against a
@@ -65,4 +68,39 @@ func TestQueueCommands(t *testing.T) {
 	require.ErrorContains(t, err, "give queue NAME or task-type TYPE")
 	_, _, err = client(t, base, "", "submit", "--type", "noop", "--queue", "Bad Q")
 	require.ErrorContains(t, err, "queue")
+}
+
+// TestMCPQueueTools: the admin's MCP tools list, pause and resume queues
+// and task types; a session does not get them.
+func TestMCPQueueTools(t *testing.T) {
+	t.Parallel()
+	_, ns := testredis.Client(t)
+	const admin = "mcp-queues-admin-key-0123456789"
+	base, _ := startDev(t, map[string]string{"REDIS_URL": testredis.URL(), "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin})
+
+	cs := mcpHTTP(t, base, admin, nil)
+	res, text, out := call(t, cs, "pause_queue_tool", map[string]any{"queue": "emails"})
+	require.False(t, res.IsError, text)
+	require.Equal(t, true, out["paused"])
+	res, text, out = call(t, cs, "list_queues_tool", map[string]any{})
+	require.False(t, res.IsError, text)
+	require.Contains(t, text, "emails (paused)")
+	require.Len(t, out["queues"], 2)
+	res, text, _ = call(t, cs, "resume_queue_tool", map[string]any{"queue": "emails"})
+	require.False(t, res.IsError, text)
+	res, text, _ = call(t, cs, "pause_task_type_tool", map[string]any{"task_type": "noop"})
+	require.False(t, res.IsError, text)
+	_, text, _ = call(t, cs, "list_queues_tool", map[string]any{})
+	require.Contains(t, text, "paused task types: noop")
+	res, text, _ = call(t, cs, "resume_task_type_tool", map[string]any{"task_type": "noop"})
+	require.False(t, res.IsError, text)
+	res, text, _ = call(t, cs, "pause_queue_tool", map[string]any{"queue": "Not Valid"})
+	require.True(t, res.IsError, text)
+	require.Contains(t, text, "queue")
+
+	lt, err := mcpHTTP(t, base, newSession(t, base, ""), nil).ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tl := range lt.Tools {
+		require.NotContains(t, tl.Name, "queue", "a session gets no queue tools")
+	}
 }

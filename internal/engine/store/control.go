@@ -195,6 +195,9 @@ func (s *Store) PauseQueue(ctx context.Context, q string) error {
 	if err := ValidQueueName(q); err != nil {
 		return err
 	}
+	if err := s.registerQueues(ctx, []EnqueueRequest{{Queue: q}}); err != nil { // a queue paused before its first task is listed
+		return err
+	}
 	return s.control(ctx, "p:q:"+q, func(int) string { return "1" }, q)
 }
 
@@ -249,6 +252,9 @@ func (s *Store) SetLimit(ctx context.Context, l Limit) error {
 	queue := ""
 	if l.Scope == ScopeQueue {
 		queue = l.Name
+		if err := s.registerQueues(ctx, []EnqueueRequest{{Queue: queue}}); err != nil {
+			return err
+		}
 	}
 	return s.control(ctx, "l:"+l.scope(), func(p int) string { return l.share(p, n) }, queue)
 }
