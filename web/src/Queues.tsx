@@ -3,7 +3,7 @@ import { ReadOnly, useCanChange } from './me'
 import { api } from './api'
 import type { components } from './api/schema'
 import { count, span } from './format'
-import { Notice, PageHead } from './ui'
+import { Notice, PageHead, Pill } from './ui'
 
 type QueueList = components['schemas']['QueueList']
 type Limit = components['schemas']['LimitView']
@@ -101,7 +101,7 @@ export function Queues() {
               {list.queues.map((q) => (
                 <tr key={q.name} data-testid={'queue-' + q.name}>
                   <td>{q.name}</td>
-                  <td>{q.paused ? <span className="tag warn">paused</span> : <span className="tag">running</span>}</td>
+                  <td>{q.paused ? <Pill state="PENDING">paused</Pill> : <Pill state="ACTIVE">running</Pill>}</td>
                   <td className="num">{count(q.pending.high)}</td>
                   <td className="num">{count(q.pending.normal)}</td>
                   <td className="num">{count(q.pending.low)}</td>
