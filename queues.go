@@ -136,9 +136,10 @@ func (c *Client) SetLimit(ctx context.Context, l Limit) error {
 	return clientErr(err)
 }
 
-// DeleteLimit removes a limit; ErrNotFound when there is none.
-func (c *Client) DeleteLimit(ctx context.Context, scope LimitScope, name string) error {
-	return clientErr(c.svc.DeleteLimit(ctx, c.admin, string(scope), name))
+// DeleteLimit removes a limit; deleted is false when there was none.
+func (c *Client) DeleteLimit(ctx context.Context, scope LimitScope, name string) (deleted bool, err error) {
+	deleted, err = c.svc.DeleteLimit(ctx, c.admin, string(scope), name)
+	return deleted, clientErr(err)
 }
 
 // Limits lists the limits.

@@ -52,8 +52,14 @@ func TestQueuesPausesAndLimitsThroughTheClient(t *testing.T) {
 	ls, err := c.Limits(d.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []taskflow.Limit{{Scope: taskflow.LimitKeyScope, Name: "tenant-1", Rate: 5, RatePer: time.Second, Concurrency: &two}}, ls)
-	require.NoError(t, c.DeleteLimit(d.ctx, taskflow.LimitKeyScope, "tenant-1"))
-	require.True(t, errors.Is(c.DeleteLimit(d.ctx, taskflow.LimitKeyScope, "tenant-1"), taskflow.ErrNotFound))
+	deleted, err := c.DeleteLimit(d.ctx, taskflow.LimitKeyScope, "tenant-1")
+	require.NoError(t, err)
+	require.True(t, deleted)
+	deleted, err = c.DeleteLimit(d.ctx, taskflow.LimitKeyScope, "tenant-1")
+	require.NoError(t, err)
+	require.False(t, deleted)
+	_, err = c.QueueInfo(d.ctx, "never-used")
+	require.True(t, errors.Is(err, taskflow.ErrNotFound))
 
 	err = c.SetLimit(d.ctx, taskflow.Limit{Scope: taskflow.LimitQueue, Name: "emails"})
 	var e *taskflow.Error

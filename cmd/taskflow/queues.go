@@ -223,10 +223,17 @@ func newLimitsCommand(m *Main) *cobra.Command {
 
 	del := &cobra.Command{Use: "delete task_type|queue|key NAME", Short: "Remove a limit; the tasks it held back go", Args: cobra.ExactArgs(2)}
 	root.AddCommand(clientCommand(m, del, func(ctx context.Context, c *apiClient, args []string) error {
-		if err := c.do(ctx, "DELETE", "/api/v1/limits/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), nil, nil); err != nil {
+		var out struct {
+			Deleted bool `json:"deleted"`
+		}
+		if err := c.do(ctx, "DELETE", "/api/v1/limits/"+url.PathEscape(args[0])+"/"+url.PathEscape(args[1]), nil, &out); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(m.Stdout, "%s %s: limit removed\n", args[0], strconv.Quote(args[1]))
+		what := "limit removed"
+		if !out.Deleted {
+			what = "no such limit"
+		}
+		_, err := fmt.Fprintf(m.Stdout, "%s %s: %s\n", args[0], strconv.Quote(args[1]), what)
 		return err
 	}))
 	return root

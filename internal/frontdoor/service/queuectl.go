@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -218,20 +217,21 @@ func (s *Service) SetLimit(ctx context.Context, p auth.Principal, in LimitInput)
 	return limitView(l), nil
 }
 
-// DeleteLimit removes a limit; 404 limit_not_found when there is none.
-func (s *Service) DeleteLimit(ctx context.Context, p auth.Principal, scope, name string) error {
+// DeleteLimit removes a limit; deleted is false when there was none (the
+// call is idempotent: a retried delete is no error).
+func (s *Service) DeleteLimit(ctx context.Context, p auth.Principal, scope, name string) (deleted bool, err error) {
 	if err := requireAdmin(p); err != nil {
-		return err
+		return false, err
 	}
 	sc, err := store.ParseLimitScope(scope)
 	if err != nil {
-		return &Error{Kind: KindNotFound, Code: "limit_not_found", Field: "scope", Message: fmt.Sprintf("no limit scope %q (task_type, queue, key)", truncate(scope, 40)), Err: err}
+		return false, Unprocessable("scope", "scope must be task_type, queue or key (got %q)", truncate(scope, 40))
 	}
 	if err := s.st.DeleteLimit(ctx, sc, name); err != nil {
 		if errors.Is(err, store.ErrNoLimit) {
-			return &Error{Kind: KindNotFound, Code: "limit_not_found", Message: err.Error(), Err: err}
+			return false, nil
 		}
-		return storeErr("", err)
+		return false, storeErr("", err)
 	}
-	return nil
+	return true, nil
 }

@@ -52,7 +52,7 @@ func endpoints() []endpoint {
 		{"GET", "/api/v1/queues/scheduled/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues/dlq/tasks", nil, "admin"},
 		{"GET", "/api/v1/queues", nil, "admin"},
-		{"GET", "/api/v1/queues/emails", nil, "admin"},
+		{"GET", "/api/v1/queues/default", nil, "admin"},
 		{"POST", "/api/v1/queues/emails/pause", nil, "admin"},
 		{"POST", "/api/v1/queues/emails/resume", nil, "admin"},
 		{"POST", "/api/v1/task-types/{task_type}/pause", nil, "admin"},

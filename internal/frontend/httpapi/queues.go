@@ -47,9 +47,10 @@ func (s *Server) queueRoutes(add func(route)) {
 		request:     "LimitInput", responses: map[int]string{200: "LimitView"}}})
 	add(route{method: "DELETE", path: "/api/v1/limits/{scope}/{name}", access: admin, audit: true, handler: s.deleteLimit, doc: opDoc{
 		tag: "queues", summary: "Remove a limit; the tasks it held back go",
+		description: "Idempotent: deleted is false when there was no such limit.",
 		params: []paramDoc{{name: "scope", in: "path", typ: "string", required: true, description: "the limit's scope",
 			enum: []string{"task_type", "queue", "key"}}, pathParam("name", "the task type, queue or limit key")},
-		responses: map[int]string{200: "LimitDeleted", 404: "Error"}}})
+		responses: map[int]string{200: "LimitDeleted"}}})
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -117,9 +118,10 @@ func (s *Server) setLimit(w http.ResponseWriter, r *http.Request, p identity.Pri
 
 func (s *Server) deleteLimit(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 	scope, name := r.PathValue("scope"), r.PathValue("name")
-	if err := s.svc.DeleteLimit(r.Context(), p, scope, name); err != nil {
+	deleted, err := s.svc.DeleteLimit(r.Context(), p, scope, name)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, limitDeleted{Scope: scope, Name: name, Deleted: true})
+	writeJSON(w, http.StatusOK, limitDeleted{Scope: scope, Name: name, Deleted: deleted})
 }

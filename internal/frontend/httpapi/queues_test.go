@@ -69,9 +69,13 @@ func TestNamedQueuesPausesAndLimits(t *testing.T) {
 
 	r = b.do("DELETE", "/api/v1/limits/queue/emails", adminKey, nil)
 	require.Equal(t, http.StatusOK, r.code, string(r.raw))
+	require.Equal(t, true, r.body["deleted"])
 	r = b.do("DELETE", "/api/v1/limits/queue/emails", adminKey, nil)
-	require.Equal(t, http.StatusNotFound, r.code)
-	require.Equal(t, "limit_not_found", r.errCode())
+	require.Equal(t, http.StatusOK, r.code)
+	require.Equal(t, false, r.body["deleted"], "a repeated delete is no error")
+	r = b.do("DELETE", "/api/v1/limits/tenant/x", adminKey, nil)
+	require.Equal(t, http.StatusUnprocessableEntity, r.code)
+	require.Equal(t, "scope", r.errField())
 
 	// a session may not control queues
 	r = b.do("POST", "/api/v1/queues/emails/pause", s.Token, nil)

@@ -110,7 +110,9 @@ export interface paths {
         post?: never;
         /**
          * Remove a limit; the tasks it held back go
-         * @description Access: admin.
+         * @description Idempotent: deleted is false when there was no such limit.
+         *
+         *     Access: admin.
          */
         delete: operations["deleteLimitsScopeName"];
         options?: never;
