@@ -281,3 +281,39 @@ func TestLimitShares(t *testing.T) {
 		[]string{l.share(0, 3), l.share(1, 3), l.share(2, 3)})
 	require.Equal(t, "0/1000/-1", Limit{}.share(0, 1))
 }
+
+func TestPausesAndLimitsOverPartitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *Config) { c.Partitions = 3 })
+	for range 12 {
+		b.enqueue(t, EnqueueRequest{Type: "x", Queue: "spread"})
+	}
+	require.NoError(t, b.s.PauseQueue(b.ctx, "spread"))
+	got, _ := b.fetchQ(t, "spread", 20)
+	require.Empty(t, got, "the pause holds in every partition")
+	require.NoError(t, b.s.ResumeQueue(b.ctx, "spread"))
+
+	// a concurrency of 2 over 3 partitions: shares 1, 1 and 0, never more
+	// than 2 at once in all
+	require.NoError(t, b.s.SetLimit(b.ctx, Limit{Scope: ScopeTaskType, Name: "x", Concurrency: intp(2)}))
+	var running []*task.Task
+	for range 5 {
+		got, _ = b.fetchQ(t, "spread", 20)
+		running = append(running, got...)
+	}
+	require.LessOrEqual(t, len(running), 2)
+	require.NotEmpty(t, running)
+	q, err := b.s.Queue(b.ctx, "spread")
+	require.NoError(t, err)
+	require.Equal(t, int64(len(running)), q.Active)
+	for _, tk := range running {
+		require.NoError(t, b.s.Complete(b.ctx, tk.ID, tk.Lease, nil))
+	}
+	require.NoError(t, b.s.DeleteLimit(b.ctx, ScopeTaskType, "x"))
+	total := len(running)
+	for range 5 {
+		got, _ = b.fetchQ(t, "spread", 20)
+		total += len(got)
+	}
+	require.Equal(t, 12, total, "every task ran once the limit was removed")
+}
