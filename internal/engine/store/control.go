@@ -259,6 +259,30 @@ func (s *Store) SetLimit(ctx context.Context, l Limit) error {
 	return s.control(ctx, "l:"+l.scope(), func(p int) string { return l.share(p, n) }, queue)
 }
 
+// SeedLimit sets l unless its scope and name already have a limit (set
+// at runtime, which a restart must not undo); set says whether it did.
+// The LLM's OPENROUTER_RATE_LIMIT is seeded this way as a rate limit on
+// the summarize task type.
+func (s *Store) SeedLimit(ctx context.Context, l Limit) (set bool, err error) {
+	if err := l.Validate(); err != nil {
+		return false, err
+	}
+	rec := limitRecord{Concurrency: l.Concurrency}
+	if l.Rate != nil {
+		rec.RateLimit, rec.RatePerMS = l.Rate.Limit, int(l.Rate.Per.Milliseconds())
+	}
+	b, _ := json.Marshal(rec)
+	ok, err := s.rdb.HSetNX(ctx, s.global.limits(), l.scope(), b).Result()
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("store: seed limit: %w", err)
+		}
+		return false, err
+	}
+	n := len(s.parts)
+	return true, s.control(ctx, "l:"+l.scope(), func(p int) string { return l.share(p, n) }, "")
+}
+
 // ErrNoLimit: DeleteLimit found no such limit.
 var ErrNoLimit = errors.New("no such limit")
 
