@@ -301,3 +301,50 @@ func TestRateLimitHoldsAcrossFourProcesses(t *testing.T) {
 	t.Logf("rate limit %d/s: observed %.2f/s over %s (%d starts), %.1f %% off", rate, observed, window, in, 100*(observed-rate)/rate)
 	require.InDelta(t, rate, observed, rate*0.05, "observed %.2f starts/s against a limit of %d/s", observed, rate)
 }
+
+// TestQueuesWeightsAndLimitsInOneWorker: a worker serving two queues, one
+// of them at a fleet-wide concurrency of 2 and one at a worker
+// concurrency of 1; the ends of attempts wake the worker at once (no
+// idle-wait per slot), and the limits hold.
+func TestQueuesWeightsAndLimitsInOneWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	two := 2
+	require.NoError(t, b.st.SetLimit(b.ctx, store.Limit{Scope: store.ScopeQueue, Name: "bulk", Concurrency: &two}))
+	var mu sync.Mutex
+	running := map[string]int{}
+	most := map[string]int{}
+	mux := NewMux()
+	mux.HandleFunc("job", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		mu.Lock()
+		running[t.Queue]++
+		most[t.Queue] = max(most[t.Queue], running[t.Queue])
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		running[t.Queue]--
+		mu.Unlock()
+		return nil, nil
+	})
+	var ids []string
+	for i := 0; i < 40; i++ {
+		q := "bulk"
+		if i%2 == 1 {
+			q = "mail"
+		}
+		tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "job", Queue: q})
+		require.NoError(t, err)
+		ids = append(ids, tk.ID)
+	}
+	started := time.Now()
+	b.start(t, mux, Config{Concurrency: 8, Queues: []QueueConfig{{Name: "bulk", Weight: 3}, {Name: "mail", Concurrency: 1}}})
+	waitAllCompleted(t, b.st, ids, 20*time.Second)
+	took := time.Since(started)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, most["bulk"], "the queue's fleet-wide concurrency")
+	require.Equal(t, 1, most["mail"], "the worker's concurrency for the queue")
+	// 20 tasks of 10 ms, 2 at a time, and 20 one at a time: about 200 ms;
+	// waiting a 1-s idle wait per freed slot would take seconds
+	require.Less(t, took, 3*time.Second)
+}

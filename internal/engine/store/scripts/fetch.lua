@@ -181,6 +181,9 @@ if QL then
   if r < n then
     n = r; capped = true
     if at < BIG then note(at) end
+    -- full at its concurrency: the end of one of its attempts wakes a
+    -- worker (release_slots)
+    if QL.conc >= 0 and QL.conc - run_of(qs) <= 0 then redis.call('HSET', KEYS[14], 'w:' .. qs, '1') end
   end
   if n <= 0 then
     flush_wakes()

@@ -148,6 +148,9 @@ local function release_slots(tk, lh, kc, kx, kp, kw, now)
   if not last or tonumber(now) > last then redis.call('HSET', kc, '@t', now) end
   for s in string.gmatch(lh, '[^\n]+') do
     if redis.call('HINCRBY', kc, s, -1) <= 0 then redis.call('HDEL', kc, s) end
+    -- a fetch found the scope full and left work waiting (w:<scope>, a
+    -- queue at its concurrency), or tasks of it are parked: wake a worker
+    if redis.call('HDEL', kc, 'w:' .. s) == 1 then wake(kw) end
     if redis.call('EXISTS', kp .. s) == 1 then
       redis.call('ZADD', kx, now, s)
       wake(kw)
@@ -161,9 +164,10 @@ end
 local function unpark_one(tk, kp, id)
   local pk = redis.call('HGET', tk, 'pk')
   if pk then
-    redis.call('LREM', kp .. pk, 1, id)
     redis.call('HDEL', tk, 'pk')
-    return true
+    -- pk stays on a task moved back to its queue (so a new parking puts
+    -- it first again): false then, the caller looks in the queue
+    return redis.call('LREM', kp .. pk, 1, id) > 0
   end
   return false
 end
