@@ -180,7 +180,7 @@ func (s *Store) control(ctx context.Context, field string, value func(p int) str
 		if value != nil {
 			v = value(p)
 		}
-		keys := []string{k.control(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.named(queue).wake(), k.rateState()}
+		keys := []string{k.control(), k.parkIndex(), k.parkWake(), k.named(queue).wake(), k.rateState()}
 		if err := scriptControl.Run(ctx, s.rdb, keys, s.nowMS(), field, v).Err(); err != nil {
 			return scriptErr("", err)
 		}
