@@ -83,11 +83,7 @@ func newQueuesCommand(m *Main) *cobra.Command {
 			_, err := fmt.Fprintln(m.Stdout, string(raw))
 			return err
 		}
-		var out struct {
-			Queues          []queueDoc       `json:"queues"`
-			PausedTaskTypes []string         `json:"paused_task_types"`
-			Parked          map[string]int64 `json:"parked"`
-		}
+		var out queueListDoc
 		if len(args) == 1 {
 			var q queueDoc
 			if err := json.Unmarshal(raw, &q); err != nil {
@@ -98,30 +94,42 @@ func newQueuesCommand(m *Main) *cobra.Command {
 			return err
 		}
 		w := tabwriter.NewWriter(m.Stdout, 0, 2, 2, ' ', 0)
-		fmt.Fprintln(w, "QUEUE\tSTATE\tHIGH\tNORMAL\tLOW\tRETRY\tRUNNING\tDONE/MIN\tOLDEST WAIT\tLIMITS")
-		for _, q := range out.Queues {
-			state := "running"
-			if q.Paused {
-				state = "PAUSED"
-			}
-			lim := ""
-			for i, l := range q.Limits {
-				if i > 0 {
-					lim += "; "
-				}
-				lim += l.String()
-			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1fs\t%s\n", q.Name, state, q.Pending.High, q.Pending.Normal,
-				q.Pending.Low, q.Retry, q.Active, q.CompletedPerMin, q.OldestPendingAge, lim)
-		}
-		if len(out.PausedTaskTypes) > 0 {
-			fmt.Fprintf(w, "paused task types: %v\n", out.PausedTaskTypes)
-		}
-		for scope, n := range out.Parked {
-			fmt.Fprintf(w, "held back (%s): %d\n", scope, n)
-		}
+		printQueues(w, out)
 		return w.Flush()
 	})
+}
+
+// queueListDoc is GET /api/v1/queues.
+type queueListDoc struct {
+	Queues          []queueDoc       `json:"queues"`
+	PausedTaskTypes []string         `json:"paused_task_types"`
+	Parked          map[string]int64 `json:"parked"`
+}
+
+// printQueues writes the named queues' table (taskflow queues, status).
+func printQueues(w *tabwriter.Writer, out queueListDoc) {
+	fmt.Fprintln(w, "QUEUE\tSTATE\tHIGH\tNORMAL\tLOW\tRETRY\tRUNNING\tDONE/MIN\tOLDEST WAIT\tLIMITS")
+	for _, q := range out.Queues {
+		state := "running"
+		if q.Paused {
+			state = "PAUSED"
+		}
+		lim := ""
+		for i, l := range q.Limits {
+			if i > 0 {
+				lim += "; "
+			}
+			lim += l.String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1fs\t%s\n", q.Name, state, q.Pending.High, q.Pending.Normal,
+			q.Pending.Low, q.Retry, q.Active, q.CompletedPerMin, q.OldestPendingAge, lim)
+	}
+	if len(out.PausedTaskTypes) > 0 {
+		fmt.Fprintf(w, "paused task types: %v\n", out.PausedTaskTypes)
+	}
+	for scope, n := range out.Parked {
+		fmt.Fprintf(w, "held back (%s): %d\n", scope, n)
+	}
 }
 
 // newPauseCommand is `taskflow pause|resume queue NAME` and
