@@ -348,3 +348,41 @@ func TestQueuesWeightsAndLimitsInOneWorker(t *testing.T) {
 	// waiting a 1-s idle wait per freed slot would take seconds
 	require.Less(t, took, 3*time.Second)
 }
+
+// TestCappedQueueDoesNotDelayOthers: while one queue is at the worker's
+// concurrency for it, a task enqueued in another starts at once (the
+// wait for a freed slot also ends on the others' wake-ups).
+func TestCappedQueueDoesNotDelayOthers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	release := make(chan struct{})
+	startedB := make(chan time.Time, 1)
+	mux := NewMux()
+	mux.HandleFunc("slow", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	})
+	mux.HandleFunc("quick", func(ctx context.Context, t *task.Task) (json.RawMessage, error) {
+		startedB <- time.Now()
+		return nil, nil
+	})
+	for range 3 {
+		_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "slow", Queue: "a"})
+		require.NoError(t, err)
+	}
+	w, _ := b.start(t, mux, Config{Concurrency: 4, Queues: []QueueConfig{{Name: "a", Concurrency: 1}, {Name: "b"}}})
+	defer close(release)
+	require.Eventually(t, func() bool { return w.Stats().Started == 1 && w.idle.Load() }, 10*time.Second, 5*time.Millisecond)
+	enq := time.Now()
+	_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "quick", Queue: "b"})
+	require.NoError(t, err)
+	select {
+	case at := <-startedB:
+		require.Less(t, at.Sub(enq), 500*time.Millisecond, "the other queue's task waited for the idle wait")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other queue's task never started")
+	}
+}

@@ -296,12 +296,20 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 		w.idle.Store(true)
 		switch {
 		case capped:
-			// the queues with work are at this worker's concurrency for
-			// them: wait for one of their tasks to end
+			// a queue with work is at this worker's concurrency for it:
+			// wait for one of its tasks to end, or for work in the others
+			waited := make(chan error, 1)
+			go func() {
+				_, err := w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait, w.names...)
+				waited <- err
+			}()
 			select {
 			case <-w.qfree:
-			case <-time.After(w.cfg.IdleWait):
-			case <-ctx.Done():
+				// end the blocked read (a token it leaves costs one extra
+				// fetch later)
+				_ = w.st.Interrupt(bg, w.cfg.ID)
+				err = <-waited
+			case err = <-waited:
 			}
 		case hint > 0 && hint < w.cfg.IdleWait:
 			// a limit lets more start soon: fetch again then
