@@ -31,6 +31,7 @@ type queueDoc struct {
 		Low    int64 `json:"low"`
 	} `json:"pending"`
 	Retry            int64      `json:"retry"`
+	Scheduled        int64      `json:"scheduled"`
 	Active           int64      `json:"active"`
 	CompletedPerMin  float64    `json:"completed_per_min"`
 	OldestPendingAge float64    `json:"oldest_pending_age"`
@@ -108,7 +109,7 @@ type queueListDoc struct {
 
 // printQueues writes the named queues' table (taskflow queues, status).
 func printQueues(w *tabwriter.Writer, out queueListDoc) {
-	fmt.Fprintln(w, "QUEUE\tSTATE\tHIGH\tNORMAL\tLOW\tRETRY\tRUNNING\tDONE/MIN\tOLDEST WAIT\tLIMITS")
+	fmt.Fprintln(w, "QUEUE\tSTATE\tHIGH\tNORMAL\tLOW\tRETRY\tSCHEDULED\tRUNNING\tDONE/MIN\tOLDEST WAIT\tLIMITS")
 	for _, q := range out.Queues {
 		state := "running"
 		if q.Paused {
@@ -121,8 +122,8 @@ func printQueues(w *tabwriter.Writer, out queueListDoc) {
 			}
 			lim += l.String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1fs\t%s\n", q.Name, state, q.Pending.High, q.Pending.Normal,
-			q.Pending.Low, q.Retry, q.Active, q.CompletedPerMin, q.OldestPendingAge, lim)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1fs\t%s\n", q.Name, state, q.Pending.High, q.Pending.Normal,
+			q.Pending.Low, q.Retry, q.Scheduled, q.Active, q.CompletedPerMin, q.OldestPendingAge, lim)
 	}
 	if len(out.PausedTaskTypes) > 0 {
 		fmt.Fprintf(w, "paused task types: %v\n", out.PausedTaskTypes)

@@ -90,6 +90,7 @@ export function Queues() {
                 <th scope="col">Normal</th>
                 <th scope="col">Low</th>
                 <th scope="col">Retry</th>
+                <th scope="col">Scheduled</th>
                 <th scope="col">Running</th>
                 <th scope="col">Completed/min</th>
                 <th scope="col">Oldest wait</th>
@@ -106,6 +107,7 @@ export function Queues() {
                   <td className="num">{count(q.pending.normal)}</td>
                   <td className="num">{count(q.pending.low)}</td>
                   <td className="num">{count(q.retry)}</td>
+                  <td className="num">{count(q.scheduled)}</td>
                   <td className="num">{count(q.active)}</td>
                   <td className="num">{q.completed_per_min.toFixed(1)}</td>
                   <td className="num">{q.oldest_pending_age > 0 ? span(q.oldest_pending_age * 1000) : '–'}</td>

@@ -400,6 +400,10 @@ type QueueInfo struct {
 	Pending map[task.Priority]int64 `json:"pending"`
 	// Retry counts those waiting in its retry list.
 	Retry int64 `json:"retry"`
+	// Scheduled counts its tasks in the scheduled set (delayed first
+	// runs, retries not yet due, breaker waits), among the first
+	// MaxScheduledCounted entries of each partition's set.
+	Scheduled int64 `json:"scheduled"`
 	// Active counts the attempts running (a named queue's exactly; the
 	// default queue's are the lease set's minus the named queues').
 	Active int64 `json:"active"`
@@ -575,6 +579,9 @@ func (s *Store) queueInfos(ctx context.Context, names []string) ([]QueueInfo, er
 	if err != nil {
 		return nil, err
 	}
+	if err := s.countScheduled(ctx, out); err != nil {
+		return nil, err
+	}
 	// the default queue's running attempts are not counted on their own
 	// (the unlimited path writes nothing for them): the lease set's less
 	// the named queues'
@@ -584,6 +591,48 @@ func (s *Store) queueInfos(ctx context.Context, names []string) ([]QueueInfo, er
 		}
 	}
 	return out, nil
+}
+
+// MaxScheduledCounted bounds the scheduled entries per partition whose
+// queue Queues looks up (one pipelined HGET each).
+const MaxScheduledCounted = 10000
+
+// countScheduled adds to each of out its tasks in the scheduled sets.
+func (s *Store) countScheduled(ctx context.Context, out []QueueInfo) error {
+	at := make(map[string]int, len(out))
+	for i, q := range out {
+		at[q.Name] = i
+	}
+	var mu sync.Mutex
+	return s.allPartitions(func(_ int, k keys) error {
+		ids, err := s.rdb.ZRange(ctx, k.scheduled(), 0, MaxScheduledCounted-1).Result()
+		if err != nil || len(ids) == 0 {
+			if err != nil {
+				return fmt.Errorf("store: queues: %w", err)
+			}
+			return nil
+		}
+		pipe := s.rdb.Pipeline()
+		cmds := make([]*redis.StringCmd, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HGet(ctx, k.task(id), fQueue)
+		}
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("store: queues: %w", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range cmds {
+			q, err := c.Result()
+			if errors.Is(err, redis.Nil) || q == "" {
+				q = DefaultQueue
+			}
+			if i, ok := at[q]; ok {
+				out[i].Scheduled++
+			}
+		}
+		return nil
+	})
 }
 
 // Parked counts the tasks held back by paused types and limits, by scope

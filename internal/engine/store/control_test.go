@@ -48,8 +48,11 @@ func TestNamedQueuesAreApart(t *testing.T) {
 	require.Equal(t, "emails", stored.Queue)
 
 	// a retry goes back to its own queue's retry list
-	_, err = b.s.Fail(b.ctx, a1.ID, got[1].Lease, Failure{ErrorType: "X", Message: "boom", RetryAt: b.clk.Now()})
+	_, err = b.s.Fail(b.ctx, a1.ID, got[1].Lease, Failure{ErrorType: "X", Message: "boom", RetryAt: b.clk.Now().Add(time.Millisecond)})
 	require.NoError(t, err)
+	q, err := b.s.Queue(b.ctx, "emails")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), q.Scheduled, "the retry waits in the scheduled set")
 	b.clk.Advance(time.Second)
 	_, err = b.s.PromoteDue(b.ctx, 10)
 	require.NoError(t, err)
@@ -58,9 +61,10 @@ func TestNamedQueuesAreApart(t *testing.T) {
 	again, _ := b.fetchQ(t, "emails", 10)
 	require.Equal(t, []string{a1.ID}, ids(again))
 
-	q, err := b.s.Queue(b.ctx, "emails")
+	q, err = b.s.Queue(b.ctx, "emails")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), q.Active)
+	require.Zero(t, q.Scheduled)
 	require.NoError(t, b.s.Complete(b.ctx, a2.ID, got[0].Lease, nil))
 	q, err = b.s.Queue(b.ctx, "emails")
 	require.NoError(t, err)

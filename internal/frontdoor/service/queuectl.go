@@ -26,7 +26,11 @@ type QueueView struct {
 	Paused  bool              `json:"paused"`
 	Pending PendingByPriority `json:"pending"`
 	Retry   int64             `json:"retry" jsonschema:"tasks waiting in its retry list"`
-	Active  int64             `json:"active" jsonschema:"attempts running"`
+	// Scheduled counts its tasks in the scheduled set (delayed first
+	// runs, retries not yet due), among the first 10,000 of each
+	// partition.
+	Scheduled int64 `json:"scheduled" jsonschema:"its delayed tasks and retries not yet due"`
+	Active    int64 `json:"active" jsonschema:"attempts running"`
 	// CompletedPerMin is the completions of the last 60 s.
 	CompletedPerMin float64 `json:"completed_per_min"`
 	// OldestPendingAge is how long the task at the head of its lists has
@@ -87,7 +91,7 @@ func limitView(l store.Limit) LimitView {
 }
 
 func queueView(q store.QueueInfo) QueueView {
-	v := QueueView{Name: q.Name, Paused: q.Paused, Retry: q.Retry, Active: q.Active,
+	v := QueueView{Name: q.Name, Paused: q.Paused, Retry: q.Retry, Scheduled: q.Scheduled, Active: q.Active,
 		CompletedPerMin: math.Round(q.CompletedPerMin*10) / 10, OldestPendingAge: q.OldestPendingAge.Seconds(),
 		Pending: PendingByPriority{High: q.Pending["high"], Normal: q.Pending["normal"], Low: q.Pending["low"]},
 		Limits:  make([]LimitView, 0, len(q.Limits))}

@@ -1499,6 +1499,8 @@ export interface components {
             };
             /** @description tasks waiting in its retry list */
             retry: number;
+            /** @description its delayed tasks and retries not yet due */
+            scheduled: number;
         };
         Requeued: {
             requeued: number;
