@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: sdk-py-check test-sdk-py image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps sdk-ts-deps sdk-ts-build sdk-ts-types sdk-ts-check test-sdk-ts test-sdk-ts-controls test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: bench-limits sdk-py-check test-sdk-py image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps sdk-ts-deps sdk-ts-build sdk-ts-types sdk-ts-check test-sdk-ts test-sdk-ts-controls test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -125,6 +125,9 @@ plans-check: dsl-deps ## Fail when the DSL's registry tables or plans/*.plan.jso
 
 web-deps: # Install web/node_modules from the lock file when missing
 	@if [ ! -d web/node_modules ]; then cd web && npm ci --no-audit --no-fund; fi
+
+bench-limits: ## The fleet-wide limits' figures (docs/benchmarks.md): a rate limit observed over 60 s and a concurrency limit across 4 worker processes
+	TASKFLOW_RATE_WINDOW=60s go test -count=1 -run 'TestRateLimitHoldsAcrossFourProcesses|TestConcurrencyLimitHoldsAcrossFourProcesses|TestPausedTypeStartsNothingAfterThePause' -v -timeout 5m ./internal/engine/worker/ | grep -E 'rate limit|concurrency limit|^(--- |ok|FAIL)'
 
 ui: web-deps ## Regenerate the API types and rebuild the web dashboard into internal/frontend/webui/dist (embedded in the binary)
 	cd web && npm run --silent types && npm run --silent build

@@ -72,7 +72,8 @@ func newClientOn(a *app.App, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("taskflow: %w", err)
 	}
 	svc, err := service.New(service.Config{Store: st, Auth: au, Types: types, MaxContentBytes: a.Config.MaxContentBytes,
-		SessionTTL: a.Config.SessionTTL, IdempotencyTTL: a.Config.IdempotencyTTL, Dependencies: depend.New(st, depend.Config{Logger: a.Logger}), Logger: a.Logger})
+		SessionTTL: a.Config.SessionTTL, IdempotencyTTL: a.Config.IdempotencyTTL, Dependencies: depend.New(st, depend.Config{Logger: a.Logger}), Logger: a.Logger,
+		TypeQueues: a.Config.TypeQueues})
 	if err != nil {
 		return nil, err
 	}

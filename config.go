@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/engine/worker"
 	"github.com/taskflow/taskflow/internal/platform/app"
 )
 
@@ -35,6 +36,14 @@ type Config struct {
 	// finish before it cancels them and hands their tasks back to the
 	// queue. Default 10s (TASKFLOW_SHUTDOWN_GRACE).
 	ShutdownGrace time.Duration
+	// Queues are the named queues a Worker serves, tried in a weighted
+	// random order per fetch. Default: TASKFLOW_QUEUES with Getenv, else
+	// the default queue alone.
+	Queues []QueueConfig
+	// StrictQueueOrder takes from Queues in their order: a queue only
+	// while those before it give nothing. Default false
+	// (TASKFLOW_QUEUES_STRICT).
+	StrictQueueOrder bool
 	// WorkerID names a Worker in tasks, logs and the workers view.
 	// Default "<host>-<pid>-<random>".
 	WorkerID string
@@ -90,6 +99,15 @@ func (c Config) appConfig() (app.Config, error) {
 	}
 	if c.ShutdownGrace != 0 {
 		ac.ShutdownGrace = c.ShutdownGrace
+	}
+	if len(c.Queues) > 0 {
+		ac.Engine.Worker.Queues = make([]worker.QueueConfig, len(c.Queues))
+		for i, q := range c.Queues {
+			ac.Engine.Worker.Queues[i] = worker.QueueConfig{Name: q.Name, Weight: q.Weight, Concurrency: q.Concurrency}
+		}
+	}
+	if c.StrictQueueOrder {
+		ac.Engine.Worker.StrictOrder = true
 	}
 	if ac.RedisURL == "" {
 		return ac, errors.New("taskflow: Config.RedisURL is required")

@@ -127,6 +127,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.ShutdownGrace != 0 {
 		wc.ShutdownGrace = w.cfg.ShutdownGrace
 	}
+	if len(w.cfg.Queues) > 0 { // a worker built on a process's app
+		wc.Queues = make([]worker.QueueConfig, len(w.cfg.Queues))
+		for i, q := range w.cfg.Queues {
+			wc.Queues[i] = worker.QueueConfig{Name: q.Name, Weight: q.Weight, Concurrency: q.Concurrency}
+		}
+		wc.StrictOrder = w.cfg.StrictQueueOrder
+	}
 	wc.Logger = log.With("component", "worker")
 	deps := w.mux.dependencies()
 	if wc.Dependencies != nil {

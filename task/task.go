@@ -114,13 +114,19 @@ type StateChange struct {
 // and history, attempts and outcome. Times are UTC; optional times are nil
 // when unset.
 type Task struct {
-	ID          string          `json:"task_id"`
-	Type        string          `json:"task_type"`
-	State       State           `json:"state"`
-	Content     string          `json:"content,omitempty"`
-	Params      json.RawMessage `json:"params,omitempty" openapi:"type=object" jsonschema:"handler parameters"`
-	SessionID   string          `json:"session_id,omitempty"`
-	Priority    Priority        `json:"priority"`
+	ID        string          `json:"task_id"`
+	Type      string          `json:"task_type"`
+	State     State           `json:"state"`
+	Content   string          `json:"content,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty" openapi:"type=object" jsonschema:"handler parameters"`
+	SessionID string          `json:"session_id,omitempty"`
+	Priority  Priority        `json:"priority"`
+	// Queue is the named queue the task waits in ("default" unless its
+	// submit or its type named another).
+	Queue string `json:"queue,omitempty"`
+	// LimitKey is the key per-key limits count the task against (a
+	// tenant, a customer); "" for none.
+	LimitKey    string          `json:"limit_key,omitempty"`
 	Timeout     time.Duration   `json:"-"` // seconds on the wire (timeout)
 	RetryCount  int             `json:"retry_count"`
 	MaxRetries  int             `json:"max_retries"`

@@ -148,6 +148,7 @@ func newAPI(m *Main, ap *app.App, open bool) (*apiProc, error) {
 	svc, err := service.New(service.Config{
 		Store: st, Auth: au, Audit: trail, MaxContentBytes: cfg.MaxContentBytes, SessionTTL: cfg.SessionTTL, IdempotencyTTL: cfg.IdempotencyTTL, Logger: m.Logger,
 		ExternalInFlight: cfg.External.InFlight,
+		TypeQueues:       cfg.TypeQueues,
 		Types:            types,
 		Breakers:         newBreakerControl(st),
 		// depends_on and /api/v1/schedules; the orchestrator process runs

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -112,7 +113,42 @@ func newSummarize(m *Main, d taskDeps) (*summarize.Handler, error) {
 		// nothing is written in a listing: any namespace will do
 		return summarize.Open(s, nil, keyspace.Default)
 	}
-	return summarize.Open(cfg.Summarize, d.Redis, d.Namespace)
+	h, err := summarize.Open(cfg.Summarize, d.Redis, d.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := seedLLMLimit(cfg, d.Store); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// seedLLMLimit makes OPENROUTER_RATE_LIMIT one instance of the fleet-wide
+// limits: with the LLM configured, a rate limit on the summarize task type
+// of that many starts per OPENROUTER_RATE_INTERVAL, unless one is set
+// already (an operator's change at runtime survives restarts). Summarize
+// tasks over it wait in order instead of starting and being handed back
+// by the handler's own limiter, which stays for the plans' LLM calls.
+func seedLLMLimit(cfg config.Config, st *store.Store) error {
+	s := cfg.Summarize
+	if st == nil || s.LLM.APIKey == "" {
+		return nil
+	}
+	n, per := summarize.DefaultRateLimit, summarize.DefaultRateInterval
+	if s.RateLimit != nil {
+		n = *s.RateLimit
+	}
+	if s.RateInterval != 0 {
+		per = s.RateInterval
+	}
+	if n <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := st.SeedLimit(ctx, store.Limit{Scope: store.ScopeTaskType, Name: summarize.TaskType,
+		Rate: &store.RateLimit{Limit: n, Per: per}})
+	return err
 }
 
 // taskDependencies maps each task type whose handler declared an outside

@@ -80,6 +80,16 @@ func init() {
 				fmt.Fprintf(w, "%s\t%d\n", s, qs.States[s])
 			}
 			fmt.Fprintf(w, "\nretry ratio\t%.2f (%s)\n", qs.RetryRatio, qs.Pressure)
+			// the named queues, once a deployment uses more than the
+			// default one or pauses something (operator)
+			var qraw json.RawMessage
+			if err := c.do(ctx, "GET", "/api/v1/queues", nil, &qraw); err == nil {
+				var ql queueListDoc
+				if json.Unmarshal(qraw, &ql) == nil && (len(ql.Queues) > 1 || len(ql.PausedTaskTypes) > 0 || (len(ql.Queues) == 1 && ql.Queues[0].Paused)) {
+					fmt.Fprintln(w)
+					printQueues(w, ql)
+				}
+			}
 			// the external services, and the workers when the token may
 			// see them (the admin)
 			var sraw json.RawMessage

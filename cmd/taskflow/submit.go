@@ -20,6 +20,7 @@ func init() {
 	register("submit", func(m *Main) *cobra.Command {
 		var (
 			taskType, params, priority string
+			queue, limitKey            string
 			wait                       bool
 			waitFor                    time.Duration
 			download                   string
@@ -47,6 +48,8 @@ It exits 1 when a line was refused.`,
 		cmd.Flags().StringVar(&taskType, "type", "summarize", "task type")
 		cmd.Flags().StringVar(&params, "params", "", "handler params as a JSON object")
 		cmd.Flags().StringVar(&priority, "priority", "", "high, normal or low")
+		cmd.Flags().StringVar(&queue, "queue", "", "the named queue (unset: the type's default queue, else default)")
+		cmd.Flags().StringVar(&limitKey, "limit-key", "", "the key per-key limits count the task against (a tenant, a customer)")
 		cmd.Flags().IntVar(&maxRetries, "max-retries", 0, "retries before the DLQ (unset: the server's MAX_RETRIES, 3)")
 		cmd.Flags().Float64Var(&timeout, "timeout", 0, "seconds one attempt may run, fractions allowed (unset: the server's TASKFLOW_TASK_TIMEOUT)")
 		cmd.Flags().BoolVar(&wait, "wait", false, "wait until the task ends, showing progress, then print its result")
@@ -115,6 +118,12 @@ It exits 1 when a line was refused.`,
 			}
 			if cmd.Flags().Changed("max-retries") {
 				body["max_retries"] = maxRetries
+			}
+			if queue != "" {
+				body["queue"] = queue
+			}
+			if limitKey != "" {
+				body["limit_key"] = limitKey
 			}
 			if cmd.Flags().Changed("timeout") {
 				body["timeout"] = timeout

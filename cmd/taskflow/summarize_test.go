@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,6 +55,21 @@ func TestSummarizeRegistration(t *testing.T) {
 	mux, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
 	require.NoError(t, err)
 	require.Equal(t, summarize.Dependency, taskDependencies(mux)[summarize.TaskType])
+	// OPENROUTER_RATE_LIMIT (default 60 per 60 s) is a limit on the type
+	ls, err := st.Limits(context.Background())
+	require.NoError(t, err)
+	require.Len(t, ls, 1)
+	require.Equal(t, store.Limit{Scope: store.ScopeTaskType, Name: summarize.TaskType,
+		Rate: &store.RateLimit{Limit: 60, Per: time.Minute}}, ls[0])
+	// an operator's change survives a restart
+	five := 5
+	require.NoError(t, st.SetLimit(context.Background(), store.Limit{Scope: store.ScopeTaskType, Name: summarize.TaskType, Concurrency: &five}))
+	_, err = newTaskMux(testMain(withKey, io.Discard), taskDeps{Redis: rdb, Namespace: st.Namespace(), Store: st})
+	require.NoError(t, err)
+	ls, err = st.Limits(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, &five, ls[0].Concurrency)
+	require.Nil(t, ls[0].Rate)
 
 	// The API lists types without Redis; that must not fail with a key set.
 	mux, err = newTaskMux(testMain(withKey, io.Discard))

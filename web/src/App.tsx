@@ -8,6 +8,7 @@ import { Link } from './Link'
 import { route, useLocation } from './route'
 import { DeadLetters } from './DeadLetters'
 import { Plans } from './Plans'
+import { Queues } from './Queues'
 import { Schedules } from './Schedules'
 import { Sessions } from './Sessions'
 import { Submit, TaskDetail, Tasks } from './Tasks'
@@ -72,6 +73,7 @@ export function App() {
           {item('/ui/', 'Overview', '')}
           {item('/ui/tasks', 'Tasks', 'tasks')}
           {item('/ui/dlq', 'Dead letters', 'dlq')}
+          {item('/ui/queues', 'Queues', 'queues')}
           {item('/ui/workers', 'Workers', 'workers')}
           {item('/ui/schedules', 'Schedules', 'schedules')}
           {item('/ui/sessions', 'Sessions', 'sessions')}
@@ -133,6 +135,7 @@ export function App() {
         {auth === 'signed-in' && page === 'tasks' && rest[0] && <TaskDetail id={rest[0]} />}
         {auth === 'signed-in' && page === 'tasks' && !rest[0] && <Tasks url={url} role={role} />}
         {auth === 'signed-in' && page === 'dlq' && <DeadLetters url={url} />}
+        {auth === 'signed-in' && page === 'queues' && <Queues />}
         {auth === 'signed-in' && page === 'workers' && <WorkersPage />}
         {auth === 'signed-in' && page === 'schedules' && <Schedules />}
         {auth === 'signed-in' && page === 'sessions' && <Sessions url={url} role={role} />}
@@ -140,7 +143,7 @@ export function App() {
         {auth === 'signed-in' && page === 'plans' && <Plans name={rest[0] ? decodeURIComponent(rest[0]) : undefined} />}
         {auth === 'signed-in' && page === 'keys' && <Keys />}
         {auth === 'signed-in' && page === 'audit' && <Audit url={url} />}
-        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'workers', 'schedules', 'sessions', 'submit', 'plans', 'keys', 'audit'].includes(page) && (
+        {auth === 'signed-in' && !['', 'tasks', 'dlq', 'queues', 'workers', 'schedules', 'sessions', 'submit', 'plans', 'keys', 'audit'].includes(page) && (
           <p>No page {url.pathname}.</p>
         )}
       </main>

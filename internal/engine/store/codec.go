@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -56,6 +57,16 @@ const (
 	// when the submit was not traced), written by enqueue and returned by
 	// fetch.
 	fTraceparent = "tp"
+	// fQueue is the task's named queue (absent for the default queue;
+	// not "queue", which says primary or retry list).
+	fQueue = "qname"
+	// fLimitKey is the key per-key limits count the task against.
+	fLimitKey = "lk"
+	// fHeld lists the scopes whose concurrency slots the current attempt
+	// holds ("\n"-separated), given back when the attempt ends.
+	fHeld = "lh"
+	// fParked is the scope whose parking list holds the task.
+	fParked = "pk"
 )
 
 // errorRecord is an error_history line as stored.
@@ -115,6 +126,8 @@ func decodeTask(h map[string]string) (*task.Task, bool) {
 		Worker:      h[fWorker],
 		Lease:       h[fLease],
 		Traceparent: h[fTraceparent],
+		Queue:       cmp.Or(h[fQueue], DefaultQueue),
+		LimitKey:    h[fLimitKey],
 	}
 	t.CancelRequested = h[fCancelReq] == "1"
 	t.HandedOff = t.Lease != "" && h[fHandoff] == t.Lease

@@ -48,6 +48,13 @@ type EnqueueRequest struct {
 	// (tracing.Traceparent of the submit's span); "" for none. It is
 	// stored in the task's hash with the enqueue's own write.
 	Traceparent string
+	// Queue is the named queue the task waits in (ValidQueueName); ""
+	// means DefaultQueue. A queue exists from its first task on.
+	Queue string
+	// LimitKey is the key per-key limits count the task against (a
+	// tenant, a customer): at most 200 bytes, no control characters; ""
+	// for none.
+	LimitKey string
 	// UniqueKey, when set, makes the task unique among its owner's
 	// (SessionID's; "" is the deployment-wide callers'): while the task
 	// holding the key is unfinished (PENDING, ACTIVE, FAILED awaiting a
@@ -141,6 +148,14 @@ func (s *Store) prepare(r EnqueueRequest) (EnqueueRequest, error) {
 		return r, err
 	} else if want >= 0 && PartitionOf(r.ID, n) != want {
 		return r, &ValidationError{Field: "partition_key", Reason: fmt.Sprintf("task_id %q falls in partition %d and the partition key in %d: leave out the task_id or the partition key", r.ID, PartitionOf(r.ID, n), want)}
+	}
+	if r.Queue == "" {
+		r.Queue = DefaultQueue
+	} else if err := ValidQueueName(r.Queue); err != nil {
+		return r, err
+	}
+	if err := validLimitKey(r.LimitKey); err != nil {
+		return r, err
 	}
 	p, err := task.ParsePriority(string(r.Priority))
 	if err != nil {
@@ -284,12 +299,55 @@ type replay struct {
 }
 
 // enqueueIn writes reqs, all of partition k, one script call per
-// EnqueueChunk (one call for all when idem is set: the caller keeps it
-// within a chunk). It answers the requests not created (their unique key
-// held), or the record idem found.
+// EnqueueChunk, the tasks of each named queue apart (a queue's lists and
+// wake-up are in the script's KEYS; a batch all of one queue is one group).
+// With idem, every task is written in one call with the record (the
+// caller keeps the request within a chunk, and refuses a keyed request
+// spanning queues: ErrIdempotencyQueues). It answers the requests not
+// created (their unique key held), by position in prepared, or the record
+// idem found.
 func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest, now time.Time, call string, idem *idemCall) ([]dup, *replay, error) {
+	if err := s.registerQueues(ctx, prepared); err != nil {
+		return nil, nil, err
+	}
+	groups := byQueue(prepared)
+	if len(groups) <= 1 {
+		return s.enqueueQueue(ctx, k, prepared, now, call, idem)
+	}
+	if idem != nil {
+		return nil, nil, ErrIdempotencyQueues
+	}
+	var dups []dup
+	for _, at := range groups {
+		rs := make([]EnqueueRequest, len(at))
+		for j, i := range at {
+			rs[j] = prepared[i]
+		}
+		ds, _, err := s.enqueueQueue(ctx, k, rs, now, call, nil)
+		for _, d := range ds {
+			d.i = at[d.i]
+			dups = append(dups, d)
+		}
+		if err != nil {
+			return dups, nil, err
+		}
+	}
+	return dups, nil, nil
+}
+
+// ErrIdempotencyQueues: a request under an Idempotency-Key puts tasks in
+// several named queues, which one script call cannot write together.
+var ErrIdempotencyQueues = errors.New("store: a request under one idempotency key must put its tasks in one queue")
+
+// enqueueQueue is enqueueIn for tasks of one named queue: one script call
+// per EnqueueChunk (one for all with idem).
+func (s *Store) enqueueQueue(ctx context.Context, k keys, prepared []EnqueueRequest, now time.Time, call string, idem *idemCall) ([]dup, *replay, error) {
 	nowMS := ms(now)
 	var dups []dup
+	q := k
+	if len(prepared) > 0 {
+		q = k.named(prepared[0].Queue)
+	}
 	chunkLen := s.cfg.EnqueueChunk
 	if idem != nil {
 		chunkLen = max(len(prepared), 1)
@@ -297,8 +355,8 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 	for start := 0; start < len(prepared) || (idem != nil && start == 0); start += chunkLen {
 		chunk := prepared[start:min(start+chunkLen, len(prepared))]
 		keys := make([]string, 0, 8+len(chunk))
-		keys = append(keys, k.stateIndex(task.StatePending), k.scheduled(), k.events(), k.wake(),
-			k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow))
+		keys = append(keys, k.stateIndex(task.StatePending), k.scheduled(), k.events(), q.wake(),
+			q.primary(task.PriorityHigh), q.primary(task.PriorityNormal), q.primary(task.PriorityLow))
 		args := make([]any, 0, 8+len(chunk)*16)
 		args = append(args, nowMS, s.cfg.EventStreamMaxLen, len(chunk), call, s.cfg.SessionIndexTTL.Milliseconds())
 		if idem != nil {
@@ -330,6 +388,12 @@ func (s *Store) enqueueIn(ctx context.Context, k keys, prepared []EnqueueRequest
 			}
 			if r.Traceparent != "" {
 				fields = append(fields, fTraceparent, r.Traceparent)
+			}
+			if r.Queue != DefaultQueue {
+				fields = append(fields, fQueue, r.Queue)
+			}
+			if r.LimitKey != "" {
+				fields = append(fields, fLimitKey, r.LimitKey)
 			}
 			uq := ""
 			if r.UniqueKey != "" {
@@ -391,6 +455,7 @@ func (s *Store) created(r EnqueueRequest, now time.Time) *task.Task {
 		ID: r.ID, Type: r.Type, State: task.StatePending, Content: r.Content, Params: r.Params,
 		SessionID: r.SessionID, Priority: r.Priority, Timeout: r.Timeout.Truncate(time.Millisecond),
 		MaxRetries: maxRetries, CreatedAt: now, UpdatedAt: now, Traceparent: r.Traceparent,
+		Queue: r.Queue, LimitKey: r.LimitKey,
 		ErrorHistory: []task.ErrorRecord{},
 		StateHistory: []task.StateChange{{At: now, To: task.StatePending, Cause: "created"}},
 	}
@@ -526,4 +591,25 @@ func parseReplay(res string) ([]Enqueued, error) {
 		}
 	}
 	return out, nil
+}
+
+// byQueue splits the positions of reqs by named queue, keeping their order
+// within each.
+func byQueue(reqs []EnqueueRequest) [][]int {
+	if len(reqs) == 0 {
+		return nil
+	}
+	var order []string
+	groups := map[string][]int{}
+	for i, r := range reqs {
+		if _, ok := groups[r.Queue]; !ok {
+			order = append(order, r.Queue)
+		}
+		groups[r.Queue] = append(groups[r.Queue], i)
+	}
+	out := make([][]int, len(order))
+	for i, q := range order {
+		out[i] = groups[q]
+	}
+	return out
 }

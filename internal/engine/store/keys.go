@@ -164,3 +164,77 @@ func (k keys) probe() string { return k.p + "probe" }
 // cancelChannel is the pub/sub channel on which cancel requests of ACTIVE
 // tasks are announced (a channel, not a key).
 func (k keys) cancelChannel() string { return k.p + "cancel" }
+
+// DefaultQueue is the named queue of a task given none (and whose type
+// names none): its lists are the partition's historical ones above.
+const DefaultQueue = "default"
+
+// named returns the keys of named queue q's lists (primary per priority,
+// retry, wake) in this partition: the default queue's names with
+// "q:<name>:" after the partition prefix, so they share its hash tag (one
+// Cluster slot). The default queue keeps the unprefixed names. Scripts
+// that learn a task's queue from its hash (reap, release, promote, cancel,
+// delete, sweep, the unparking in fetch) derive these names the same way
+// from the default primary list or the partition prefix they are given in
+// KEYS (qprefix in lib.lua).
+func (k keys) named(q string) keys {
+	if q == "" || q == DefaultQueue {
+		return k
+	}
+	return keys{p: k.p + "q:" + q + ":"}
+}
+
+// prefix is the partition's key prefix (for scripts deriving named
+// queues' and parking lists' keys).
+func (k keys) prefix() string { return k.p }
+
+// control holds the partition's pauses and limits (HASH): "p:q:<queue>"
+// and "p:t:<type>" → "1" for a paused queue or task type; "l:<scope>" →
+// "<rate>/<per ms>/<concurrency>" for a limit on scope "t:<type>",
+// "q:<queue>", "k:<limit key>" or "k:*" (every key its own), with this
+// partition's share of the rate and concurrency (0 = none). Every
+// partition holds the same entries; fetch reads the hash in its own call.
+func (k keys) control() string { return k.p + "ctl" }
+
+// running counts the attempts in flight per scope (HASH scope → count):
+// every named queue's, and those of the scopes with a concurrency limit.
+// Fetch adds to it, the end of an attempt (lh field of the task) takes
+// away.
+func (k keys) running() string { return k.p + "ctl:running" }
+
+// rateState is the rate limits' state (HASH scope → theoretical arrival
+// time, unix ms, of the generic cell rate algorithm).
+func (k keys) rateState() string { return k.p + "ctl:rate" }
+
+// parkIndex indexes the parking lists that hold tasks (ZSET scope → unix
+// ms from when a fetch may move some back to their queues; 1e15 while
+// only the end of an attempt or a control change can).
+func (k keys) parkIndex() string { return k.p + "ctl:parked" }
+
+// parkPrefix is the prefix of the parking lists (LIST of ids, oldest
+// first): park:<scope> holds the PENDING tasks that a pause of their type
+// or a limit of their type or key holds back, out of their queue so the
+// tasks behind them proceed. Scripts append the scope.
+func (k keys) parkPrefix() string { return k.p + "park:" }
+
+// park is one scope's parking list.
+func (k keys) park(scope string) string { return k.p + "park:" + scope }
+
+// parkWake is the wake-up list pushed when parked tasks may move back (a
+// slot freed, a pause lifted, a limit changed): every worker blocks on it
+// with its queues' lists, and its next fetch moves them.
+func (k keys) parkWake() string { return k.p + "tasks:wake:parked" }
+
+// queueDone counts completions per queue and minute (HASH "<queue>|<unix
+// minute>" → count; the minute before last is deleted as a new one
+// starts): the queues' completed/min rate.
+func (k keys) queueDone() string { return k.p + "ctl:done" }
+
+// queues is the set of queue names ever used in the deployment (SET),
+// added to by the first enqueue of each process into a named queue.
+func (k globalKeys) queues() string { return k.p + "queues" }
+
+// limits holds the limits as set, whole (HASH "<t|q|k>:<name>" → JSON
+// rate_limit, rate_per_ms, concurrency); the partitions' control hashes
+// hold their shares.
+func (k globalKeys) limits() string { return k.p + "limits" }

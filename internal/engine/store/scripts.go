@@ -42,4 +42,5 @@ var (
 	scriptHandoff      = load("handoff")
 	scriptDispatch     = load("dispatch")
 	scriptPurge        = load("purge")
+	scriptControl      = load("control")
 )

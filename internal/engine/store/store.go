@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,6 +53,9 @@ type Store struct {
 	// callPrefix and calls name enqueue calls (enqueueCallID).
 	callPrefix string
 	calls      atomic.Uint64
+	// knownQueues are the named queues this process has registered in
+	// the deployment's set of queues (registerQueues).
+	knownQueues sync.Map
 }
 
 // New returns a Store over client with cfg (defaults applied). The client

@@ -32,22 +32,45 @@ type FetchRequest struct {
 	TokenPrefix string
 	// Lease is how long the tasks are held without a heartbeat.
 	Lease time.Duration
+	// Queue is the named queue to take from; "" means DefaultQueue.
+	Queue string
+}
+
+// fetchHint collects, over the partitions of one Fetch, the shortest wait
+// after which a pause or limit that held work back may let more go.
+type fetchHint struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+func (h *fetchHint) note(d time.Duration) {
+	h.mu.Lock()
+	if h.d == 0 || d < h.d {
+		h.d = d
+	}
+	h.mu.Unlock()
 }
 
 // fetchFrom is Fetch on one partition; tokenPrefix keeps the tokens of the
 // partitions of one Fetch apart.
-func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPrefix string) ([]*task.Task, error) {
+func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPrefix string, hint *fetchHint) ([]*task.Task, error) {
 	now := s.nowMS()
 	w := s.cfg.PriorityWeights
+	q := k.named(r.Queue)
+	qname := ""
+	if r.Queue != DefaultQueue {
+		qname = r.Queue
+	}
 	keys := []string{
-		k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow),
-		k.retry(), k.active(), k.stateIndex(task.StatePending), k.events(), k.wake(),
+		q.primary(task.PriorityHigh), q.primary(task.PriorityNormal), q.primary(task.PriorityLow),
+		q.retry(), k.active(), k.stateIndex(task.StatePending), k.events(), q.wake(),
 		k.taskPrefix(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(),
+		k.control(), k.running(), k.rateState(), k.parkIndex(), k.parkPrefix(), k.primary(task.PriorityNormal),
 	}
 	res, err := scriptFetch.Run(ctx, s.rdb, keys,
 		now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), tokenPrefix, r.WorkerID,
 		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, ratio(s.cfg.RetryRatio), ratio(s.cfg.RetryRatioWarning), ratio(s.cfg.RetryRatioCritical),
-		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen).Slice()
+		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen, qname).Slice()
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
 			return nil, nil
@@ -55,6 +78,11 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		return nil, scriptErr("", err)
 	}
 	const width = 12
+	if len(res)%width == 1 {
+		if d, _ := res[len(res)-1].(int64); d > 0 {
+			hint.note(time.Duration(d) * time.Millisecond)
+		}
+	}
 	out := make([]*task.Task, 0, len(res)/width)
 	started := time.UnixMilli(now).UTC()
 	for i := 0; i+width <= len(res); i += width {
@@ -65,7 +93,7 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 			Timeout:    time.Duration(atoi(str(f[7]))) * time.Millisecond,
 			RetryCount: atoi(str(f[8])), MaxRetries: atoi(str(f[9])),
 			CreatedAt: msTime(str(f[10])), UpdatedAt: started, StartedAt: &started,
-			Traceparent: str(f[11]),
+			Traceparent: str(f[11]), Queue: cmp.Or(r.Queue, DefaultQueue),
 		}
 		if p := str(f[4]); p != "" {
 			t.Params = json.RawMessage(p)
@@ -84,6 +112,27 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 // goes to the DLQ instead. An empty result means no queue holds a task;
 // WaitForWork blocks until one might.
 func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error) {
+	out, _, err := s.FetchWithHint(ctx, r)
+	return out, err
+}
+
+// FetchWithHint is Fetch that also says, when a pause or a limit held
+// work back (tasks wait that may start later), after how long a fetch
+// may get more: 0 when nothing was held back or only the end of a running
+// attempt (which wakes the workers) can let it go. A worker waits at
+// most that long before it fetches again.
+func (s *Store) FetchWithHint(ctx context.Context, r FetchRequest) ([]*task.Task, time.Duration, error) {
+	var h fetchHint
+	out, err := s.fetch(ctx, r, &h)
+	return out, h.d, err
+}
+
+func (s *Store) fetch(ctx context.Context, r FetchRequest, h *fetchHint) ([]*task.Task, error) {
+	if r.Queue == "" {
+		r.Queue = DefaultQueue
+	} else if err := ValidQueueName(r.Queue); err != nil {
+		return nil, err
+	}
 	if r.N < 1 || r.N > 1000 {
 		return nil, fmt.Errorf("store: fetch N %d must be within [1, 1000]", r.N)
 	}
@@ -92,7 +141,7 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 	}
 	n := len(s.parts)
 	if n == 1 {
-		return s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix)
+		return s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix, h)
 	}
 	start := int(s.turn.Add(1) % uint32(n))
 	if h := s.woke.Swap(0); h > 0 {
@@ -102,7 +151,7 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 		// the last fetch was full: the queues are deep, so one partition
 		// likely has the whole batch — take it from the one in turn (one
 		// script call, a full batch), going on to the next while short
-		out, err := s.fetchInTurn(ctx, r, start)
+		out, err := s.fetchInTurn(ctx, r, start, h)
 		s.deep.Store(len(out) == r.N)
 		return out, err
 	}
@@ -113,14 +162,14 @@ func (s *Store) Fetch(ctx context.Context, r FetchRequest) ([]*task.Task, error)
 	// process's wait, else to the next in its turn. A partition that gave
 	// its whole share may hold more: the rest of N is asked of those, round
 	// after round.
-	out, err := s.fetchShares(ctx, r, start)
+	out, err := s.fetchShares(ctx, r, start, h)
 	s.deep.Store(len(out) == r.N)
 	return out, err
 }
 
 // fetchInTurn is Fetch from the partitions one after the other, from
 // start, until N are taken.
-func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*task.Task, error) {
+func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int, h *fetchHint) ([]*task.Task, error) {
 	n := len(s.parts)
 	var out []*task.Task
 	var firstErr error
@@ -137,7 +186,7 @@ func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*
 		r.N = want - len(out)
 		var ts []*task.Task
 		err := s.onPartition(ctx, p, func(ctx context.Context) (err error) {
-			ts, err = s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p))
+			ts, err = s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p), h)
 			return err
 		})
 		if err != nil {
@@ -154,7 +203,7 @@ func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int) ([]*
 }
 
 // fetchShares is Fetch asking the partitions for shares of N at once.
-func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*task.Task, error) {
+func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int, h *fetchHint) ([]*task.Task, error) {
 	n := len(s.parts)
 	live := make([]int, n)
 	for i := range live {
@@ -194,7 +243,7 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 				rr := r
 				rr.N = a.share
 				a.err = s.onPartition(ctx, a.p, func(ctx context.Context) (err error) {
-					a.got, err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round))
+					a.got, err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round), h)
 					return err
 				})
 			}()
@@ -234,12 +283,19 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int) ([]*
 // fetch that follows passes the token on while tasks remain. timeout is
 // rounded up to whole seconds. (A blocked Redis read does not end with
 // ctx: stop it with Interrupt.)
-func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.Duration) (bool, error) {
+//
+// queues are the named queues whose wake-ups end the wait (none: the
+// default queue's); the parking wake-up (parked tasks may move back, see
+// control.go) ends it too.
+func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.Duration, queues ...string) (bool, error) {
 	if timeout < time.Second {
 		timeout = time.Second
 	}
+	if len(queues) == 0 {
+		queues = []string{DefaultQueue}
+	}
 	if len(s.parts) == 1 {
-		return s.waitOn(ctx, s.parts[0], workerID, timeout)
+		return s.waitOn(ctx, s.parts[0], workerID, timeout, queues)
 	}
 	// several partitions: block on each one's wake-up list at once (a
 	// cluster cannot BLPOP lists of two slots in one call); the first to
@@ -258,7 +314,7 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 	answers := make(chan answer, len(waited))
 	for _, p := range waited {
 		go func() {
-			got, err := s.waitOn(ctx, s.parts[p], workerID, timeout)
+			got, err := s.waitOn(ctx, s.parts[p], workerID, timeout, queues)
 			answers <- answer{p, got, err}
 		}()
 	}
@@ -310,8 +366,14 @@ func (s *Store) WaitForWork(ctx context.Context, workerID string, timeout time.D
 const stopPushWait = 250 * time.Millisecond
 
 // waitOn is WaitForWork on one partition's lists.
-func (s *Store) waitOn(ctx context.Context, k keys, workerID string, timeout time.Duration) (bool, error) {
-	err := s.rdb.BLPop(ctx, timeout, k.wakeWorker(workerID), k.wake()).Err()
+func (s *Store) waitOn(ctx context.Context, k keys, workerID string, timeout time.Duration, queues []string) (bool, error) {
+	lists := make([]string, 0, len(queues)+2)
+	lists = append(lists, k.wakeWorker(workerID))
+	for _, q := range queues {
+		lists = append(lists, k.named(q).wake())
+	}
+	lists = append(lists, k.parkWake())
+	err := s.rdb.BLPop(ctx, timeout, lists...).Err()
 	switch {
 	case err == nil:
 		return true, nil
@@ -400,8 +462,9 @@ var ErrUnapplied = errors.New("not applied: its partition's Redis call failed")
 // completeIn runs CompleteBatch for the completions at positions at, all
 // in partition k, and sets their errors in out.
 func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error) error {
-	keys := make([]string, 0, 4+len(at))
-	keys = append(keys, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events())
+	keys := make([]string, 0, 9+len(at))
+	keys = append(keys, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
+		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone())
 	args := make([]any, 0, 2+3*len(at))
 	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen)
 	for _, i := range at {
@@ -481,7 +544,8 @@ func (s *Store) Fail(ctx context.Context, id, token string, f Failure) (FailOutc
 		perm = 1
 	}
 	keys := []string{k.task(id), k.active(), k.stateIndex(task.StateTimeout), k.stateIndex(task.StateFailed),
-		k.scheduled(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqTask(id), k.events()}
+		k.scheduled(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqTask(id), k.events(),
+		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake()}
 	res, err := scriptFail.Run(ctx, s.rdb, keys, ms(now), token, perm, ms(due), f.ErrorType, f.Message, rec,
 		s.maxAgeMS(), s.cfg.EventStreamMaxLen).StringSlice()
 	if err != nil {
@@ -502,7 +566,7 @@ func (s *Store) Release(ctx context.Context, id, token string, due time.Time, ca
 	}
 	keys := []string{k.task(id), k.active(), k.stateIndex(task.StatePending), k.scheduled(),
 		k.events(), k.wake(), k.primary(task.PriorityHigh), k.primary(task.PriorityNormal),
-		k.primary(task.PriorityLow), k.retry()}
+		k.primary(task.PriorityLow), k.retry(), k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake()}
 	err := scriptRelease.Run(ctx, s.rdb, keys, s.nowMS(), token, dueMS, sanitizeCause(cause), s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateActive)
 }
@@ -513,7 +577,7 @@ func (s *Store) Release(ctx context.Context, id, token string, due time.Time, ca
 func (s *Store) CancelActive(ctx context.Context, id, token, cause string) error {
 	k := s.part(id)
 	keys := []string{k.task(id), k.active(), k.stateIndex(task.StateTimeout),
-		k.stateIndex(task.StateCancelled), k.events()}
+		k.stateIndex(task.StateCancelled), k.events(), k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake()}
 	err := scriptCancelActive.Run(ctx, s.rdb, keys, s.nowMS(), token, sanitizeCause(cause), s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateActive, task.StateTimeout)
 }
@@ -612,7 +676,8 @@ func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 	k := s.part(id)
 	keys := []string{k.task(id), k.stateIndex(task.StatePending), k.stateIndex(task.StateTimeout),
 		k.stateIndex(task.StateCancelled), k.scheduled(), k.events(), k.primary(task.PriorityHigh),
-		k.primary(task.PriorityNormal), k.primary(task.PriorityLow), k.retry()}
+		k.primary(task.PriorityNormal), k.primary(task.PriorityLow), k.retry(),
+		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake()}
 	res, err := scriptCancel.Run(ctx, s.rdb, keys, s.nowMS(), k.cancelChannel(), s.cfg.EventStreamMaxLen, redisconn.PublishCommand(s.rdb)).Text()
 	if err != nil {
 		return "", scriptErr(id, err, task.StatePending, task.StateActive, task.StateTimeout)
@@ -629,7 +694,8 @@ func (s *Store) Cancel(ctx context.Context, id string) (CancelOutcome, error) {
 func (s *Store) Retry(ctx context.Context, id string) error {
 	k := s.part(id)
 	keys := []string{k.task(id), k.stateIndex(task.StateFailed), k.stateIndex(task.StateDLQ), k.dlq(),
-		k.dlqTask(id), k.scheduled(), k.stateIndex(task.StatePending), k.retry(), k.events(), k.wake()}
+		k.dlqTask(id), k.scheduled(), k.stateIndex(task.StatePending), k.retry(), k.events(), k.wake(),
+		k.primary(task.PriorityNormal)}
 	err := scriptRetry.Run(ctx, s.rdb, keys, s.nowMS(), s.cfg.EventStreamMaxLen).Err()
 	return scriptErr(id, err, task.StateFailed, task.StateDLQ)
 }
@@ -654,7 +720,8 @@ func (s *Store) deleteIf(ctx context.Context, id string, state task.State) error
 	for _, st := range task.States {
 		keys = append(keys, k.stateIndex(st))
 	}
-	err := scriptDelete.Run(ctx, s.rdb, keys, string(state)).Err()
+	keys = append(keys, k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake())
+	err := scriptDelete.Run(ctx, s.rdb, keys, string(state), s.nowMS()).Err()
 	want := []task.State{task.StatePending, task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled}
 	if state != "" {
 		want = []task.State{state}
@@ -693,7 +760,8 @@ func (s *Store) ReapExpired(ctx context.Context, limit int) (ids []string, handl
 	err = s.allPartitions(func(_ int, k keys) error {
 		keys := []string{k.active(), k.stateIndex(task.StatePending), k.stateIndex(task.StateCancelled),
 			k.events(), k.wake(), k.primary(task.PriorityHigh), k.primary(task.PriorityNormal),
-			k.primary(task.PriorityLow), k.retry(), k.taskPrefix()}
+			k.primary(task.PriorityLow), k.retry(), k.taskPrefix(),
+			k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake()}
 		res, err := scriptReap.Run(ctx, s.rdb, keys, s.nowMS(), limit, s.cfg.EventStreamMaxLen).Slice()
 		if err != nil {
 			return scriptErr("", err)
@@ -744,7 +812,7 @@ func (s *Store) SweepAged(ctx context.Context, limit int) (int, error) {
 	err := s.allPartitions(func(_ int, k keys) error {
 		keys := []string{k.stateIndex(task.StatePending), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(),
 			k.events(), k.primary(task.PriorityHigh), k.primary(task.PriorityNormal), k.primary(task.PriorityLow),
-			k.retry(), k.taskPrefix(), k.scheduled()}
+			k.retry(), k.taskPrefix(), k.scheduled(), k.parkPrefix()}
 		n, err := scriptSweep.Run(ctx, s.rdb, keys, now, now-age, limit, age, s.cfg.EventStreamMaxLen).Int()
 		if err != nil {
 			return scriptErr("", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/breaker"
 	"github.com/taskflow/taskflow/internal/engine/clock"
 	"github.com/taskflow/taskflow/internal/engine/retry"
+	"github.com/taskflow/taskflow/internal/engine/store"
 )
 
 // Config configures a Worker.
@@ -82,6 +84,28 @@ type Config struct {
 	// set, the circuit breakers' time; default clock.Real{}. Handler
 	// deadlines and tickers use the real time.
 	Clock clock.Clock
+	// Queues are the named queues the worker serves. Default: the
+	// default queue alone.
+	Queues []QueueConfig
+	// StrictOrder takes from Queues in their order: a queue only while
+	// the ones before it give nothing (empty, paused, at a limit or at
+	// their concurrency). Default false: the queues are tried in a
+	// weighted random order per fetch (Weight), so each gets its share
+	// while all have work.
+	StrictOrder bool
+}
+
+// QueueConfig is one named queue a worker serves.
+type QueueConfig struct {
+	// Name is the queue (store.ValidQueueName).
+	Name string
+	// Weight is the queue's share of the fetches while several queues
+	// have work (weighted order only). Default 1.
+	Weight int
+	// Concurrency is the most of the queue's tasks this worker runs at
+	// once. Default 0: up to the worker's Concurrency. (The fleet-wide
+	// figure is a limit: store.SetLimit.)
+	Concurrency int
 }
 
 // WithDefaults fills unset fields.
@@ -119,6 +143,16 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.HandOffConcurrency == 0 {
 		c.HandOffConcurrency = 256
+	}
+	if len(c.Queues) == 0 {
+		c.Queues = []QueueConfig{{Name: store.DefaultQueue}}
+	} else {
+		c.Queues = slices.Clone(c.Queues)
+	}
+	for i := range c.Queues {
+		if c.Queues[i].Weight == 0 {
+			c.Queues[i].Weight = 1
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -163,6 +197,22 @@ func (c Config) Validate() error {
 	}
 	if c.DefaultTimeout <= 0 || c.ShutdownGrace < 0 || c.IdleWait <= 0 {
 		errs = append(errs, errors.New("worker: DefaultTimeout and IdleWait must be positive, ShutdownGrace not negative"))
+	}
+	seen := map[string]bool{}
+	for _, q := range c.Queues {
+		if err := store.ValidQueueName(q.Name); err != nil {
+			errs = append(errs, fmt.Errorf("worker: Queues: %w", err))
+		}
+		if seen[q.Name] {
+			errs = append(errs, fmt.Errorf("worker: Queues: %q listed twice", q.Name))
+		}
+		seen[q.Name] = true
+		if q.Weight < 1 || q.Weight > 1000 {
+			errs = append(errs, fmt.Errorf("worker: Queues: %q weight %d must be within [1, 1000]", q.Name, q.Weight))
+		}
+		if q.Concurrency < 0 {
+			errs = append(errs, fmt.Errorf("worker: Queues: %q concurrency %d must not be negative", q.Name, q.Concurrency))
+		}
 	}
 	if err := c.Breaker.Validate(); err != nil {
 		errs = append(errs, err)

@@ -11,6 +11,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(runChild())
 	}
+	if os.Getenv(limitChildEnv) != "" {
+		os.Exit(runLimitChild())
+	}
 	goleak.VerifyTestMain(m,
 		// go-redis redials a dead node (the failover test kills one) on a
 		// goroutine that sleeps a second between tries and ends at the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -67,6 +68,13 @@ type Worker struct {
 	mu       sync.Mutex
 	inflight map[string]*running
 
+	// qrun counts the tasks of each of cfg.Queues the worker holds
+	// (fetched, not yet ended); qfree signals a slot of a queue at its
+	// Concurrency freed.
+	qrun  []atomic.Int64
+	qfree chan struct{}
+	names []string // cfg.Queues' names
+
 	tokenSeq  atomic.Uint64
 	startedAt int64 // unix ms at Run, published for the workers view
 	crashed   atomic.Bool
@@ -80,6 +88,7 @@ type Worker struct {
 // job is a fetched task with its handler context (made at fetch time, so a
 // cancel request that arrives before the handler starts is not lost).
 type job struct {
+	q      int // the index of its queue in cfg.Queues
 	t      *task.Task
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -113,6 +122,9 @@ func New(st *store.Store, h Handler, cfg Config) (*Worker, error) {
 		tasks:    make(chan job, cfg.Prefetch),
 		acks:     make(chan store.Completion, cfg.Concurrency*2),
 		inflight: map[string]*running{},
+		qrun:     make([]atomic.Int64, len(cfg.Queues)),
+		qfree:    make(chan struct{}, 1),
+		names:    queueNames(cfg.Queues),
 	}, nil
 }
 
@@ -252,8 +264,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 		// would leave its tasks ACTIVE until their leases expire
 		fctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		seq := w.tokenSeq.Add(1)
-		got, err := w.st.Fetch(fctx, store.FetchRequest{N: n, WorkerID: w.cfg.ID,
-			TokenPrefix: w.cfg.ID + "/" + strconv.FormatUint(seq, 10), Lease: w.cfg.Lease})
+		got, qs, hint, capped, err := w.fetch(fctx, n, w.cfg.ID+"/"+strconv.FormatUint(seq, 10))
 		cancel()
 		for i := len(got); i < n; i++ {
 			<-w.slots
@@ -275,7 +286,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			w.mu.Lock()
 			for i, t := range got {
 				hctx, cancel := context.WithCancelCause(workCtx)
-				jobs[i] = job{t: t, ctx: hctx, cancel: cancel}
+				jobs[i] = job{q: qs[i], t: t, ctx: hctx, cancel: cancel}
 				w.inflight[t.ID] = &running{token: t.Lease, cancel: cancel}
 			}
 			w.mu.Unlock()
@@ -292,7 +303,32 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			return
 		}
 		w.idle.Store(true)
-		_, err = w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait)
+		switch {
+		case capped:
+			// a queue with work is at this worker's concurrency for it:
+			// wait for one of its tasks to end, or for work in the others
+			waited := make(chan error, 1)
+			go func() {
+				_, err := w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait, w.names...)
+				waited <- err
+			}()
+			select {
+			case <-w.qfree:
+				// end the blocked read (a token it leaves costs one extra
+				// fetch later)
+				_ = w.st.Interrupt(bg, w.cfg.ID)
+				err = <-waited
+			case err = <-waited:
+			}
+		case hint > 0 && hint < w.cfg.IdleWait:
+			// a limit lets more start soon: fetch again then
+			select {
+			case <-time.After(hint):
+			case <-ctx.Done():
+			}
+		default:
+			_, err = w.st.WaitForWork(ctx, w.cfg.ID, w.cfg.IdleWait, w.names...)
+		}
 		w.idle.Store(false)
 		if err != nil && ctx.Err() == nil {
 			w.log.Error("wait for work", "err", err)
@@ -333,6 +369,7 @@ func (w *Worker) handOff(ctx context.Context, j job) {
 	go func() {
 		defer w.handingOff.Done()
 		w.runTask(j)
+		w.ended(j)
 		if held {
 			<-w.handOffs
 		}
@@ -342,8 +379,106 @@ func (w *Worker) handOff(ctx context.Context, j job) {
 func (w *Worker) handlerLoop() {
 	for j := range w.tasks {
 		w.runTask(j)
+		w.ended(j)
 		<-w.slots
 	}
+}
+
+// ended counts j's task out of its queue's running ones, and says a slot
+// of a queue at its Concurrency is free.
+func (w *Worker) ended(j job) {
+	w.qrun[j.q].Add(-1)
+	if w.cfg.Queues[j.q].Concurrency > 0 {
+		select {
+		case w.qfree <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func queueNames(qs []QueueConfig) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.Name
+	}
+	return out
+}
+
+// fetch takes up to n tasks from the worker's queues: one store call when
+// it serves one queue; else queue after queue, in the listed order
+// (StrictOrder) or a weighted random one, each asked for what is still
+// wanted within its Concurrency. It returns the index of each task's
+// queue, the store's hint (FetchWithHint), and capped: some queue was
+// skipped for being at its Concurrency.
+func (w *Worker) fetch(ctx context.Context, n int, tokenPrefix string) (got []*task.Task, qs []int, hint time.Duration, capped bool, err error) {
+	r := store.FetchRequest{WorkerID: w.cfg.ID, Lease: w.cfg.Lease}
+	for _, qi := range w.queueOrder() {
+		want := n - len(got)
+		if want == 0 {
+			break
+		}
+		q := w.cfg.Queues[qi]
+		if q.Concurrency > 0 {
+			if room := q.Concurrency - int(w.qrun[qi].Load()); room < want {
+				want = room
+				capped = true
+			}
+			if want <= 0 {
+				continue
+			}
+		}
+		r.N, r.Queue, r.TokenPrefix = want, q.Name, tokenPrefix
+		if len(w.cfg.Queues) > 1 {
+			r.TokenPrefix = tokenPrefix + "q" + strconv.Itoa(qi)
+		}
+		ts, h, ferr := w.st.FetchWithHint(ctx, r)
+		if ferr != nil {
+			err = ferr
+			continue
+		}
+		if h > 0 && (hint == 0 || h < hint) {
+			hint = h
+		}
+		w.qrun[qi].Add(int64(len(ts)))
+		got = append(got, ts...)
+		for range ts {
+			qs = append(qs, qi)
+		}
+	}
+	if len(got) > 0 {
+		err = nil // a queue that answered is progress; the next fetch retries the others
+	}
+	return got, qs, hint, capped && len(got) == 0, err
+}
+
+// queueOrder is the order of this fetch's queues: as listed with
+// StrictOrder, else drawn by weight without replacement.
+func (w *Worker) queueOrder() []int {
+	qs := w.cfg.Queues
+	order := make([]int, len(qs))
+	for i := range order {
+		order[i] = i
+	}
+	if len(qs) == 1 || w.cfg.StrictOrder {
+		return order
+	}
+	total := 0
+	for _, q := range qs {
+		total += q.Weight
+	}
+	for i := 0; i < len(order)-1; i++ {
+		x := rand.IntN(total)
+		j := i
+		for ; j < len(order)-1; j++ {
+			x -= qs[order[j]].Weight
+			if x < 0 {
+				break
+			}
+		}
+		order[i], order[j] = order[j], order[i]
+		total -= qs[order[i]].Weight
+	}
+	return order
 }
 
 // runTask runs one task's handler and applies its outcome.

@@ -95,6 +95,10 @@ func idemErr(err error) error {
 		return &Error{Kind: KindUnprocessable, Code: "idempotency_key_reused", Field: IdempotencyField, Err: err,
 			Message: "this Idempotency-Key was used with another request (another body or endpoint); use a new key for a new request"}
 	}
+	if errors.Is(err, store.ErrIdempotencyQueues) {
+		return &Error{Kind: KindUnprocessable, Code: "idempotency_key_queues", Field: "tasks", Err: err,
+			Message: "a batch under one Idempotency-Key must put all its tasks in one queue; send one batch per queue, each with its own key"}
+	}
 	return storeErr("", err)
 }
 

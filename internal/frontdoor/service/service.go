@@ -100,6 +100,10 @@ type Config struct {
 	// (TASKFLOW_IDEMPOTENCY_TTL): a resend with the key within it is
 	// answered the first call's result. Default 24h.
 	IdempotencyTTL time.Duration
+	// TypeQueues maps a task type to the named queue its tasks go to
+	// when their submit names none (TASKFLOW_TYPE_QUEUES). Default none:
+	// every such task goes to the default queue.
+	TypeQueues map[string]string
 	// Logger receives the service's own logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock (health timestamps, run_at checks). Default time.Now.

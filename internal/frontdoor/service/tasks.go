@@ -46,6 +46,11 @@ type SubmitInput struct {
 	// UniqueFor keeps UniqueKey held this many seconds after the submit,
 	// even once the task has finished. Needs UniqueKey.
 	UniqueFor *float64 `json:"unique_for,omitempty" jsonschema:"seconds after its submit the unique_key stays held even once the task finished (needs unique_key; at most 30 days)"`
+	// Queue is the named queue the task waits in; default: its task
+	// type's default queue (TASKFLOW_TYPE_QUEUES), else "default".
+	Queue string `json:"queue,omitempty" openapi:"maxLength=64;example=emails" jsonschema:"the named queue (^[a-z0-9][a-z0-9._-]{0,63}$); default: the task type's default queue, else default. A queue exists from its first task on"`
+	// LimitKey is the key per-key limits count the task against.
+	LimitKey string `json:"limit_key,omitempty" openapi:"maxLength=200;example=tenant-42" jsonschema:"the key per-key limits count this task against (a tenant, a customer)"`
 }
 
 // Limits of SubmitInput.
@@ -300,6 +305,19 @@ func (s *Service) validate(ctx context.Context, in SubmitInput) (store.EnqueueRe
 		}
 		r.UniqueFor = d
 	}
+	r.Queue = in.Queue
+	if r.Queue == "" {
+		r.Queue = s.cfg.TypeQueues[r.Type]
+	}
+	if r.Queue != "" {
+		if err := store.ValidQueueName(r.Queue); err != nil {
+			return r, Unprocessable("queue", "queue must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", truncate(r.Queue, 80))
+		}
+	}
+	if len(in.LimitKey) > store.MaxLimitKey || strings.ContainsFunc(in.LimitKey, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+		return r, Unprocessable("limit_key", "limit_key must be at most %d bytes without control characters", store.MaxLimitKey)
+	}
+	r.LimitKey = in.LimitKey
 	if in.RunAt != nil && *in.RunAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, *in.RunAt)
 		if err != nil {

@@ -112,6 +112,9 @@ func TestMetrics(t *testing.T) {
 		`taskflow_queue_depth{queue="primary"} 1`,
 		`taskflow_tasks{state="PENDING"} 1`,
 		`taskflow_redis_up 1`,
+		`taskflow_named_queue_pending{priority="normal",queue="default"} 1`,
+		`taskflow_named_queue_paused{queue="default"} 0`,
+		`taskflow_named_queue_active{queue="default"} 0`,
 		`taskflow_http_request_duration_seconds_bucket{code="201",method="POST",route="POST /api/v1/tasks/summarize"`,
 	} {
 		require.Contains(t, text, want)

@@ -18,14 +18,16 @@ import (
 // Every API process follows the whole stream, so with several API
 // processes aggregate these two series with max(), not sum().
 type engineMetrics struct {
-	svc         *service.Service
-	depth       *prometheus.Desc
-	states      *prometheus.Desc
-	breaker     *prometheus.Desc
-	workers     *prometheus.Desc
-	up          *prometheus.Desc
-	transitions *prometheus.CounterVec
-	durations   *prometheus.HistogramVec
+	svc     *service.Service
+	depth   *prometheus.Desc
+	states  *prometheus.Desc
+	breaker *prometheus.Desc
+	workers *prometheus.Desc
+	up      *prometheus.Desc
+	// the named queues' (issue 26)
+	qPending, qActive, qRate, qAge, qPaused *prometheus.Desc
+	transitions                             *prometheus.CounterVec
+	durations                               *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	started map[string]time.Time // task id → when it became ACTIVE
@@ -41,6 +43,14 @@ func newEngineMetrics(reg prometheus.Registerer, svc *service.Service) (*engineM
 		breaker: prometheus.NewDesc("taskflow_circuit_breaker_state", "Worst circuit breaker state per dependency across workers: 0 closed, 1 half-open, 2 open.", []string{"dependency"}, nil),
 		workers: prometheus.NewDesc("taskflow_workers", "Live workers (heartbeat within 30s).", nil, nil),
 		up:      prometheus.NewDesc("taskflow_redis_up", "1 when Redis answered the scrape's queries.", nil, nil),
+		qPending: prometheus.NewDesc("taskflow_named_queue_pending", "Tasks waiting in a named queue, by priority (retry: its retry list).",
+			[]string{"queue", "priority"}, nil),
+		qActive: prometheus.NewDesc("taskflow_named_queue_active", "Attempts of a named queue's tasks running.", []string{"queue"}, nil),
+		qRate: prometheus.NewDesc("taskflow_named_queue_completed_per_minute", "Completions of a named queue's tasks in the last 60 s.",
+			[]string{"queue"}, nil),
+		qAge: prometheus.NewDesc("taskflow_named_queue_oldest_pending_age_seconds", "How long the task at the head of a named queue has waited.",
+			[]string{"queue"}, nil),
+		qPaused: prometheus.NewDesc("taskflow_named_queue_paused", "1 while a named queue is paused.", []string{"queue"}, nil),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "taskflow_task_transitions_total",
 			Help: "Task state transitions seen on the lifecycle event stream since this process started.",
@@ -62,7 +72,7 @@ func newEngineMetrics(reg prometheus.Registerer, svc *service.Service) (*engineM
 
 // Describe implements prometheus.Collector.
 func (m *engineMetrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.depth, m.states, m.breaker, m.workers, m.up} {
+	for _, d := range []*prometheus.Desc{m.depth, m.states, m.breaker, m.workers, m.up, m.qPending, m.qActive, m.qRate, m.qAge, m.qPaused} {
 		ch <- d
 	}
 }
@@ -83,6 +93,21 @@ func (m *engineMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for st, n := range qs.States {
 		ch <- prometheus.MustNewConstMetric(m.states, prometheus.GaugeValue, float64(n), string(st))
+	}
+	if ql, err := m.svc.Queues(ctx, admin); err == nil {
+		for _, q := range ql.Queues {
+			for prio, n := range map[string]int64{"high": q.Pending.High, "normal": q.Pending.Normal, "low": q.Pending.Low, "retry": q.Retry} {
+				ch <- prometheus.MustNewConstMetric(m.qPending, prometheus.GaugeValue, float64(n), q.Name, prio)
+			}
+			ch <- prometheus.MustNewConstMetric(m.qActive, prometheus.GaugeValue, float64(q.Active), q.Name)
+			ch <- prometheus.MustNewConstMetric(m.qRate, prometheus.GaugeValue, q.CompletedPerMin, q.Name)
+			ch <- prometheus.MustNewConstMetric(m.qAge, prometheus.GaugeValue, q.OldestPendingAge, q.Name)
+			paused := 0.0
+			if q.Paused {
+				paused = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.qPaused, prometheus.GaugeValue, paused, q.Name)
+		}
 	}
 	h := m.svc.Health(ctx)
 	ch <- prometheus.MustNewConstMetric(m.workers, prometheus.GaugeValue, float64(h.Components.WorkerCount))

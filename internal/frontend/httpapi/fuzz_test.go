@@ -143,3 +143,26 @@ func FuzzSessionQueries(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLimitBody: any body to PUT /api/v1/limits is the limit set or a
+// client error naming the field, never a 5xx.
+func FuzzLimitBody(f *testing.F) {
+	for _, s := range []string{
+		`{"scope":"queue","name":"emails","concurrency":2}`, `{"scope":"task_type","name":"noop","rate":{"limit":10,"per":1}}`,
+		`{"scope":"key","name":"*","rate":{"limit":1,"per":0.0001}}`, `{"scope":"key","name":"","concurrency":1}`,
+		`{"scope":"x","name":"y","concurrency":1}`, `{"scope":"queue","name":"A B","concurrency":1}`, `{}`, `[]`, `null`,
+		`{"scope":"queue","name":"q","rate":{"limit":1e99,"per":1e308}}`, `{"scope":"queue","name":"q","concurrency":-1}`,
+		`{"scope":"task_type","name":"noop","rate":null,"concurrency":null}`,
+	} {
+		f.Add(s)
+	}
+	b := setup(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		b := b.with(t)
+		r := b.do("PUT", "/api/v1/limits", adminKey, body)
+		require.Contains(t, []int{http.StatusOK, 400, 413, 422}, r.code, "body %q → %s", body, r.raw)
+		if r.code == http.StatusUnprocessableEntity {
+			require.NotEmpty(t, r.errField(), "body %q → %s", body, r.raw)
+		}
+	})
+}

@@ -91,6 +91,7 @@ func (s *Server) routes() {
 	s.statsRoutes(add)
 	s.resultRoutes(add)
 	s.notificationRoutes(add)
+	s.queueRoutes(add)
 
 	add(route{method: "GET", path: "/api/v1/queues/status", access: admin, handler: s.queueStatus, doc: opDoc{
 		tag: "queues", summary: "Queue depths, tasks per state and the retry ratio",

@@ -191,6 +191,7 @@ func (s *Server) build(ctx context.Context, p identity.Principal) (*mcp.Server, 
 		}
 	}
 	sess.addFixedTools(srv)
+	sess.addQueueTools(srv)
 	sess.addResources(srv)
 	return srv, sess, nil
 }

@@ -144,6 +144,11 @@ type Config struct {
 	// (OPENROUTER_*).
 	Summarize summarize.Settings
 
+	// TypeQueues maps a task type to its default named queue
+	// (TASKFLOW_TYPE_QUEUES, type=queue comma-separated). nil: every
+	// type's tasks go to the default queue unless their submit names one.
+	TypeQueues map[string]string
+
 	// given are the variables the environment set (not blank).
 	given map[string]bool
 }

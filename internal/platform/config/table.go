@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskflow/taskflow/internal/engine/retry"
 	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
 	"github.com/taskflow/taskflow/internal/platform/seconds"
 )
 
@@ -195,6 +196,15 @@ var Settings = []Setting{
 	{Env: "TASKFLOW_TASK_TIMEOUT", Default: "5m",
 		Doc:  "attempt timeout of tasks that set no `timeout`",
 		into: to(func(c *Config) *time.Duration { return &c.Engine.Worker.DefaultTimeout }, above0(duration))},
+	{Env: "TASKFLOW_QUEUES", DefaultDoc: "(unset: the `default` queue)",
+		Doc:  "the named queues a worker serves, `name[:weight[:concurrency]]` comma-separated: tried in a weighted random order per fetch, each at most `concurrency` running in this worker ([docs/api.md](docs/api.md), \"Queues, pauses and limits\")",
+		into: to(func(c *Config) *[]worker.QueueConfig { return &c.Engine.Worker.Queues }, queueList)},
+	{Env: "TASKFLOW_QUEUES_STRICT", Default: "false",
+		Doc:  "take from `TASKFLOW_QUEUES` in their order: a queue only while those before it give nothing",
+		into: to(func(c *Config) *bool { return &c.Engine.Worker.StrictOrder }, boolean)},
+	{Env: "TASKFLOW_TYPE_QUEUES", DefaultDoc: "(unset: every type's tasks go to `default`)",
+		Doc:  "the default queue of task types, `type=queue` comma-separated: a submit of such a type that names no queue goes there",
+		into: to(func(c *Config) *map[string]string { return &c.TypeQueues }, typeQueues)},
 	{Env: "TASKFLOW_FETCH_BATCH", Default: "64",
 		Doc:  "most tasks a worker takes per fetch",
 		into: to(func(c *Config) *int { return &c.Engine.Worker.FetchBatch }, above0(integer))},
@@ -562,4 +572,61 @@ func inFlight(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a positive number of tasks (or -1 for no bound)", v)
 	}
 	return n, nil
+}
+
+// queueList is TASKFLOW_QUEUES: name[:weight[:concurrency]], comma-separated.
+func queueList(s string) ([]worker.QueueConfig, error) {
+	var out []worker.QueueConfig
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		parts := strings.Split(t, ":")
+		if len(parts) > 3 {
+			return nil, fmt.Errorf("%q: give name[:weight[:concurrency]]", t)
+		}
+		q := worker.QueueConfig{Name: parts[0]}
+		if err := store.ValidQueueName(q.Name); err != nil {
+			return nil, fmt.Errorf("queue %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", q.Name)
+		}
+		if len(parts) > 1 {
+			w, err := strconv.Atoi(parts[1])
+			if err != nil || w < 1 || w > 1000 {
+				return nil, fmt.Errorf("%q: the weight must be a whole number from 1 to 1000", t)
+			}
+			q.Weight = w
+		}
+		if len(parts) > 2 {
+			c, err := strconv.Atoi(parts[2])
+			if err != nil || c < 0 || c > 10000 {
+				return nil, fmt.Errorf("%q: the concurrency must be a whole number from 0 (no bound) to 10000", t)
+			}
+			q.Concurrency = c
+		}
+		if slices.ContainsFunc(out, func(o worker.QueueConfig) bool { return o.Name == q.Name }) {
+			return nil, fmt.Errorf("queue %q is listed twice", q.Name)
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// typeQueues is TASKFLOW_TYPE_QUEUES: type=queue, comma-separated.
+func typeQueues(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		typ, q, ok := strings.Cut(t, "=")
+		typ, q = strings.TrimSpace(typ), strings.TrimSpace(q)
+		if !ok || typ == "" {
+			return nil, fmt.Errorf("%q: give task_type=queue", t)
+		}
+		if err := store.ValidQueueName(q); err != nil {
+			return nil, fmt.Errorf("queue %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", q)
+		}
+		out[typ] = q
+	}
+	return out, nil
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskflow/taskflow/internal/engine/worker"
+
 	"github.com/taskflow/taskflow/internal/external/archive"
 	"github.com/taskflow/taskflow/internal/plan/planapi"
 	"github.com/taskflow/taskflow/internal/tasktypes/summarize"
@@ -129,5 +131,47 @@ func TestFlagAndVariableAgree(t *testing.T) {
 		}
 		require.Equal(t, fromEnv, fromFlag, "--%s and %s", s.Flag, s.Env)
 		require.True(t, strings.HasSuffix(fs.Lookup(s.Flag).Usage, "("+s.Env+")"), s.Flag)
+	}
+}
+
+// FuzzQueueVars: TASKFLOW_QUEUES and TASKFLOW_TYPE_QUEUES load or are
+// refused naming the variable, never a panic.
+func FuzzQueueVars(f *testing.F) {
+	for _, s := range []string{"emails", "emails:3:2, bulk:1", "a:b", "A", "x:1:2:3", "a,a", "t=q", "t=", "=q", "t=Q Q", ":::", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		for _, name := range []string{"TASKFLOW_QUEUES", "TASKFLOW_TYPE_QUEUES"} {
+			_, err := Load(func(k string) string {
+				if k == name {
+					return v
+				}
+				return ""
+			})
+			if err != nil {
+				require.ErrorContains(t, err, name)
+			}
+		}
+	})
+}
+
+func TestQueueVars(t *testing.T) {
+	t.Parallel()
+	c, err := Load(func(k string) string {
+		return map[string]string{"TASKFLOW_QUEUES": "critical:5:2, default", "TASKFLOW_QUEUES_STRICT": "true",
+			"TASKFLOW_TYPE_QUEUES": "email.send=emails, report=bulk"}[k]
+	})
+	require.NoError(t, err)
+	require.Equal(t, []worker.QueueConfig{{Name: "critical", Weight: 5, Concurrency: 2}, {Name: "default"}}, c.Engine.Worker.Queues)
+	require.True(t, c.Engine.Worker.StrictOrder)
+	require.Equal(t, map[string]string{"email.send": "emails", "report": "bulk"}, c.TypeQueues)
+	for _, bad := range []string{"x:0", "Q", "a,a", "a:1:-1"} {
+		_, err := Load(func(k string) string {
+			if k == "TASKFLOW_QUEUES" {
+				return bad
+			}
+			return ""
+		})
+		require.ErrorContains(t, err, "TASKFLOW_QUEUES", bad)
 	}
 }

@@ -232,6 +232,33 @@ describe('dashboard', () => {
     await page.getByRole('table', { name: 'Consumer groups of task.create' }).waitFor()
   })
 
+  it('lists the named queues, pauses and resumes one, and sets and removes a limit', async () => {
+    await submitTask({ task_type: 'noop', queue: 'e2e-emails', run_at: new Date(Date.now() + 3600_000).toISOString() })
+    await page.goto(base + '/ui/queues')
+    const row = page.getByTestId('queue-e2e-emails')
+    await row.waitFor()
+    await row.getByRole('button', { name: 'Pause e2e-emails' }).click()
+    await page.getByRole('status').filter({ hasText: 'Queue e2e-emails paused.' }).waitFor()
+    await row.getByText('paused').waitFor()
+    await shoot('queues')
+    await row.getByRole('button', { name: 'Resume e2e-emails' }).click()
+    await row.getByText('running').waitFor()
+    await page.getByLabel('Scope').selectOption('key')
+    await page.getByLabel('Name').fill('tenant-1')
+    await page.getByLabel('Concurrency: at most running at once').fill('2')
+    await page.getByRole('button', { name: 'Set limit' }).click()
+    await page.getByRole('cell', { name: '2 at once' }).waitFor()
+    // OPENROUTER_RATE_LIMIT shows as a rate limit on summarize (dev runs the LLM path here)
+    await page.getByRole('row').filter({ hasText: 'summarize' }).filter({ hasText: 'per 60 s' }).waitFor()
+    await page.getByRole('button', { name: 'Remove limit tenant-1' }).click()
+    await page.getByRole('button', { name: 'Remove limit tenant-1' }).waitFor({ state: 'detached' })
+    await page.getByLabel('Task type to pause').fill('e2e.paused')
+    await page.getByRole('button', { name: 'Pause task type' }).click()
+    await page.getByTestId('paused-type-e2e.paused').waitFor()
+    await page.getByRole('button', { name: 'Resume e2e.paused' }).click()
+    await page.getByTestId('paused-type-e2e.paused').waitFor({ state: 'detached' })
+  })
+
   it('reads a cron expression out before saving, creates a schedule and deletes it', async () => {
     page.on('dialog', (d) => void d.accept())
     await page.goto(base + '/ui/schedules')
@@ -326,6 +353,7 @@ describe('dashboard', () => {
       ['/ui/dlq', 'Dead letters'],
       ['/ui/workers', 'Workers'],
       ['/ui/schedules', 'Schedules'],
+      ['/ui/queues', 'Queues'],
       ['/ui/sessions', 'Sessions'],
       ['/ui/sessions?session=' + sess.session_id, 'Sessions'],
       ['/ui/plans', 'Plans'],

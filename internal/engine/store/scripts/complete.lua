@@ -1,7 +1,9 @@
 -- complete: ACTIVE|TIMEOUT -> COMPLETED for a batch of tasks, each guarded
 -- by its lease token (fencing). Repeating a completion answers STATE.
 -- KEYS[1] active (leases) KEYS[2] COMPLETED index KEYS[3] TIMEOUT index
--- KEYS[4] events KEYS[5..] the task hashes, one per task in ARGV order
+-- KEYS[4] events KEYS[5] running KEYS[6] park index KEYS[7] park prefix
+-- KEYS[8] park wake KEYS[9] queue completions per minute
+-- KEYS[10..] the task hashes, one per task in ARGV order
 -- ARGV[1] now ARGV[2] event stream maxlen, then per task: id, token, result
 -- Returns one code per task: OK | NOTFOUND | LEASE | STATE:<state>
 local now = ARGV[1]
@@ -11,11 +13,12 @@ local out = {}
 local done, nd = {}, 0
 local unact, na = {}, 0
 local untmo, nt = {}, 0
-local i, k, n = 3, 5, #ARGV
+local i, k, n = 3, 10, #ARGV
+local perq = {} -- completions per queue (qname, '' for the default)
 while i <= n do
   local id, token, result = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local tk = KEYS[k]
-  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id')
+  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id', 'qname', 'lh')
   local code = 'OK'
   if not f[1] then
     code = 'NOTFOUND'
@@ -32,13 +35,23 @@ while i <= n do
     if f[1] == 'ACTIVE' then na = na + 1; unact[na] = id else nt = nt + 1; untmo[nt] = id end
     done[nd + 1] = now; done[nd + 2] = id; nd = nd + 2
     ev(id, f[1], 'COMPLETED', now, f[3], f[4])
+    release_slots(tk, f[6], KEYS[5], KEYS[6], KEYS[7], KEYS[8], now)
+    local q = f[5] or ''
+    perq[q] = (perq[q] or 0) + 1
   end
-  out[k - 4] = code
+  out[k - 9] = code
   i = i + 3
   k = k + 1
 end
 if na > 0 then redis.call('ZREM', KEYS[1], unpack(unact)) end
 if nt > 0 then redis.call('ZREM', KEYS[3], unpack(untmo)) end
 if nd > 0 then redis.call('ZADD', KEYS[2], unpack(done)) end
+local minute = math.floor(tonumber(now) / 60000)
+for q, c in pairs(perq) do
+  if q == '' then q = 'default' end
+  if redis.call('HINCRBY', KEYS[9], q .. '|' .. minute, c) == c then
+    redis.call('HDEL', KEYS[9], q .. '|' .. (minute - 2)) -- a new minute: drop the one before last
+  end
+end
 flush_events(KEYS[4], ARGV[2])
 return out

@@ -4,19 +4,21 @@
 -- Guarded by the lease token.
 -- KEYS[1] task KEYS[2] active KEYS[3] TIMEOUT index KEYS[4] FAILED index
 -- KEYS[5] scheduled KEYS[6] dlq list KEYS[7] DLQ index KEYS[8] dlq snapshot
--- KEYS[9] events
+-- KEYS[9] events KEYS[10] running KEYS[11] park index KEYS[12] park prefix
+-- KEYS[13] park wake
 -- ARGV[1] now ARGV[2] token ARGV[3] permanent (1/0) ARGV[4] retry due (ms)
 -- ARGV[5] error_type ARGV[6] message ARGV[7] error record (JSON)
 -- ARGV[8] max age ms (0 = off) ARGV[9] event stream maxlen
 -- Returns {state, reason}: FAILED|DLQ and why.
 local now = tonumber(ARGV[1])
 local f = redis.call('HMGET', KEYS[1], 'state', 'lease', 'task_type', 'session_id', 'state_history',
-  'error_history', 'retry_count', 'max_retries', 'created_at', 'not_before', 'task_id')
+  'error_history', 'retry_count', 'max_retries', 'created_at', 'not_before', 'task_id', 'lh')
 if not f[1] then return redis.error_reply('NOTFOUND') end
 if f[1] ~= 'ACTIVE' and f[1] ~= 'TIMEOUT' then return redis.error_reply('STATE ' .. f[1]) end
 if f[2] ~= ARGV[2] then return redis.error_reply('LEASE') end
 local id = f[11]
 local from = f[1]
+release_slots(KEYS[1], f[12], KEYS[10], KEYS[11], KEYS[12], KEYS[13], now)
 if from == 'ACTIVE' then redis.call('ZREM', KEYS[2], id) else redis.call('ZREM', KEYS[3], id) end
 local rc = tonumber(f[7]) or 0
 local maxr = tonumber(f[8]) or 0

@@ -1,27 +1,201 @@
--- fetch: PENDING -> ACTIVE for up to n tasks, FIFO per queue, taking from
--- the retry queue at the adaptive ratio and from the primary queues by
--- priority weight (systematic sampling, so low priority is never starved).
--- A task older than the max age at pickup goes PENDING -> DLQ instead.
--- Ids whose task is no longer PENDING (stale) are dropped.
+-- fetch: PENDING -> ACTIVE for up to n tasks of one named queue, FIFO per
+-- list, taking from the retry list at the adaptive ratio and from the
+-- primary lists by priority weight (systematic sampling, so low priority
+-- is never starved). A task older than the max age at pickup goes PENDING
+-- -> DLQ instead. Ids whose task is no longer PENDING (stale) are dropped.
+-- Pauses and limits (the control hash; skipped whole while it is empty,
+-- the unlimited path): a paused queue gives nothing; a queue's limits cap
+-- n; a task whose type is paused, or whose type's or key's limit is
+-- reached, is parked (park:<scope>, oldest first) instead of started, so
+-- the tasks behind it proceed; parked tasks whose scope became due in the
+-- park index (a slot freed, time passed, a resume) move back to the head
+-- of their queue first. A started task takes a slot of every scope with a
+-- concurrency limit (and of its named queue, counted always): field lh,
+-- given back by the end of the attempt (release_slots in lib.lua).
 -- KEYS[1] primary:high KEYS[2] primary KEYS[3] primary:low KEYS[4] retry
--- KEYS[5] active (leases) KEYS[6] pending index KEYS[7] events KEYS[8] wake
+--   (of the queue fetched) KEYS[5] active (leases) KEYS[6] pending index
+-- KEYS[7] events KEYS[8] the queue's wake list
 -- KEYS[9] task prefix KEYS[10] dlq list KEYS[11] dlq index KEYS[12] dlq prefix
+-- KEYS[13] control KEYS[14] running KEYS[15] rate state KEYS[16] park index
+-- KEYS[17] park prefix KEYS[18] the default queue's primary list (other
+-- queues' lists are derived from it when parked tasks move back)
 -- ARGV[1] now ARGV[2] n ARGV[3] r1 ARGV[4] r2 (uniform [0,1) from the caller)
 -- ARGV[5] lease deadline ARGV[6] token prefix ARGV[7] worker id
 -- ARGV[8] warning depth ARGV[9] critical depth ARGV[10] ratio normal
 -- ARGV[11] ratio warning ARGV[12] ratio critical
 -- ARGV[13..15] weights high, normal, low ARGV[16] max age ms (0 = off)
--- ARGV[17] event stream maxlen
+-- ARGV[17] event stream maxlen ARGV[18] queue name ('' = default)
 -- Returns {id, token, task_type, content, params, session_id, priority,
---   timeout_ms, retry_count, max_retries, created_at, traceparent, ...}
+--   timeout_ms, retry_count, max_retries, created_at, traceparent, ...},
+--   then, when a pause or limit held work back, one more element: the ms
+--   after which a fetch may get more (a hint for the caller's wait).
 local now = tonumber(ARGV[1])
 local nows = ARGV[1] -- the string form: no number formatting per write
 local n = tonumber(ARGV[2])
 local r1, r2 = tonumber(ARGV[3]), tonumber(ARGV[4])
+local qn = ARGV[18]
+local BIG = 1e15
+local hint = nil -- ms until held-back work may go: returned last
+local function note(at) -- at: unix ms when more may go
+  local d = math.max(1, math.ceil(at - now))
+  if not hint or d < hint then hint = d end
+end
+local function done(out)
+  if hint then out[#out + 1] = hint end
+  return out
+end
+local ctl = nil
+if redis.call('EXISTS', KEYS[13]) == 1 then
+  ctl = {}
+  local a = redis.call('HGETALL', KEYS[13])
+  for i = 1, #a, 2 do ctl[a[i]] = a[i + 1] end
+end
+local qs = 'q:' .. (qn ~= '' and qn or 'default')
+if ctl or qn ~= '' then
+  -- no start recorded before the latest end of an attempt that gave a
+  -- slot back (release_slots in lib.lua)
+  local last = tonumber(redis.call('HGET', KEYS[14], '@t'))
+  if last and last > now then now = last; nows = string.format('%d', last) end
+end
+
+-- limits: "<rate>/<per ms>/<concurrency>"; rate 0 or concurrency -1 = none
+local lims = {}
+local function lim(s)
+  if not ctl then return nil end
+  local L = lims[s]
+  if L == nil then
+    local v = ctl['l:' .. s]
+    if not v and string.sub(s, 1, 2) == 'k:' then v = ctl['l:k:*'] end
+    L = false
+    if v then
+      local r, per, c = string.match(v, '^([%d.]+)/(%d+)/(-?%d+)$')
+      if r then L = { rate = tonumber(r), per = tonumber(per), conc = tonumber(c) } end
+    end
+    lims[s] = L
+  end
+  return L or nil
+end
+local running, tats = {}, {}
+local function run_of(s)
+  local v = running[s]
+  if v == nil then v = tonumber(redis.call('HGET', KEYS[14], s)) or 0; running[s] = v end
+  return v
+end
+local function tat_of(s)
+  local v = tats[s]
+  if v == nil then v = tonumber(redis.call('HGET', KEYS[15], s)) or 0; tats[s] = v end
+  return v
+end
+-- room: how many more of scope s may start now (BIG without limit), and
+-- when one more may if none can (BIG: only when a slot frees)
+local function room(s, L)
+  local c, at = BIG, BIG
+  if L.conc >= 0 then c = L.conc - run_of(s) end
+  if L.rate > 0 then
+    -- the generic cell rate algorithm: one start per T = per/rate, bursts
+    -- of up to rate starts (at least one)
+    local T = L.per / L.rate
+    local B = math.max(L.per, T)
+    local tat = math.max(tat_of(s), now)
+    local k = math.floor((now + B - tat) / T + 1e-9)
+    if k < c then c = k end
+    if k <= 0 and (L.conc < 0 or L.conc - run_of(s) > 0) then at = tat + T - B end
+  end
+  if c < 0 then c = 0 end
+  return c, at
+end
+local held = {} -- scope -> 1 when its running count changed
+local ratechanged = {}
+local function acquire(s, L, counted)
+  if counted then running[s] = run_of(s) + 1; held[s] = true end
+  if L and L.rate > 0 then
+    tats[s] = math.max(tat_of(s), now) + L.per / L.rate
+    ratechanged[s] = true
+  end
+end
+local function flush_limits()
+  for s in pairs(held) do redis.call('HSET', KEYS[14], s, running[s]) end
+  for s in pairs(ratechanged) do redis.call('HSET', KEYS[15], s, string.format('%.3f', tats[s])) end
+end
+
+-- home: the list a parked task goes back to, and its queue's wake list
+local function home(qname, q, prio)
+  if qname and qname ~= '' then
+    return queue_for(q, prio, nil, KEYS[18], nil, nil, qname), wake_for(nil, KEYS[18], qname)
+  end
+  local b = string.sub(KEYS[18], 1, #KEYS[18] - __plen) .. 'tasks:'
+  return queue_for(q, prio, b .. 'pending:primary:high', KEYS[18], b .. 'pending:primary:low', b .. 'pending:retry'),
+    b .. 'wake'
+end
+
+if ctl then
+  -- parked tasks whose scope is due go back to the head of their queues,
+  -- as many as the scope can start now, oldest first
+  local due = redis.call('ZRANGEBYSCORE', KEYS[16], '-inf', now, 'LIMIT', 0, 16)
+  for _, s in ipairs(due) do
+    local pk = KEYS[17] .. s
+    local len = redis.call('LLEN', pk)
+    local c, at = len, BIG
+    if ctl['p:' .. s] then c = 0 end
+    local L = lim(s)
+    if c > 0 and L then
+      local r
+      r, at = room(s, L)
+      if r < c then c = r end
+    end
+    if c > 256 then c = 256 end
+    if c > 0 then
+      local ids = redis.call('LRANGE', pk, 0, c - 1)
+      for i = #ids, 1, -1 do
+        local tk = KEYS[9] .. ids[i]
+        local g = redis.call('HMGET', tk, 'state', 'queue', 'priority', 'qname', 'pk')
+        if g[1] == 'PENDING' and g[5] == s then
+          local lk, wk = home(g[4], g[2], g[3])
+          redis.call('LPUSH', lk, ids[i])
+          wake_later(wk)
+        end
+      end
+      redis.call('LTRIM', pk, c, -1)
+      len = len - c
+    end
+    if len <= 0 then
+      redis.call('ZREM', KEYS[16], s)
+    elseif c > 0 then
+      redis.call('ZADD', KEYS[16], now, s) -- more may go once those start
+    else
+      redis.call('ZADD', KEYS[16], at, s)
+    end
+  end
+  local nxt = redis.call('ZRANGE', KEYS[16], 0, 0, 'WITHSCORES')
+  if nxt[2] and tonumber(nxt[2]) < BIG then note(tonumber(nxt[2])) end
+  if not nxt[1] and ctl['parked'] then redis.call('HDEL', KEYS[13], 'parked') end
+  if ctl['p:' .. qs] then
+    flush_wakes()
+    return done({})
+  end
+end
+local capped = false
+local QL = lim(qs)
+if QL then
+  local r, at = room(qs, QL)
+  if r < n then
+    n = r; capped = true
+    if at < BIG then note(at) end
+    -- full at its concurrency: the end of one of its attempts wakes a
+    -- worker (release_slots)
+    if QL.conc >= 0 and QL.conc - run_of(qs) <= 0 then redis.call('HSET', KEYS[14], 'w:' .. qs, '1') end
+  end
+  if n <= 0 then
+    flush_wakes()
+    return done({})
+  end
+end
+local counting = ctl ~= nil or qn ~= ''
+
 local rdepth = redis.call('LLEN', KEYS[4])
 local lens = { redis.call('LLEN', KEYS[1]), redis.call('LLEN', KEYS[2]), redis.call('LLEN', KEYS[3]) }
 local pdepth = lens[1] + lens[2] + lens[3]
-if rdepth + pdepth == 0 then return {} end
+if rdepth + pdepth == 0 then flush_wakes(); return done({}) end
 
 local ratio = tonumber(ARGV[10])
 if rdepth > tonumber(ARGV[9]) then ratio = tonumber(ARGV[12])
@@ -80,6 +254,24 @@ pop(KEYS[1], take[1])
 pop(KEYS[2], take[2])
 pop(KEYS[3], take[3])
 
+-- parking: a held-back task leaves its queue for park:<scope>; one that
+-- was parked before (pk set: it came back from the head of that list)
+-- goes back to the head, the others to the tail, so the list stays oldest
+-- first
+local front, back = {}, {}
+local blockedat = BIG
+local function park(id, tk, s, was)
+  local t
+  if was and was ~= '' then t = front else t = back end
+  if not t[s] then t[s] = {} end
+  local l = t[s]
+  l[#l + 1] = id
+  redis.call('HSET', tk, 'pk', s)
+  local score = BIG
+  if blockedat < BIG then score = blockedat; note(blockedat) end
+  local cur = redis.call('ZSCORE', KEYS[16], s)
+  if not cur or tonumber(cur) > score then redis.call('ZADD', KEYS[16], score, s) end
+end
 local maxage = tonumber(ARGV[16])
 local ha = nows .. ',P,A,' .. ARGV[7] -- the history entry, the same for every task of this call
 -- (the tables are filled through counters: #t is a search each time)
@@ -90,7 +282,7 @@ local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
-    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp')
+    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp', 'lk', 'pk')
   if f[1] == 'PENDING' then
     local created = tonumber(f[10]) or now
     local base = created
@@ -104,24 +296,74 @@ for _, id in ipairs(ids) do
       to_dlq(tk, KEYS[12] .. id, KEYS[10], KEYS[11], id, now, 'PENDING', 'TaskTooOld', msg, erec,
         { sh = redis.call('HGET', tk, 'state_history'), eh = redis.call('HGET', tk, 'error_history'), ttype = f[2], sess = f[5], rc = f[8] })
     else
+      local blocked, lh = nil, nil
+      if counting then
+        -- pause of its type, then its type's and key's limits
+        blockedat = BIG
+        local ts = 't:' .. (f[2] or '')
+        if ctl and ctl['p:' .. ts] then blocked = ts end
+        local scopes = {}
+        local TL = lim(ts)
+        if not blocked and TL then
+          local r, at = room(ts, TL)
+          if r <= 0 then blocked = ts; blockedat = at else scopes[#scopes + 1] = ts end
+        end
+        if not blocked and f[13] and f[13] ~= '' then
+          local ks = 'k:' .. f[13]
+          local KL = lim(ks)
+          if KL then
+            local r, at = room(ks, KL)
+            if r <= 0 then blocked = ks; blockedat = at else scopes[#scopes + 1] = ks end
+          end
+        end
+        if blocked then
+          park(id, tk, blocked, f[14])
+        else
+          local hs = {}
+          acquire(qs, QL, qn ~= '' or (QL and QL.conc >= 0))
+          if qn ~= '' or (QL and QL.conc >= 0) then hs[#hs + 1] = qs end
+          for _, sc in ipairs(scopes) do
+            local L = lim(sc)
+            acquire(sc, L, L.conc >= 0)
+            if L.conc >= 0 then hs[#hs + 1] = sc end
+          end
+          if #hs > 0 then lh = table.concat(hs, '\n') end
+          if f[14] then redis.call('HDEL', tk, 'pk') end
+        end
+      end
+      if not blocked then
       toknum = toknum + 1
       local token = ARGV[6] .. ':' .. toknum
       -- the history's entry goes to ha (see taken in lib.lua): the history
       -- itself is neither read nor rewritten here; started_at is its time
-      redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
-        'ha', ha)
+      if lh then
+        redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
+          'ha', ha, 'lh', lh)
+      else
+        redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
+          'ha', ha)
+      end
       leases[nl + 1] = ARGV[5]; leases[nl + 2] = id; nl = nl + 2
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
       out[no + 1] = id; out[no + 2] = token; no = no + 2
       for j = 2, 10 do no = no + 1; out[no] = f[j] or '' end
       no = no + 1; out[no] = f[12] or '' -- the traceparent
+      end
     end
   end
 end
+for s, l in pairs(front) do
+  local r = {}
+  for i = #l, 1, -1 do r[#r + 1] = l[i] end
+  redis.call('LPUSH', KEYS[17] .. s, unpack(r))
+end
+for s, l in pairs(back) do redis.call('RPUSH', KEYS[17] .. s, unpack(l)) end
+if counting then flush_limits() end
 if nu > 0 then redis.call('ZREM', KEYS[6], unpack(unidx)) end
 if nl > 0 then zadd(KEYS[5], leases) end
-if redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3]) > 0 then
+if not capped and redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3]) > 0 then
   wake(KEYS[8])
 end
+flush_wakes()
 flush_events(KEYS[7], ARGV[17])
-return out
+return done(out)

@@ -50,13 +50,37 @@ local function flush_events(stream, maxlen)
   end
 end
 
+-- Named queues (keys.go, named): queue qn's lists are the default
+-- queue's names with "q:<qn>:" after the partition prefix. A script that
+-- learns a task's queue (field qname, absent for the default queue) from
+-- its hash derives them from the default primary list kn it got in KEYS:
+-- the same prefix, so the same hash tag and slot.
+local __plen = #'tasks:pending:primary'
+local function qprefix(kn, qn)
+  return string.sub(kn, 1, #kn - __plen) .. 'q:' .. qn .. ':'
+end
+
 -- queue_for returns the pending queue key a task goes back to: the retry
--- queue for retries, else the primary queue of its priority.
-local function queue_for(q, prio, kh, kn, kl, kr)
+-- queue for retries, else the primary queue of its priority; of its named
+-- queue qn when it has one.
+local function queue_for(q, prio, kh, kn, kl, kr, qn)
+  if qn and qn ~= '' then
+    local b = qprefix(kn, qn) .. 'tasks:pending:'
+    if q == 'retry' then return b .. 'retry' end
+    if prio == 'high' then return b .. 'primary:high' end
+    if prio == 'low' then return b .. 'primary:low' end
+    return b .. 'primary'
+  end
   if q == 'retry' then return kr end
   if prio == 'high' then return kh end
   if prio == 'low' then return kl end
   return kn
+end
+
+-- wake_for returns the wake-up list of queue qn (kw: the default one's).
+local function wake_for(kw, kn, qn)
+  if qn and qn ~= '' then return qprefix(kn, qn) .. 'tasks:wake' end
+  return kw
 end
 
 -- zadd adds to a sorted set that stays small and busy: the lease set (the
@@ -99,4 +123,51 @@ local function to_dlq(tk, snapk, dlqlist, dlqidx, id, now, from, etype, msg, ere
   redis.call('LPUSH', dlqlist, id)
   redis.call('ZADD', dlqidx, now, id)
   ev(id, from, 'DLQ', now, f.ttype, f.sess)
+end
+
+-- Wake-ups collected during a call (one push per list at the end).
+local __wakes = {}
+local function wake_later(k) __wakes[k] = true end
+local function flush_wakes()
+  for k in pairs(__wakes) do wake(k) end
+end
+
+-- release_slots ends the concurrency slots an attempt held (field lh of
+-- the task: its scopes, "\n"-separated; absent on the unlimited path):
+-- each scope's running count goes down, and a scope with tasks parked
+-- (waiting for a slot) becomes due in the park index, with a wake-up on
+-- the parking wake list so a worker's next fetch moves the oldest back.
+-- kc running counts kx park index kp park prefix kw park wake
+local function release_slots(tk, lh, kc, kx, kp, kw, now)
+  if not lh or lh == '' then return end
+  -- the latest end (field @t): a fetch that takes the slot records its
+  -- start no earlier, so the tasks' histories show the limit held even
+  -- when the processes' calls reach Redis in another order than their
+  -- clocks read
+  local last = tonumber(redis.call('HGET', kc, '@t'))
+  if not last or tonumber(now) > last then redis.call('HSET', kc, '@t', now) end
+  for s in string.gmatch(lh, '[^\n]+') do
+    if redis.call('HINCRBY', kc, s, -1) <= 0 then redis.call('HDEL', kc, s) end
+    -- a fetch found the scope full and left work waiting (w:<scope>, a
+    -- queue at its concurrency), or tasks of it are parked: wake a worker
+    if redis.call('HDEL', kc, 'w:' .. s) == 1 then wake(kw) end
+    if redis.call('EXISTS', kp .. s) == 1 then
+      redis.call('ZADD', kx, now, s)
+      wake(kw)
+    end
+  end
+  redis.call('HDEL', tk, 'lh')
+end
+
+-- unpark_one removes a parked task from its parking list (a cancel, a
+-- delete or the max-age sweep of a task waiting there).
+local function unpark_one(tk, kp, id)
+  local pk = redis.call('HGET', tk, 'pk')
+  if pk then
+    redis.call('HDEL', tk, 'pk')
+    -- pk stays on a task moved back to its queue (so a new parking puts
+    -- it first again): false then, the caller looks in the queue
+    return redis.call('LREM', kp .. pk, 1, id) > 0
+  end
+  return false
 end

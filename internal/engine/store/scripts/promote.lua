@@ -13,11 +13,10 @@ local now = tonumber(ARGV[1])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 if #ids == 0 then return 0 end
 local maxage = tonumber(ARGV[3])
-local pushed = false
 for _, id in ipairs(ids) do
   local tk = KEYS[13] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'session_id', 'state_history', 'queue', 'priority',
-    'created_at', 'not_before', 'error_history', 'retry_count', 'error_type', 'last_error')
+    'created_at', 'not_before', 'error_history', 'retry_count', 'error_type', 'last_error', 'qname')
   if f[1] == 'FAILED' then
     local base = tonumber(f[7]) or now
     local nb = tonumber(f[8])
@@ -31,16 +30,16 @@ for _, id in ipairs(ids) do
         'state_history', hist(taken(tk, f[4]), now, 'FAILED', 'PENDING', 'retry_due'))
       redis.call('ZREM', KEYS[3], id)
       redis.call('ZADD', KEYS[2], now, id)
-      redis.call('RPUSH', KEYS[12], id)
+      redis.call('RPUSH', queue_for('retry', f[6], KEYS[9], KEYS[10], KEYS[11], KEYS[12], f[13]), id)
       ev(id, 'FAILED', 'PENDING', now, f[2], f[3])
-      pushed = true
+      wake_later(wake_for(KEYS[8], KEYS[10], f[13]))
     end
   elseif f[1] == 'PENDING' then
-    redis.call('RPUSH', queue_for(f[5], f[6], KEYS[9], KEYS[10], KEYS[11], KEYS[12]), id)
-    pushed = true
+    redis.call('RPUSH', queue_for(f[5], f[6], KEYS[9], KEYS[10], KEYS[11], KEYS[12], f[13]), id)
+    wake_later(wake_for(KEYS[8], KEYS[10], f[13]))
   end
 end
 redis.call('ZREM', KEYS[1], unpack(ids))
-if pushed then wake(KEYS[8]) end
+flush_wakes()
 flush_events(KEYS[7], ARGV[4])
 return #ids
