@@ -72,6 +72,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Fleet-wide limits: a rate and/or a concurrency per task type, queue or limit key
+         * @description Access: admin.
+         */
+        get: operations["getLimits"];
+        /**
+         * Create or replace the limit of a scope and name; it applies at once on every worker
+         * @description A task over a limit waits, keeping its place and priority; it is not failed and spends no retry. rate: at most limit starts per `per` seconds (bursts up to limit); concurrency: at most that many running at once. Scope key with name * limits every limit key apart.
+         *
+         *     Access: admin.
+         */
+        put: operations["putLimits"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/limits/{scope}/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a limit; the tasks it held back go
+         * @description Idempotent: deleted is false when there was no such limit.
+         *
+         *     Access: admin.
+         */
+        delete: operations["deleteLimitsScopeName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/me": {
         parameters: {
             query?: never;
@@ -222,6 +270,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Named queues: depth by priority, retry, running, completed per minute, oldest waiting age, pause and limits
+         * @description Also the paused task types and the tasks held back (parked) by a paused type or a limit, by scope.
+         *
+         *     Access: admin.
+         */
+        get: operations["getQueues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/queues/dlq": {
         parameters: {
             query?: never;
@@ -324,6 +394,70 @@ export interface paths {
         get: operations["getQueuesStatusStream"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/{queue}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One named queue
+         * @description Access: admin.
+         */
+        get: operations["getQueuesQueue"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/{queue}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a queue fleet-wide: no worker starts its tasks once this answers; they stay queued in order, running ones finish
+         * @description The pause is kept in Redis: it survives restarts of every process. A queue may be paused before its first task.
+         *
+         *     Access: admin.
+         */
+        post: operations["postQueuesQueuePause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/queues/{queue}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused queue
+         * @description The pause is kept in Redis: it survives restarts of every process. A queue may be paused before its first task.
+         *
+         *     Access: admin.
+         */
+        post: operations["postQueuesQueueResume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -576,6 +710,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/task-types/{task_type}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a task type fleet-wide, in every queue: its tasks wait in order, the others proceed
+         * @description Access: admin.
+         */
+        post: operations["postTaskTypesTaskTypePause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/task-types/{task_type}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused task type: its waiting tasks go back to the head of their queues, in order
+         * @description Access: admin.
+         */
+        post: operations["postTaskTypesTaskTypeResume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -593,9 +767,33 @@ export interface paths {
         put?: never;
         /**
          * Submit a task of any registered type
-         * @description Access: session or admin.
+         * @description 201 with the new task. With unique_key: while a task of the caller's with the key is unfinished (or within unique_for seconds of its submit), 200 with that task and duplicate: true, and nothing is created.
+         *
+         *     Access: session or admin.
          */
         post: operations["postTasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tasks/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit up to 1000 tasks, each answered on its own
+         * @description Each item is a SubmitRequest, validated on its own: one result per item, in order: created (with task_id and state), duplicate (its unique_key is held: the holder's task_id and state) or invalid (its error, the field named tasks[i].<field>); an invalid item does not stop the others. The valid items are written together (one Redis script call per 500 tasks and partition; with an Idempotency-Key, one call with the key's record).
+         *
+         *     Access: session or admin.
+         */
+        post: operations["postTasksBatch"];
         delete?: never;
         options?: never;
         head?: never;
@@ -932,6 +1130,26 @@ export interface components {
             entries: components["schemas"]["AuditEntry"][];
             next?: string;
         };
+        /** @description One result per item of the batch, in order. */
+        BatchResult: {
+            results: {
+                error?: {
+                    code: string;
+                    field?: string;
+                    message: string;
+                };
+                index: number;
+                /** @enum {string} */
+                state?: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
+                /** @enum {string} */
+                status: "created" | "duplicate" | "invalid";
+                task_id?: string;
+            }[];
+        };
+        BatchSubmitRequest: {
+            /** @description 1 to 1000 tasks, each a SubmitRequest */
+            tasks: components["schemas"]["SubmitRequest"][];
+        };
         BreakerRequest: {
             /**
              * @description e.g. openrouter; empty = every dependency
@@ -1058,6 +1276,52 @@ export interface components {
              */
             role?: "admin" | "operator" | "viewer";
         };
+        LimitDeleted: {
+            deleted: boolean;
+            name: string;
+            scope: string;
+        };
+        /** @description A limit to set: as LimitView. */
+        LimitInput: {
+            /** @description the most running at once fleet-wide; null for none */
+            concurrency?: number;
+            /** @example summarize */
+            name: string;
+            /** @description null for none */
+            rate?: {
+                /** @example 10 */
+                limit: number;
+                /**
+                 * @description seconds
+                 * @example 1
+                 */
+                per: number;
+            };
+            /** @enum {string} */
+            scope: "task_type" | "queue" | "key";
+        };
+        LimitList: {
+            limits: components["schemas"]["LimitView"][];
+        };
+        /** @description A fleet-wide limit (the body of PUT /api/v1/limits too). */
+        LimitView: {
+            /** @description the most running at once fleet-wide; null for none */
+            concurrency: number | null;
+            /** @example summarize */
+            name: string;
+            /** @description null for none */
+            rate: {
+                /** @example 10 */
+                limit: number;
+                /**
+                 * @description seconds
+                 * @example 1
+                 */
+                per: number;
+            } | null;
+            /** @enum {string} */
+            scope: "task_type" | "queue" | "key";
+        };
         /** @description Who the caller is (GET /api/v1/me). */
         Me: {
             /**
@@ -1122,6 +1386,11 @@ export interface components {
             session_id: string;
             /** @description still unread after this call (counted up to 1000) */
             unread: number;
+        };
+        PauseState: {
+            paused: boolean;
+            queue?: string;
+            task_type?: string;
         };
         PlanGraph: {
             /** @description endpoint ids the IO nodes read (registry/endpoints.*.toml) */
@@ -1223,6 +1492,14 @@ export interface components {
             /** @enum {string} */
             status: "ok" | "ready";
         };
+        /** @description The named queues, the paused task types and the parked tasks. */
+        QueueList: {
+            parked: {
+                [key: string]: number;
+            };
+            paused_task_types: string[];
+            queues: components["schemas"]["QueueView"][];
+        };
         QueuePage: {
             limit: number;
             offset: number;
@@ -1247,6 +1524,27 @@ export interface components {
             states: {
                 [key: string]: number;
             };
+        };
+        QueueView: {
+            /** @description attempts running */
+            active: number;
+            completed_per_min: number;
+            /** @description the limits of scope queue on it */
+            limits: components["schemas"]["LimitView"][];
+            /** @example default */
+            name: string;
+            /** @description seconds the oldest waiting task has waited */
+            oldest_pending_age: number;
+            paused: boolean;
+            pending: {
+                high: number;
+                low: number;
+                normal: number;
+            };
+            /** @description tasks waiting in its retry list */
+            retry: number;
+            /** @description its delayed tasks and retries not yet due */
+            scheduled: number;
         };
         Requeued: {
             requeued: number;
@@ -1640,6 +1938,11 @@ export interface components {
             delay?: number;
             /** @description the caller's own tasks that must complete first; until then the task is PENDING with waiting_on. If one ends in the DLQ or CANCELLED, this task is cancelled */
             depends_on?: string[];
+            /**
+             * @description the key per-key limits count this task against (a tenant, a customer)
+             * @example tenant-42
+             */
+            limit_key?: string;
             /** @description 0..100; default 3 */
             max_retries?: number;
             /** @description handler parameters */
@@ -1650,6 +1953,11 @@ export interface components {
             partition_key?: string;
             /** @enum {string} */
             priority?: "high" | "normal" | "low";
+            /**
+             * @description the named queue (^[a-z0-9][a-z0-9._-]{0,63}$); default: the task type's default queue, else default. A queue exists from its first task on
+             * @example emails
+             */
+            queue?: string;
             /**
              * Format: date-time
              * @description delay the first run until this time
@@ -1662,8 +1970,13 @@ export interface components {
             task_type: string;
             /** @description seconds one attempt may run */
             timeout?: number;
+            /** @description seconds after its submit the unique_key stays held even once the task finished (needs unique_key; at most 30 days) */
+            unique_for?: number;
+            /** @description while a task of yours with this key is PENDING or ACTIVE (or FAILED awaiting a retry, or TIMEOUT), or within unique_for seconds of its submit, this submit answers that task with duplicate: true instead of creating one */
+            unique_key?: string;
         };
         Submitted: {
+            duplicate?: boolean;
             /** @enum {string} */
             state: "PENDING" | "ACTIVE" | "COMPLETED" | "FAILED" | "DLQ" | "TIMEOUT" | "CANCELLED";
             task_id: string;
@@ -1713,6 +2026,7 @@ export interface components {
             error_type: string | null;
             /** @description null until a failure */
             last_error: string | null;
+            limit_key?: string;
             max_retries: number;
             /** @description handler parameters */
             params?: {
@@ -1720,6 +2034,7 @@ export interface components {
             };
             /** @enum {string} */
             priority: "high" | "normal" | "low";
+            queue?: string;
             /** @description the handler's result (null until COMPLETED); summarize: {summary, summarizer, model} */
             result: {
                 [key: string]: unknown;
@@ -2058,6 +2373,174 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NamedKey"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    putLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LimitInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitView"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteLimitsScopeName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the limit's scope */
+                scope: "task_type" | "queue" | "key";
+                /** @description the task type, queue or limit key */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LimitDeleted"];
                 };
             };
             /** @description Bad Request */
@@ -2497,6 +2980,44 @@ export interface operations {
             };
         };
     };
+    getQueues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueList"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getQueuesDlq: {
         parameters: {
             query?: {
@@ -2772,6 +3293,183 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getQueuesQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the named queue (^[a-z0-9][a-z0-9._-]{0,63}$) */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueueView"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueuesQueuePause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the named queue (^[a-z0-9][a-z0-9._-]{0,63}$) */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseState"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postQueuesQueueResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the named queue (^[a-z0-9][a-z0-9._-]{0,63}$) */
+                queue: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseState"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3482,6 +4180,124 @@ export interface operations {
             };
         };
     };
+    postTaskTypesTaskTypePause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the task type */
+                task_type: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseState"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postTaskTypesTaskTypeResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description the task type */
+                task_type: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PauseState"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getTasks: {
         parameters: {
             query?: {
@@ -3553,7 +4369,10 @@ export interface operations {
     postTasks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3563,6 +4382,15 @@ export interface operations {
             };
         };
         responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Submitted"];
+                };
+            };
             /** @description Created */
             201: {
                 headers: {
@@ -3592,6 +4420,96 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postTasksBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchSubmitRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3660,7 +4578,10 @@ export interface operations {
     postTasksSummarize: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description 1 to 255 printable ASCII characters: a resend with the same key and the same body (same caller) within TASKFLOW_IDEMPOTENCY_TTL (24 h) is answered the first response again, with Idempotent-Replayed: true, and creates nothing; the same key with another body is refused (422 idempotency_key_reused); while the first request with the key is still being processed, 409 idempotency_key_in_use. Holds across an API process that died between writing the task and answering. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3699,6 +4620,15 @@ export interface operations {
             };
             /** @description Forbidden */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Conflict */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
