@@ -8,7 +8,7 @@ export TASKFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 FUZZTIME ?= 10s
 FUZZPKGS ?= ./...
 
-.PHONY: bench-limits sdk-py-check test-sdk-py image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps sdk-ts-deps sdk-ts-build sdk-ts-types sdk-ts-check test-sdk-ts test-sdk-ts-controls test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
+.PHONY: bench-limits sdk-py-check test-sdk-py image compose-test helm-check test-examples chaos test-cluster mcp-client-deps help run build install test test-go check-test-servers node-service-deps sdk-ts-deps sdk-ts-build sdk-ts-types sdk-ts-check test-sdk-ts test-dsl bench fuzz lint fmt generate plans plans-check dsl-deps ui ui-types ui-check test-ui ui-screenshots ui-bench web-deps conformance clean
 
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
@@ -37,10 +37,9 @@ test-go: check-test-servers node-service-deps mcp-client-deps ## Run the Go test
 
 # The Python SDK runs on the system's Python and Debian's python3-httpx,
 # python3-redis, python3-pytest and python3-pytest-asyncio (.ci/run installs
-# them); SDK_PY_TESTS is relative to sdk/python. tests/test_controls.py needs issue 26's API (unique keys,
-# Idempotency-Key, batch, queues, limits): add it to the run once merged.
+# them); SDK_PY_TESTS is relative to sdk/python.
 PYTHON ?= /usr/bin/python3
-SDK_PY_TESTS ?= tests --ignore=tests/test_controls.py
+SDK_PY_TESTS ?= tests
 
 sdk-py-check: ## Byte-compile the Python SDK and its examples and check that it imports (no server needed)
 	$(PYTHON) -m compileall -q sdk/python/src sdk/python/examples sdk/python/tests
@@ -99,9 +98,6 @@ sdk-ts-check: sdk-ts-deps # Fail when the TypeScript SDK's API types differ from
 
 test-sdk-ts: sdk-ts-check ## Run the TypeScript SDK's tests (node's test runner) against a real taskflow dev it starts, incl. npm pack and an install of the tarball
 	cd sdk/typescript && npx tsc -p tsconfig.json --noEmit && npm test
-
-test-sdk-ts-controls: sdk-ts-deps ## Run the TypeScript SDK's tests of issue 26's submit controls (idempotency key, unique key, batch, queue) too
-	cd sdk/typescript && TASKFLOW_TEST_CONTROLS=1 npm test
 
 mcp-client-deps: # Install examples/mcp-node-client/node_modules (a Go test runs the TypeScript SDK's MCP client) when missing
 	@if [ ! -d examples/mcp-node-client/node_modules ]; then cd examples/mcp-node-client && npm ci --no-audit --no-fund; fi

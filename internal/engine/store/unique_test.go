@@ -240,3 +240,37 @@ func TestEnqueueIdempotentPartitions(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "[1].partition_key", ve.Field)
 }
+
+// TestUniqueAndIdempotentAcrossQueues: a batch spanning named queues is
+// written a queue at a time, and its answers keep the request's order: a
+// later item whose unique key an earlier item (of another queue) took is
+// answered as that item's duplicate at its own position. Under an
+// idempotency key such a batch is refused whole (one script call writes
+// one queue's lists), and nothing is written.
+func TestUniqueAndIdempotentAcrossQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	out, err := b.s.EnqueueResults(b.ctx, []EnqueueRequest{
+		{Type: "noop", Queue: "qa", SessionID: "s1", UniqueKey: "k1"},
+		{Type: "noop", SessionID: "s1", UniqueKey: "k1"},
+		{Type: "noop", Queue: "qa", SessionID: "s1", UniqueKey: "k2"},
+		{Type: "noop", SessionID: "s1"},
+	})
+	require.NoError(t, err)
+	require.Len(t, out, 4)
+	require.False(t, out[0].Duplicate)
+	require.True(t, out[1].Duplicate, "the default queue's item meets the key qa's item took")
+	require.Equal(t, out[0].Task.ID, out[1].Task.ID)
+	require.False(t, out[2].Duplicate)
+	require.False(t, out[3].Duplicate)
+	require.Equal(t, "qa", out[2].Task.Queue)
+
+	_, err = b.s.EnqueueIdempotent(b.ctx, []EnqueueRequest{
+		{Type: "noop", Queue: "qa", SessionID: "s1"},
+		{Type: "noop", SessionID: "s1"},
+	}, Idempotency{Scope: "s1", Key: "batch-1", Fingerprint: "fp", TTL: time.Hour})
+	require.ErrorIs(t, err, ErrIdempotencyQueues)
+	n, err := b.rdb.Exists(b.ctx, b.s.parts[0].idempotency("s1", "batch-1")).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "no record written for the refused batch")
+}

@@ -5,8 +5,7 @@
 // port in a namespace of its own, runs the compiled tests (build/test/*.test.js)
 // with node's test runner against it, stops it and deletes the namespace's keys.
 //
-//   node scripts/run-tests.mjs [test files...]   default: every *.test.js but controls.test.js
-//   TASKFLOW_TEST_CONTROLS=1                     also run controls.test.js (needs issue 26's API)
+//   node scripts/run-tests.mjs [test files...]   default: every *.test.js
 //
 // The tests read TASKFLOW_TEST_URL, TASKFLOW_TEST_ADMIN_KEY, TASKFLOW_TEST_REDIS_URL
 // and TASKFLOW_TEST_NAMESPACE.
@@ -115,7 +114,6 @@ const testDir = join(pkg, 'build', 'test');
 let files = process.argv.slice(2);
 if (files.length === 0) {
   files = readdirSync(testDir).filter((f) => f.endsWith('.test.js'))
-    .filter((f) => process.env.TASKFLOW_TEST_CONTROLS === '1' || f !== 'controls.test.js')
     .map((f) => join(testDir, f));
 }
 const run = spawn(process.execPath, ['--test', '--test-concurrency=2', '--enable-source-maps', ...files], {

@@ -1,7 +1,5 @@
 // Issue 26's submit controls through the client: Idempotency-Key,
-// unique_key, the batch submit, queue and limit_key. They need a server
-// with issue 26 merged: scripts/run-tests.mjs runs this file only with
-// TASKFLOW_TEST_CONTROLS=1 (make test-sdk-ts-controls).
+// unique_key, the batch submit, queue and limit_key.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
