@@ -35,6 +35,11 @@ EXTERNAL_TYPES = [
     "text.wordcount",
 ]
 
+#: The named queue tests/test_controls.py submits to: the test deployment's
+#: worker serves it beside the default one (TASKFLOW_QUEUES), as a worker
+#: serves only the queues it is given.
+CONTROLS_QUEUE = "py-sdk.controls"
+
 
 @dataclass
 class Server:
@@ -94,6 +99,7 @@ def server():
     admin = "admin-" + uuid.uuid4().hex
     env = {**os.environ, "REDIS_URL": REDIS_URL, "TASKFLOW_NAMESPACE": ns, "TASKFLOW_ADMIN_KEY": admin,
            "TASKFLOW_EXTERNAL_TYPES": ",".join(EXTERNAL_TYPES), "TASKFLOW_ADDR": f"127.0.0.1:{port}",
+           "TASKFLOW_QUEUES": "default," + CONTROLS_QUEUE,
            "TASKFLOW_OUTPUT_DIR": os.path.join(tmp, "out"), "TASKFLOW_ARTIFACT_DIR": os.path.join(tmp, "artifacts")}
     os.makedirs(env["TASKFLOW_ARTIFACT_DIR"])
     logf = open(os.path.join(tmp, "taskflow-dev.log"), "w")

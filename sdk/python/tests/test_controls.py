@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from taskflow_sdk import SubmitInput, ValidationError, models
+from tests.conftest import CONTROLS_QUEUE
 from tests.test_models import _resolve
 
 
@@ -66,7 +67,7 @@ def test_batch_with_idempotency_key_is_replayed(client):
 
 
 def test_queues_pause_resume_and_limits(client):
-    q = "py-" + uuid.uuid4().hex[:8]
+    q = CONTROLS_QUEUE  # a queue the test deployment's worker serves (conftest)
     sub = client.submit("noop", queue=q, limit_key="tenant-1")
     client.wait(sub.task_id, 20)
     assert q in {x.name for x in client.queues()}

@@ -68,6 +68,8 @@ const server = spawn(bin, ['dev', '--addr', `127.0.0.1:${port}`], {
   env: {
     ...process.env, REDIS_URL: redisUrl, TASKFLOW_NAMESPACE: ns, TASKFLOW_ADMIN_KEY: adminKey,
     TASKFLOW_EXTERNAL_TYPES: externalTypes, TASKFLOW_OUTPUT_DIR: join(work, 'output'),
+    // a worker serves only the queues it is given: test/controls.test.ts submits to this one
+    TASKFLOW_QUEUES: 'default,ts-sdk.q1',
   },
   stdio: ['ignore', 'pipe', 'pipe'],
 });

@@ -96,6 +96,8 @@ class Task:
     worker: Optional[str] = None
     waiting_for: Optional[WaitingFor] = None
     waiting_on: Optional[list[str]] = None
+    queue: Optional[str] = None
+    limit_key: Optional[str] = None
 
     @property
     def done(self) -> bool:
