@@ -419,10 +419,12 @@ const benchService = "bench-service"
 // process group, and a SIGKILL 10 s later); the process ending first is an
 // error.
 func runServiceCmd(ctx context.Context, o externalOpts, ns string) error {
-	cmd := exec.CommandContext(ctx, "sh", "-c", o.serviceCmd)
-	cmd.Env = append(os.Environ(), "REDIS_URL="+o.redisURL, "TASKFLOW_NAMESPACE="+ns, "BENCH_SERVICE="+benchService,
+	// env(1) adds the run's settings to the environment the command
+	// inherits (this process reads no environment outside the config table)
+	cmd := exec.CommandContext(ctx, "env", "REDIS_URL="+o.redisURL, "TASKFLOW_NAMESPACE="+ns, "BENCH_SERVICE="+benchService,
 		"BENCH_TASK_TYPE="+externalType, "BENCH_CONCURRENCY="+strconv.Itoa(o.svcConc),
-		"BENCH_WORK_MS="+strconv.FormatFloat(float64(o.work)/float64(time.Millisecond), 'f', -1, 64))
+		"BENCH_WORK_MS="+strconv.FormatFloat(float64(o.work)/float64(time.Millisecond), 'f', -1, 64),
+		"sh", "-c", o.serviceCmd)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// its own process group, signalled whole: sh may not exec the command
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
