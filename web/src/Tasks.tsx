@@ -229,6 +229,7 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
                     </td>
                     <td>
                       <span className="tag">{t.task_type}</span>
+                      <Delivery queue={t.queue} limitKey={t.limit_key} />
                     </td>
                     <td>
                       <TaskState task={t} />
@@ -270,6 +271,28 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
         )}
       </div>
     </section>
+  )
+}
+
+// Delivery is a row's queue (when not default) and limit key (when set),
+// under its type.
+function Delivery({ queue, limitKey }: { queue?: string; limitKey?: string }) {
+  const q = queue && queue !== 'default' ? queue : ''
+  if (!q && !limitKey) return null
+  return (
+    <small className="row-meta">
+      {q && (
+        <span title="named queue" data-testid="row-queue">
+          queue {q}
+        </span>
+      )}
+      {q && limitKey && ' · '}
+      {limitKey && (
+        <span title="limit key" data-testid="row-limit-key">
+          key {limitKey}
+        </span>
+      )}
+    </small>
   )
 }
 

@@ -526,6 +526,11 @@ describe('dashboard', () => {
     await answer.getByRole('link', { name: `Open task ${first}` }).click()
     await page.waitForURL(base + '/ui/tasks/' + first)
     await page.getByTestId('task-queue').waitFor()
+    // and its row in the task list says the same
+    await page.goto(base + '/ui/tasks?type=noop')
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: first }) })
+    expect(await row.getByTestId('row-queue').textContent()).toBe('queue e2e-reports')
+    expect(await row.getByTestId('row-limit-key').textContent()).toBe('key tenant-e2e')
 
     // every submit carried its own Idempotency-Key, a UUID
     expect(keys).toHaveLength(2)
