@@ -64,6 +64,10 @@ export function TaskDetail({ id }: { id: string }) {
     const body: Record<string, unknown> = { task_type: t.task_type, priority: t.priority }
     if (t.params && Object.keys(t.params).length) body.params = t.params
     if (t.content) body.content = t.content
+    // the same delivery: its queue and limit key (not a unique key, which
+    // would answer the task itself while it is unfinished)
+    if (t.queue) body.queue = t.queue
+    if (t.limit_key) body.limit_key = t.limit_key
     api<{ task_id: string }>('/api/v1/tasks', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
       .then((r) => navigate(`/ui/tasks/${r.task_id}`))
       .catch((e: Error) => setMsg(`Submit again failed: ${e.message}`))
@@ -163,6 +167,18 @@ export function TaskDetail({ id }: { id: string }) {
                   '–'
                 )}
               </Fact>
+              {task.queue && task.queue !== 'default' && (
+                <Fact name="Queue">
+                  <span className="tag" data-testid="task-queue">
+                    {task.queue}
+                  </span>
+                </Fact>
+              )}
+              {task.limit_key && (
+                <Fact name="Limit key">
+                  <code data-testid="task-limit-key">{task.limit_key}</code>
+                </Fact>
+              )}
               <Fact name="Worker">{task.worker ? <code>{task.worker}</code> : '–'}</Fact>
               <Fact name="Timeout">{task.timeout != null ? `${task.timeout} s` : '–'}</Fact>
               <Fact name="Created">

@@ -1,11 +1,12 @@
-import { useEffect, useState } from 'react'
-import { api, ApiError, type QueueStatus } from './api'
+import { useEffect, useRef, useState } from 'react'
+import { api, ApiError, apiResponse, type QueueStatus } from './api'
 import type { components } from './api/schema'
 import { count } from './format'
 import { Link } from './Link'
 import { navigate } from './route'
 import { FieldError, fieldsOf, paramsOf } from './schemaForm'
-import { ReadOnly, useCanChange } from './me'
+import { ReadOnly, useCanChange, useMe } from './me'
+import { controlsBody, NO_CONTROLS, SubmitKey, type Controls } from './submitControls'
 import { Duration, ErrorText, Glyph, Notice, PageHead, Pill, TaskId, TaskState, Time } from './ui'
 export { TaskDetail } from './TaskDetail'
 
@@ -228,6 +229,7 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
                     </td>
                     <td>
                       <span className="tag">{t.task_type}</span>
+                      <Delivery queue={t.queue} limitKey={t.limit_key} />
                     </td>
                     <td>
                       <TaskState task={t} />
@@ -272,6 +274,28 @@ export function Tasks({ url, role = 'admin' }: { url: URL; role?: 'admin' | 'ses
   )
 }
 
+// Delivery is a row's queue (when not default) and limit key (when set),
+// under its type.
+function Delivery({ queue, limitKey }: { queue?: string; limitKey?: string }) {
+  const q = queue && queue !== 'default' ? queue : ''
+  if (!q && !limitKey) return null
+  return (
+    <small className="row-meta">
+      {q && (
+        <span title="named queue" data-testid="row-queue">
+          queue {q}
+        </span>
+      )}
+      {q && limitKey && ' · '}
+      {limitKey && (
+        <span title="limit key" data-testid="row-limit-key">
+          key {limitKey}
+        </span>
+      )}
+    </small>
+  )
+}
+
 // attempts counts the attempts a task started: its retries, plus the
 // one it is on or ended with once it started.
 function attempts(t: { retry_count: number; started_at?: string | null; state: string }): number {
@@ -306,10 +330,23 @@ function useStateCounts(role: 'admin' | 'session', key: string): Record<string, 
 }
 
 type TaskTypeInfo = components['schemas']['TaskTypes']['task_types'][number]
+type Submitted = components['schemas']['Submitted']
+
+// Answer is what the last submit got when the page stays on the form: a
+// duplicate of a task holding the unique key, or a replayed answer.
+interface Answer {
+  task: Submitted
+  uniqueKey: string
+  replayed: boolean
+}
 
 // Submit: a form for every task type the deployment accepts, its params
 // generated from the type's JSON schema; summarize (the default) takes its
-// text as the task's content. After the submit the page follows the task.
+// text as the task's content. Optional delivery controls: a named queue, a
+// limit key, a unique key. Every submit carries an Idempotency-Key, so a
+// double click or a retry after a lost answer creates one task. After the
+// submit the page follows the new task; a duplicate (the unique key is
+// held) or a replayed answer is said on the form, with a link to the task.
 export function Submit() {
   const may = useCanChange()
   if (!may) {
@@ -329,13 +366,35 @@ function SubmitForm() {
   const [content, setContent] = useState('')
   const [values, setValues] = useState<Record<string, string | boolean>>({})
   const [priority, setPriority] = useState('')
+  const [controls, setControls] = useState<Controls>(NO_CONTROLS)
+  const [queues, setQueues] = useState<string[]>([])
   const [error, setError] = useState('')
   const [badField, setBadField] = useState('')
+  const [answer, setAnswer] = useState<Answer | null>(null)
+  const [busy, setBusy] = useState(false)
+  const inFlight = useRef(false)
+  const submitKey = useRef(new SubmitKey())
+  const me = useMe()
+  // a session may not read the queue list; any key may (a viewer's too)
+  const readsQueues = me?.kind === 'key'
   useEffect(() => {
     api<{ task_types: TaskTypeInfo[] }>('/api/v1/task-types')
       .then((r) => setTypes(r.task_types))
       .catch((err: Error) => setError(err.message))
   }, [])
+  useEffect(() => {
+    if (!readsQueues) return
+    api<{ queues: { name: string }[] }>('/api/v1/queues')
+      .then((r) => setQueues(r.queues.map((q) => q.name)))
+      .catch(() => setQueues([]))
+  }, [readsQueues])
+  const setControl = (name: keyof Controls, field: string, v: string) => {
+    setControls((old) => ({ ...old, [name]: v }))
+    if (badField === field) {
+      setBadField('')
+      setError('')
+    }
+  }
   const info = types.find((t) => t.name === typ)
   const fields = typ === 'summarize' ? [] : fieldsOf(info?.params_schema)
   const set = (name: string, v: string | boolean) => {
@@ -351,10 +410,14 @@ function SubmitForm() {
     <form
       className="card panel panel-body"
       noValidate
+      // any edit makes the next submit a new one, with a new key
+      onChange={() => submitKey.current.reset()}
       onSubmit={(e) => {
         e.preventDefault()
+        if (inFlight.current) return // a second click while the first is out
         setError('')
         setBadField('')
+        setAnswer(null)
         let body: Record<string, unknown>
         try {
           body =
@@ -367,15 +430,39 @@ function SubmitForm() {
           return
         }
         if (priority) body.priority = priority
-        api<{ task_id: string }>('/api/v1/tasks', {
+        try {
+          Object.assign(body, controlsBody(controls))
+        } catch (err) {
+          if (err instanceof FieldError) setBadField(err.field)
+          setError((err as Error).message)
+          return
+        }
+        const text = JSON.stringify(body)
+        const key = submitKey.current.start(text)
+        inFlight.current = true
+        setBusy(true)
+        apiResponse<Submitted>('/api/v1/tasks', {
           method: 'POST',
-          headers: { 'Content-Type': 'application/json' },
-          body: JSON.stringify(body),
+          headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+          body: text,
         })
-          .then((r) => navigate(`/ui/tasks/${r.task_id}`))
+          .then((r) => {
+            submitKey.current.settled()
+            const replayed = r.headers.get('Idempotent-Replayed') === 'true'
+            if (r.body.duplicate || replayed) {
+              setAnswer({ task: r.body, uniqueKey: String(body.unique_key ?? ''), replayed })
+            } else {
+              navigate(`/ui/tasks/${r.body.task_id}`)
+            }
+          })
           .catch((err: Error) => {
+            submitKey.current.settled(err)
             if (err instanceof ApiError) setBadField(err.field)
             setError(err.message)
+          })
+          .finally(() => {
+            inFlight.current = false
+            setBusy(false)
           })
       }}
     >
@@ -465,10 +552,103 @@ function SubmitForm() {
         <option value="high">high</option>
         <option value="low">low</option>
       </select>
-      <button type="submit" className="primary">
+      <details className="submit-controls">
+        <summary>Queue, limit key, unique key</summary>
+        <div className="field">
+          <label htmlFor="queue">Queue</label>
+          <input
+            id="queue"
+            list="queue-names"
+            aria-invalid={badField === 'queue' || undefined}
+            placeholder="the type's default queue"
+            autoComplete="off"
+            value={controls.queue}
+            onChange={(e) => setControl('queue', 'queue', e.target.value)}
+          />
+          <datalist id="queue-names">
+            {queues.map((q) => (
+              <option key={q} value={q} />
+            ))}
+          </datalist>
+          <small>A named queue: lower-case letters, digits, ".", "_", "-". A new name makes a new queue.</small>
+        </div>
+        <div className="field">
+          <label htmlFor="limit-key">Limit key</label>
+          <input
+            id="limit-key"
+            aria-invalid={badField === 'limit_key' || undefined}
+            placeholder="e.g. tenant-42"
+            autoComplete="off"
+            value={controls.limitKey}
+            onChange={(e) => setControl('limitKey', 'limit_key', e.target.value)}
+          />
+          <small>What per-key limits count this task against (a tenant, a customer).</small>
+        </div>
+        <div className="field">
+          <label htmlFor="unique-key">Unique key</label>
+          <input
+            id="unique-key"
+            aria-invalid={badField === 'unique_key' || undefined}
+            autoComplete="off"
+            value={controls.uniqueKey}
+            onChange={(e) => setControl('uniqueKey', 'unique_key', e.target.value)}
+          />
+          <small>While a task of yours with this key is unfinished, submitting again answers that task and creates none.</small>
+        </div>
+        <div className="field">
+          <label htmlFor="unique-for">Unique for (seconds)</label>
+          <input
+            id="unique-for"
+            type="number"
+            min={0}
+            max={2592000}
+            step={1}
+            aria-invalid={badField === 'unique_for' || undefined}
+            value={controls.uniqueFor}
+            onChange={(e) => setControl('uniqueFor', 'unique_for', e.target.value)}
+          />
+          <small>Also hold the key this long after the submit, even once the task finished (at most 30 days).</small>
+        </div>
+      </details>
+      <button type="submit" className="primary" disabled={busy} aria-busy={busy || undefined}>
         Submit
       </button>
       {error && <Notice kind="error">{error}</Notice>}
+      {answer && <AnswerNotice answer={answer} />}
     </form>
+  )
+}
+
+// AnswerNotice says what a submit that created nothing new got: the task
+// holding its unique key (a duplicate), or the first answer to the same
+// request again (replayed, said discreetly).
+function AnswerNotice({ answer }: { answer: Answer }) {
+  const t = answer.task
+  const open = (
+    <Link href={`/ui/tasks/${t.task_id}`} className="mono">
+      Open task {t.task_id}
+    </Link>
+  )
+  const replayed = answer.replayed && (
+    <small className="replayed" data-testid="replayed" title="Idempotent-Replayed: this request was answered before; the same answer again, nothing new created">
+      {' '}
+      replayed
+    </small>
+  )
+  return (
+    <div data-testid="submit-answer">
+      {t.duplicate ? (
+        <Notice kind="info">
+          <b>Duplicate: nothing created.</b> Task {t.task_id} ({t.state}) already holds the unique key{' '}
+          <code>{answer.uniqueKey}</code>: it is unfinished, or was submitted within its unique_for. {open}
+          {replayed}
+        </Notice>
+      ) : (
+        <Notice kind="ok">
+          Task {t.task_id} was created by an earlier try of this submit. {open}
+          {replayed}
+        </Notice>
+      )}
+    </div>
   )
 }

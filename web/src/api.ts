@@ -26,6 +26,12 @@ export class ApiError extends Error {
 }
 
 export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
+  return (await apiResponse<T>(path, init)).body
+}
+
+// apiResponse is api with the answer's status and headers (a submit reads
+// Idempotent-Replayed).
+export async function apiResponse<T>(path: string, init: RequestInit = {}): Promise<{ body: T; status: number; headers: Headers }> {
   const headers = new Headers(init.headers)
   headers.set('Accept', 'application/json')
   const tok = getToken()
@@ -37,7 +43,7 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
     const e = body?.error ?? {}
     throw new ApiError(res.status, e.code ?? 'http_' + res.status, e.message ?? res.statusText, e.field ?? '')
   }
-  return body as T
+  return { body: body as T, status: res.status, headers: res.headers }
 }
 
 // Types generated from /openapi.json (make ui-types); ui-check fails when they drift.

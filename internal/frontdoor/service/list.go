@@ -52,6 +52,10 @@ type TaskSummary struct {
 	UpdatedAt   time.Time     `json:"updated_at"`
 	StartedAt   *time.Time    `json:"started_at,omitempty" jsonschema:"when its last attempt started"`
 	CompletedAt *time.Time    `json:"completed_at,omitempty"`
+	// Queue and LimitKey: as the task's, so a listing shows where each
+	// task waits and what per-key limits count it against.
+	Queue    string `json:"queue,omitempty"`
+	LimitKey string `json:"limit_key,omitempty"`
 	// WaitingOn: as TaskView.WaitingOn.
 	WaitingOn []string `json:"waiting_on,omitempty" jsonschema:"submitted with depends_on and not released yet: the tasks it waits for"`
 	// WaitingFor: as TaskView.WaitingFor.
@@ -61,6 +65,7 @@ type TaskSummary struct {
 // SummaryOf is t without content and result.
 func SummaryOf(t *task.Task) TaskSummary {
 	return TaskSummary{ID: t.ID, Type: t.Type, State: t.State, SessionID: t.SessionID, Priority: t.Priority,
+		Queue: t.Queue, LimitKey: t.LimitKey,
 		RetryCount: t.RetryCount, MaxRetries: t.MaxRetries, ErrorType: t.ErrorType, LastError: t.LastError,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, StartedAt: t.StartedAt, CompletedAt: t.CompletedAt}
 }

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -230,4 +231,15 @@ func TestStateIndexScoresBoundTaskTimes(t *testing.T) {
 	for _, state := range []task.State{task.StatePending, task.StateCompleted, task.StateFailed, task.StateDLQ, task.StateTimeout, task.StateCancelled} {
 		require.NotZero(t, checked[state], "no task reached %s", state)
 	}
+}
+
+// A listing's summary says where the task waits and what per-key limits
+// count it against, as the task's view does (the dashboard's list rows).
+func TestSummaryCarriesQueueAndLimitKey(t *testing.T) {
+	sm := service.SummaryOf(&task.Task{ID: "t1", Type: "noop", Queue: "emails", LimitKey: "tenant-42"})
+	require.Equal(t, "emails", sm.Queue)
+	require.Equal(t, "tenant-42", sm.LimitKey)
+	b, err := json.Marshal(service.SummaryOf(&task.Task{ID: "t2", Type: "noop"}))
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "limit_key", "no limit key: left out")
 }

@@ -2113,9 +2113,11 @@ export interface components {
             created_at: string;
             error_type?: string;
             last_error?: string;
+            limit_key?: string;
             max_retries: number;
             /** @enum {string} */
             priority: "high" | "normal" | "low";
+            queue?: string;
             retry_count: number;
             session_id?: string;
             /**

@@ -482,6 +482,102 @@ describe('dashboard', () => {
     await page.getByTestId('task-state').filter({ hasText: 'COMPLETED' }).waitFor({ timeout: 30_000 })
   })
 
+  it('submits into a named queue with a limit key and a unique key; the same key again is answered as the duplicate of the first', async () => {
+    // a queue that exists, for the Queue field's suggestions
+    await submitTask({ task_type: 'noop', queue: 'e2e-known', run_at: new Date(Date.now() + 3600_000).toISOString() })
+    const keys: string[] = []
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && new URL(r.url()).pathname === '/api/v1/tasks') keys.push(r.headers()['idempotency-key'] ?? '')
+    })
+    const unique = `e2e-report-${Date.now()}`
+    const fill = async (queue: string) => {
+      await page.goto(base + '/ui/submit')
+      await page.getByLabel('Task type').selectOption('noop')
+      await page.getByText('Queue, limit key, unique key').click()
+      await page.getByLabel('Queue', { exact: true }).fill(queue)
+      await page.getByLabel('Limit key', { exact: true }).fill('tenant-e2e')
+      await page.getByLabel('Unique key', { exact: true }).fill(unique)
+      await page.getByLabel('Unique for (seconds)').fill('600')
+    }
+    await fill('Reports!')
+    await page.locator('#queue-names option[value="e2e-known"]').waitFor({ state: 'attached' })
+    // a queue name the API would refuse is refused on the form, nothing sent
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.getByRole('alert').filter({ hasText: 'queue' }).waitFor()
+    expect(await page.getByLabel('Queue', { exact: true }).getAttribute('aria-invalid')).toBe('true')
+    expect(keys).toEqual([])
+    await page.getByLabel('Queue', { exact: true }).fill('e2e-reports')
+    expect(await page.getByRole('alert').count()).toBe(0)
+    await shoot('submit-controls')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.waitForURL(/\/ui\/tasks\/[^/]+$/)
+    const first = page.url().split('/').pop()!
+    expect(await page.getByTestId('task-queue').textContent()).toBe('e2e-reports')
+    expect(await page.getByTestId('task-limit-key').textContent()).toBe('tenant-e2e')
+
+    // the same unique key again: the API answers the first task, the form says so
+    await fill('e2e-reports')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    const answer = page.getByTestId('submit-answer')
+    await answer.filter({ hasText: 'Duplicate: nothing created.' }).waitFor()
+    expect(await answer.textContent()).toContain(first)
+    expect(page.url()).toBe(base + '/ui/submit')
+    expect(await answer.getByTestId('replayed').count()).toBe(0)
+    await answer.getByRole('link', { name: `Open task ${first}` }).click()
+    await page.waitForURL(base + '/ui/tasks/' + first)
+    await page.getByTestId('task-queue').waitFor()
+    // and its row in the task list says the same
+    await page.goto(base + '/ui/tasks?type=noop')
+    const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: first }) })
+    expect(await row.getByTestId('row-queue').textContent()).toBe('queue e2e-reports')
+    expect(await row.getByTestId('row-limit-key').textContent()).toBe('key tenant-e2e')
+
+    // every submit carried its own Idempotency-Key, a UUID
+    expect(keys).toHaveLength(2)
+    for (const k of keys) expect(k).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    expect(keys[0]).not.toBe(keys[1])
+  })
+
+  it('resends a submit whose answer was lost under the same Idempotency-Key: one task, the answer shown as replayed', async () => {
+    const keys: string[] = []
+    const ids: string[] = []
+    let lose = true
+    // the first POST reaches the API (the task is written) but its answer
+    // is lost on the way back, as when a connection drops
+    await page.route('**/api/v1/tasks', async (route) => {
+      if (route.request().method() !== 'POST') return route.continue()
+      keys.push(route.request().headers()['idempotency-key'] ?? '')
+      const res = await route.fetch()
+      ids.push(((await res.json()) as { task_id: string }).task_id)
+      if (lose) {
+        lose = false
+        return route.abort('connectionreset')
+      }
+      return route.fulfill({ response: res })
+    })
+    await page.goto(base + '/ui/submit')
+    await page.getByLabel('Task type').selectOption('noop')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.getByRole('alert').waitFor()
+    // that lost answer (and the browser's console line about it) was the test's doing
+    problems = problems.filter((p) => !p.includes('/api/v1/tasks') && !p.includes('ERR_CONNECTION_RESET'))
+    await page.getByRole('button', { name: 'Submit' }).click()
+    const answer = page.getByTestId('submit-answer')
+    await answer.getByTestId('replayed').waitFor()
+    expect(await answer.textContent()).toContain('created by an earlier try')
+    expect(keys).toHaveLength(2)
+    expect(keys[1]).toBe(keys[0])
+    expect(ids[1]).toBe(ids[0])
+    await answer.getByRole('link', { name: `Open task ${ids[0]}` }).waitFor()
+    // an edit makes the next submit a new one: a new key, a new task
+    await page.getByLabel('Priority').selectOption('high')
+    await page.getByRole('button', { name: 'Submit' }).click()
+    await page.waitForURL(/\/ui\/tasks\/[^/]+$/)
+    expect(keys).toHaveLength(3)
+    expect(keys[2]).not.toBe(keys[0])
+    expect(page.url().split('/').pop()).not.toBe(ids[0])
+  })
+
   // keys of each role, made through the API (open mode: the caller is the
   // open admin); a named key presented as a bearer keeps its role
   async function makeKey(name: string, role: string): Promise<string> {

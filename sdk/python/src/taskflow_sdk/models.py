@@ -125,6 +125,8 @@ class TaskSummary:
     started_at: Optional[dt.datetime] = None
     waiting_for: Optional[WaitingFor] = None
     waiting_on: Optional[list[str]] = None
+    queue: Optional[str] = None
+    limit_key: Optional[str] = None
 
 
 @dataclass(**_model)
