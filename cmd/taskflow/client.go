@@ -158,8 +158,10 @@ type taskDoc struct {
 		Reason  string `json:"reason"`
 		Message string `json:"message"`
 	} `json:"waiting_for"`
+	SessionID   string          `json:"session_id"`
 	// Notifications are the session's, delivered on this response.
 	Notifications []struct {
+		TaskID  string `json:"task_id"`
 		Message string `json:"message"`
 	} `json:"notifications"`
 }

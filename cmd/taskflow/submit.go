@@ -215,6 +215,7 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	last := ""
 	lastPrint := start
 	toldWaiting := false
+	told := false // a notification about the task was printed
 	const stillEvery = 5 * time.Second // a line even when nothing changes
 	delay := 50 * time.Millisecond
 	for {
@@ -245,8 +246,15 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 			fmt.Fprintf(m.Stderr, "[%6.1fs] still %s\n", time.Since(start).Seconds(), last)
 			lastPrint = time.Now()
 		}
-		for _, n := range t.Notifications {
-			fmt.Fprintf(m.Stderr, "[%6.1fs] notification: %s\n", time.Since(start).Seconds(), n.Message)
+		told = printNotes(m, start, t, id) || told
+		switch t.State {
+		case "COMPLETED", "DLQ", "CANCELLED":
+			if t.SessionID != "" && !told {
+				// the task's notification is written just after its state
+				// (the outcome consumer's next step): look for it a little
+				// longer, so a task done at once is not reported without it
+				awaitNote(ctx, m, c, start, id)
+			}
 		}
 		switch t.State {
 		case "COMPLETED":
@@ -260,6 +268,42 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, time.Second)
+	}
+}
+
+// printNotes prints the notifications delivered with t and reports
+// whether one was about task id.
+func printNotes(m *Main, start time.Time, t taskDoc, id string) bool {
+	about := false
+	for _, n := range t.Notifications {
+		fmt.Fprintf(m.Stderr, "[%6.1fs] notification: %s\n", time.Since(start).Seconds(), n.Message)
+		about = about || n.TaskID == id
+	}
+	return about
+}
+
+// noteWait is how long waitTask looks for the notification of a task that
+// has ended before it gives up on it.
+const noteWait = 2 * time.Second
+
+// awaitNote reads the task again, printing what is delivered, until a
+// notification about it comes or noteWait passes.
+func awaitNote(ctx context.Context, m *Main, c *apiClient, start time.Time, id string) {
+	ctx, cancel := context.WithTimeout(ctx, noteWait)
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		var t taskDoc
+		if err := c.do(ctx, "GET", "/api/v1/tasks/"+id, nil, &t); err != nil {
+			return
+		}
+		if printNotes(m, start, t, id) {
+			return
+		}
 	}
 }
 
