@@ -312,6 +312,12 @@ func (s *Service) fromIndex(ctx context.Context, st task.State, q listQuery, nee
 		off += len(es)
 		switch {
 		case len(es) < n || int64(off) >= size:
+			if !q.filtered() {
+				// read whole: count what was read, not the size taken
+				// apart from it (an entry that left the index between the
+				// two, a task moving on, would be counted without a task)
+				total = int64(off)
+			}
 			return best, total, false, nil
 		case stopEarly && len(best) == need && q.key(best[need-1]) > es[len(es)-1].Score:
 			return best, total, false, nil
