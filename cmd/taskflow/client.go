@@ -158,7 +158,7 @@ type taskDoc struct {
 		Reason  string `json:"reason"`
 		Message string `json:"message"`
 	} `json:"waiting_for"`
-	SessionID   string          `json:"session_id"`
+	SessionID string `json:"session_id"`
 	// Notifications are the session's, delivered on this response.
 	Notifications []struct {
 		TaskID  string `json:"task_id"`

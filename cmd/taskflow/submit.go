@@ -215,7 +215,7 @@ func waitTask(ctx context.Context, m *Main, c *apiClient, id string, limit time.
 	last := ""
 	lastPrint := start
 	toldWaiting := false
-	told := false // a notification about the task was printed
+	told := false                      // a notification about the task was printed
 	const stillEvery = 5 * time.Second // a line even when nothing changes
 	delay := 50 * time.Millisecond
 	for {
