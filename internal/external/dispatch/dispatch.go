@@ -50,7 +50,7 @@ type Config struct {
 	// worker (FIFO per type and process) for a place, so the backlog stays
 	// in the core's priority queues, where high/normal/low are honoured,
 	// instead of draining into the FIFO task.create stream. Default 0:
-	// the bound sizes itself to the live services' total concurrency for
+	// the bound sizes itself to Headroom (2) × the live services' total concurrency for
 	// the type (each instance publishes its own when it registers;
 	// Capacity), read at most every CapacityRefresh; DefaultInFlight (64)
 	// while no live service publishes one. Positive: that bound;
@@ -478,7 +478,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 }
 
 // bound is typ's in-flight bound now: Config.InFlight when set, else the
-// live services' total concurrency for it.
+// live services' total concurrency for it times Headroom.
 func (d *Dispatcher) bound(ctx context.Context, typ string) int {
 	b := d.cfg.InFlight
 	if b == 0 {

@@ -149,8 +149,9 @@ func TestInFlightDefault(t *testing.T) {
 	require.Equal(t, time.Second, Config{}.withDefaults().CapacityRefresh)
 }
 
-// TestBoundSizesItself: with no bound configured, a type's bound is the
-// total concurrency its live services' instances publish; an instance
+// TestBoundSizesItself: with no bound configured, a type's bound is
+// Headroom times the total concurrency its live services' instances
+// publish; an instance
 // whose entry expired is not counted (and its field is removed); a live
 // service that publishes none counts DefaultInFlight; a type no live
 // service serves gets DefaultInFlight.
@@ -177,11 +178,11 @@ func TestBoundSizesItself(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "an expired instance's entry is removed")
 
-	require.Equal(t, 255, d.bound(ctx, "x.run"))
+	require.Equal(t, Headroom*255, d.bound(ctx, "x.run"))
 	require.Equal(t, DefaultInFlight, d.bound(ctx, "nobody.run"))
 
-	// the bound is what admission checks: 255 places, then full
-	for i := 0; i < 255; i++ {
+	// the bound is what admission checks: 510 places, then full
+	for i := 0; i < Headroom*255; i++ {
 		tk, e := createEvent(t, fmt.Sprintf("t%d", i), "tok")
 		_, ok, err := d.publish(ctx, tk, e, time.Minute, d.bound(ctx, tk.Type))
 		require.NoError(t, err)
