@@ -63,36 +63,14 @@ func (s *Store) GetMany(ctx context.Context, ids []string) ([]*task.Task, error)
 // with its content, result and histories). A listing scans heads and
 // reads whole tasks for its page only (GetMany).
 func (s *Store) GetHeads(ctx context.Context, ids []string) ([]*task.Task, error) {
-	if len(ids) == 0 {
-		return []*task.Task{}, nil
-	}
-	if err := s.readDown(ids); err != nil {
+	rows, err := s.fieldsOf(ctx, ids, "get task heads", fID, fType, fState, fPriority, fSession, fCreated, fUpdated)
+	if err != nil {
 		return nil, err
 	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, s.part(id).task(id), fID, fType, fState, fPriority, fSession, fCreated, fUpdated)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("store: get task heads: %w", err)
-	}
-	out := make([]*task.Task, 0, len(ids))
-	for _, c := range cmds {
-		v := c.Val()
-		str := func(i int) string {
-			if i < len(v) {
-				if x, ok := v[i].(string); ok {
-					return x
-				}
-			}
-			return ""
-		}
-		if str(2) == "" {
-			continue // gone
-		}
-		out = append(out, &task.Task{ID: str(0), Type: str(1), State: task.State(str(2)), Priority: task.Priority(str(3)),
-			SessionID: str(4), CreatedAt: msTime(str(5)), UpdatedAt: msTime(str(6))})
+	out := make([]*task.Task, 0, len(rows))
+	for _, v := range rows {
+		out = append(out, &task.Task{ID: v[0], Type: v[1], State: task.State(v[2]), Priority: task.Priority(v[3]),
+			SessionID: v[4], CreatedAt: msTime(v[5]), UpdatedAt: msTime(v[6])})
 	}
 	return out, nil
 }
@@ -103,8 +81,31 @@ func (s *Store) GetHeads(ctx context.Context, ids []string) ([]*task.Task, error
 // content and histories; the external path's outcome consumer notifies
 // and caches a batch of completions with it).
 func (s *Store) GetNotices(ctx context.Context, ids []string) ([]*task.Task, error) {
+	rows, err := s.fieldsOf(ctx, ids, "get tasks", fID, fType, fState, fPriority, fSession, fParams, fResult)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*task.Task, 0, len(rows))
+	for _, v := range rows {
+		t := &task.Task{ID: v[0], Type: v[1], State: task.State(v[2]), Priority: task.Priority(v[3]), SessionID: v[4]}
+		if v[5] != "" {
+			t.Params = json.RawMessage(v[5])
+		}
+		if v[6] != "" {
+			t.Result = json.RawMessage(v[6])
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// fieldsOf reads fields (fState third) of the tasks of ids in one pipeline
+// and returns, in order, the values of each task that exists ("" for a
+// field it lacks); a task without a state is gone and left out. what names
+// the read in its error.
+func (s *Store) fieldsOf(ctx context.Context, ids []string, what string, fields ...string) ([][]string, error) {
 	if len(ids) == 0 {
-		return []*task.Task{}, nil
+		return nil, nil
 	}
 	if err := s.readDown(ids); err != nil {
 		return nil, err
@@ -112,33 +113,23 @@ func (s *Store) GetNotices(ctx context.Context, ids []string) ([]*task.Task, err
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, s.part(id).task(id), fID, fType, fState, fPriority, fSession, fParams, fResult)
+		cmds[i] = pipe.HMGet(ctx, s.part(id).task(id), fields...)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("store: get tasks: %w", err)
+		return nil, fmt.Errorf("store: %s: %w", what, err)
 	}
-	out := make([]*task.Task, 0, len(ids))
+	out := make([][]string, 0, len(ids))
 	for _, c := range cmds {
-		v := c.Val()
-		str := func(i int) string {
-			if i < len(v) {
-				if x, ok := v[i].(string); ok {
-					return x
-				}
+		row := make([]string, len(fields))
+		for i, x := range c.Val() {
+			if i < len(row) {
+				row[i], _ = x.(string)
 			}
-			return ""
 		}
-		if str(2) == "" {
+		if row[2] == "" {
 			continue // gone
 		}
-		t := &task.Task{ID: str(0), Type: str(1), State: task.State(str(2)), Priority: task.Priority(str(3)), SessionID: str(4)}
-		if p := str(5); p != "" {
-			t.Params = json.RawMessage(p)
-		}
-		if r := str(6); r != "" {
-			t.Result = json.RawMessage(r)
-		}
-		out = append(out, t)
+		out = append(out, row)
 	}
 	return out, nil
 }

@@ -305,12 +305,6 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
 }
 
-// Wait waits for the handoffs in progress (a stopping process, tests).
-// Every dispatch hands its attempt off before ProcessTask returns, so
-// nothing is left in progress; kept for callers written when handoffs ran
-// in the background.
-func (d *Dispatcher) Wait() {}
-
 // handOff hands the dispatched attempt of t to the external path
 // (store.Handoff), trying 5 times while Redis fails.
 func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Duration) {

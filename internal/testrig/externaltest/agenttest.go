@@ -172,9 +172,6 @@ func Setup(t testing.TB, o Options) *Bundle {
 	w, err := worker.New(st, mux, worker.Config{Concurrency: conc, Lease: 2 * time.Second, HeartbeatInterval: 50 * time.Millisecond,
 		ShutdownGrace: 100 * time.Millisecond, HandOff: b.Dispatcher.HandsOff}) // as taskflow.Worker sets it
 	require.NoError(t, err)
-	b.mu.Lock() // stopped after the worker: its last handoffs end
-	b.stops = append(b.stops, b.Dispatcher.Wait)
-	b.mu.Unlock()
 	b.Run(t, "worker", w.Run)
 	sch, err := maintenance.New(st, maintenance.Config{Interval: 20 * time.Millisecond})
 	require.NoError(t, err)
