@@ -81,7 +81,7 @@ export function Queues() {
       {list && (
         <div className="panel table-wrap">
           <table>
-            <caption>{list.queues.length} queues</caption>
+            <caption>{list.queues.length === 1 ? '1 queue' : `${list.queues.length} queues`}</caption>
             <thead>
               <tr>
                 <th scope="col">Queue</th>
@@ -101,7 +101,7 @@ export function Queues() {
             <tbody>
               {list.queues.map((q) => (
                 <tr key={q.name} data-testid={'queue-' + q.name}>
-                  <td>{q.name}</td>
+                  <td className="nowrap">{q.name}</td>
                   <td>{q.paused ? <Pill state="PENDING">paused</Pill> : <Pill state="ACTIVE">running</Pill>}</td>
                   <td className="num">{count(q.pending.high)}</td>
                   <td className="num">{count(q.pending.normal)}</td>
@@ -115,12 +115,12 @@ export function Queues() {
                   {may && (
                     <td>
                       {q.paused ? (
-                        <button type="button" onClick={() => void act(`/api/v1/queues/${encodeURIComponent(q.name)}/resume`, `Queue ${q.name} resumed.`)}>
-                          Resume {q.name}
+                        <button type="button" aria-label={`Resume ${q.name}`} onClick={() => void act(`/api/v1/queues/${encodeURIComponent(q.name)}/resume`, `Queue ${q.name} resumed.`)}>
+                          Resume
                         </button>
                       ) : (
-                        <button type="button" className="danger" onClick={() => void act(`/api/v1/queues/${encodeURIComponent(q.name)}/pause`, `Queue ${q.name} paused.`)}>
-                          Pause {q.name}
+                        <button type="button" className="danger" aria-label={`Pause ${q.name}`} onClick={() => void act(`/api/v1/queues/${encodeURIComponent(q.name)}/pause`, `Queue ${q.name} paused.`)}>
+                          Pause
                         </button>
                       )}
                     </td>
@@ -163,18 +163,20 @@ export function Queues() {
                 if (ptype.trim()) void act(`/api/v1/task-types/${encodeURIComponent(ptype.trim())}/pause`, `Task type ${ptype.trim()} paused.`)
               }}
             >
-              <label htmlFor="pause-type">Task type to pause</label>
-              <input id="pause-type" value={ptype} onChange={(e) => setPtype(e.target.value)} />
-              <button type="submit" className="danger">
-                Pause task type
-              </button>
+              <span className="field-row">
+                <label htmlFor="pause-type">Task type to pause</label>
+                <input id="pause-type" value={ptype} onChange={(e) => setPtype(e.target.value)} />
+                <button type="submit" className="danger">
+                  Pause task type
+                </button>
+              </span>
             </form>
           )}
         </div>
       )}
       <div className="panel table-wrap">
         <table>
-          <caption>{limits.length} limits</caption>
+          <caption>{limits.length === 1 ? '1 limit' : `${limits.length} limits`}</caption>
           <thead>
             <tr>
               <th scope="col">Scope</th>
@@ -201,11 +203,12 @@ export function Queues() {
                     <button
                       type="button"
                       className="danger"
+                      aria-label={`Remove limit ${l.name}`}
                       onClick={() =>
                         void act(`/api/v1/limits/${encodeURIComponent(l.scope)}/${encodeURIComponent(l.name)}`, `Limit on ${l.scope} ${l.name} removed.`, { method: 'DELETE' })
                       }
                     >
-                      Remove limit {l.name}
+                      Remove
                     </button>
                   </td>
                 )}
