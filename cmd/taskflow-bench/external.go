@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -350,14 +351,17 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 			return nil, err
 		}
 	}
-	lat, err := awaitNotifications(ctx, note, o.tasks, t0, errc)
-	if err != nil {
+	if err := awaitNotifications(ctx, srv.cmd, note.StreamKey(externalSession), o.tasks, t0, errc); err != nil {
 		return nil, err
 	}
 	elapsed := time.Since(t0)
 	cpu1 := processUsec()
 	runtime.ReadMemStats(&ms1)
 	usec1, stats1 := redisUsec(ctx, srv.cmd), commandStats(ctx, srv.cmd)
+	lat, err := checkNotifications(ctx, note, o.tasks, t0)
+	if err != nil {
+		return nil, err
+	}
 	stopParts()
 	wg.Wait()
 
@@ -461,41 +465,66 @@ func waitRegistered(ctx context.Context, rdb redis.UniversalClient, ns string, e
 	return errors.New("external: the service did not register within 30 s")
 }
 
-// awaitNotifications reads the bench session's notifications (every
-// millisecond, from where the last read stopped) until n distinct tasks
-// have one, and returns each one's latency from t0.
-func awaitNotifications(ctx context.Context, note *notify.Notifier, n int, t0 time.Time, errc chan error) ([]time.Duration, error) {
+// awaitNotifications waits until the bench session's notification stream
+// holds n entries, looking at its length (XLEN) every millisecond: the
+// bench's own reads stay out of the per-task CPU, commands and
+// allocations it measures. checkNotifications then reads them.
+func awaitNotifications(ctx context.Context, rdb redis.Cmdable, stream string, n int, t0 time.Time, errc chan error) error {
+	deadline := t0.Add(10*time.Minute + time.Duration(n)*time.Millisecond)
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		got, err := rdb.XLen(ctx, stream).Result()
+		if err != nil {
+			return err
+		}
+		if got >= int64(n) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("external: %d of %d tasks notified before the deadline", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkNotifications reads the bench session's notifications once the run
+// is over and returns each task's latency from t0 to its notification's
+// entry (a stream id is the time Redis wrote it, in ms): each of the n
+// tasks must be notified exactly once.
+func checkNotifications(ctx context.Context, note *notify.Notifier, n int, t0 time.Time) ([]time.Duration, error) {
 	seen := make(map[string]struct{}, n)
 	lat := make([]time.Duration, 0, n)
 	after := ""
-	deadline := t0.Add(10*time.Minute + time.Duration(n)*time.Millisecond)
-	for len(seen) < n {
-		select {
-		case err := <-errc:
-			return nil, err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		default:
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("external: %d of %d tasks notified before the deadline", len(seen), n)
-		}
+	for {
 		ns, err := note.List(ctx, externalSession, after, 1000)
 		if err != nil {
 			return nil, err
 		}
-		now := time.Now()
 		for _, x := range ns {
 			after = x.ID
 			if _, dup := seen[x.TaskID]; dup {
 				return nil, fmt.Errorf("external: task %s notified twice", x.TaskID)
 			}
 			seen[x.TaskID] = struct{}{}
-			lat = append(lat, now.Sub(t0))
+			ms, _, _ := strings.Cut(x.ID, "-")
+			at, err := strconv.ParseInt(ms, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("external: notification entry id %q: %w", x.ID, err)
+			}
+			lat = append(lat, time.UnixMilli(at).Sub(t0))
 		}
 		if len(ns) < 1000 {
-			time.Sleep(time.Millisecond)
+			break
 		}
+	}
+	if len(seen) != n {
+		return nil, fmt.Errorf("external: %d notifications for %d tasks", len(seen), n)
 	}
 	return lat, nil
 }

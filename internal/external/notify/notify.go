@@ -268,6 +268,10 @@ func StableID(kind Kind, taskID, attempt string) string {
 // stableSpace is the UUID name space of StableID.
 var stableSpace = uuid.MustParse("6f1c0c1e-4d2a-5b7e-9a51-0c3f6d1e2b7a")
 
+// StreamKey is the Redis key of sessionID's notification stream (a
+// stream of entries whose field n holds the notification's JSON).
+func (s *Notifier) StreamKey(sessionID string) string { return s.keys.stream(sessionID) }
+
 // List returns up to limit (1–1000) notifications of the session after the
 // stream id after ("" or "0" for the oldest kept), oldest first.
 func (s *Notifier) List(ctx context.Context, sessionID, after string, limit int) ([]Notification, error) {
