@@ -433,7 +433,7 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 	var failed []error
 	parts := 0
 	err := s.eachPartition(len(cs), func(i int) string { return cs[i].ID }, func(p int, k keys, at []int) error {
-		err := s.onPartition(ctx, p, func(ctx context.Context) error { return s.completeIn(ctx, k, cs, at, out) })
+		err := s.onPartition(ctx, p, func(ctx context.Context) error { return s.completeIn(ctx, k, cs, at, out, nil) })
 		mu.Lock()
 		defer mu.Unlock()
 		parts++
@@ -459,14 +459,44 @@ func (s *Store) CompleteBatch(ctx context.Context, cs []Completion) ([]error, er
 // succeeded: those items are not known to be applied; write them again.
 var ErrUnapplied = errors.New("not applied: its partition's Redis call failed")
 
+// CompleteNotices is CompleteBatch for a deployment of one partition
+// (CanDispatch) that also returns, in the same script call, what the
+// completion's notification and result cache take of each task it
+// completed: its ID, Type, SessionID, Priority and Params, with Result
+// and State COMPLETED (nil where the task was not completed: its error
+// says why).
+func (s *Store) CompleteNotices(ctx context.Context, cs []Completion) ([]error, []*task.Task, error) {
+	if !s.CanDispatch() {
+		return nil, nil, errors.New("store: CompleteNotices needs a deployment of one partition")
+	}
+	out := make([]error, len(cs))
+	ts := make([]*task.Task, len(cs))
+	if len(cs) == 0 {
+		return out, ts, nil
+	}
+	at := make([]int, len(cs))
+	for i := range at {
+		at[i] = i
+	}
+	if err := s.onPartition(ctx, 0, func(ctx context.Context) error { return s.completeIn(ctx, s.parts[0], cs, at, out, ts) }); err != nil {
+		return nil, nil, err
+	}
+	return out, ts, nil
+}
+
 // completeIn runs CompleteBatch for the completions at positions at, all
-// in partition k, and sets their errors in out.
-func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error) error {
+// in partition k, and sets their errors in out; with ts non-nil, also each
+// completed task's notice fields (CompleteNotices).
+func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error, ts []*task.Task) error {
 	keys := make([]string, 0, 9+len(at))
 	keys = append(keys, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
 		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone())
-	args := make([]any, 0, 2+3*len(at))
-	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen)
+	args := make([]any, 0, 3+3*len(at))
+	notice, per := "0", 1
+	if ts != nil {
+		notice, per = "1", 5
+	}
+	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen, notice)
 	for _, i := range at {
 		keys = append(keys, k.task(cs[i].ID))
 		args = append(args, cs[i].ID, cs[i].Token, string(cs[i].Result))
@@ -475,11 +505,20 @@ func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []in
 	if err != nil {
 		return scriptErr("", err)
 	}
-	if len(res) != len(at) {
-		return fmt.Errorf("store: complete answered %d codes for %d tasks", len(res), len(at))
+	if len(res) != per*len(at) {
+		return fmt.Errorf("store: complete answered %d entries for %d tasks", len(res), len(at))
 	}
-	for n, code := range res {
-		i := at[n]
+	for n := range at {
+		i, code := at[n], res[per*n]
+		if ts != nil && code == "OK" {
+			f := res[per*n+1 : per*n+5]
+			t := &task.Task{ID: cs[i].ID, Type: f[0], SessionID: f[1], Priority: task.Priority(f[2]), State: task.StateCompleted,
+				Result: cs[i].Result}
+			if f[3] != "" {
+				t.Params = json.RawMessage(f[3])
+			}
+			ts[i] = t
+		}
 		switch {
 		case code == "OK":
 		case code == "NOTFOUND":

@@ -215,7 +215,8 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 	bg := context.WithoutCancel(ctx)
 	backoff := 50 * time.Millisecond
 	capacity := w.cfg.Concurrency + w.cfg.Prefetch
-	deep := false // the last fetch was full: the queue is deep
+	deep := false    // the last fetch was full: the queue is deep
+	handing := false // the last fetch's tasks were all handed off (Config.HandOff)
 	var gather *time.Timer
 	for {
 		select {
@@ -260,15 +261,40 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 				}
 			}
 		}
+		// while the queue's tasks are handed off (the last fetch's all
+		// were), a fetch also takes as many as there are free HandOff
+		// places: those tasks need no handler slot, and a few slots would
+		// cap each fetch (so the external path) at a few tasks per round
+		// trip
+		want := n
+		if handing && deep {
+			want = min(w.cfg.FetchBatch, n+cap(w.handOffs)-len(w.handOffs))
+		}
 		// the fetch itself must not be cut off half way: a lost reply
 		// would leave its tasks ACTIVE until their leases expire
 		fctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		seq := w.tokenSeq.Add(1)
-		got, qs, hint, capped, err := w.fetch(fctx, n, w.cfg.ID+"/"+strconv.FormatUint(seq, 10))
+		got, qs, hint, capped, err := w.fetch(fctx, want, w.cfg.ID+"/"+strconv.FormatUint(seq, 10))
 		cancel()
-		for i := len(got); i < n; i++ {
+		// a slot for each fetched task that is not handed off: of the n
+		// taken, those not needed are given back; when more such tasks
+		// came (a queue whose types changed), each waits for one as it is
+		// passed to the handlers, ACTIVE meanwhile as a prefetched task
+		slotted := len(got)
+		var off []bool // HandOff's answer per task (it counts each it says yes to)
+		if w.cfg.HandOff != nil {
+			off = make([]bool, len(got))
+			for i, t := range got {
+				if off[i] = w.cfg.HandOff(t.Type); off[i] {
+					slotted--
+				}
+			}
+		}
+		for i := slotted; i < n; i++ {
 			<-w.slots
 		}
+		held := min(n, slotted)
+		handing = len(got) > 0 && slotted == 0
 		if err != nil {
 			w.log.Error("fetch", "err", err)
 			select {
@@ -280,7 +306,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		deep = len(got) == n
+		deep = len(got) == want
 		if len(got) > 0 {
 			jobs := make([]job, len(got))
 			w.mu.Lock()
@@ -290,10 +316,15 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 				w.inflight[t.ID] = &running{token: t.Lease, cancel: cancel}
 			}
 			w.mu.Unlock()
-			for _, j := range jobs {
-				if w.cfg.HandOff != nil && w.cfg.HandOff(j.t.Type) {
+			for i, j := range jobs {
+				if off != nil && off[i] {
 					w.handOff(ctx, j)
 					continue
+				}
+				if held > 0 {
+					held--
+				} else {
+					w.slots <- struct{}{} // handlers give theirs back, stopping or not
 				}
 				w.tasks <- j
 			}
@@ -351,12 +382,11 @@ func OutsideSlots(ctx context.Context) bool {
 }
 
 // handOff runs a task of a HandOff type (Config.HandOff) outside the
-// handler slots: the slot taken for it at fetch is freed at once, and the
+// handler slots (the fetch loop took no slot for it), and the
 // task runs in a goroutine of its own once one of HandOffConcurrency
 // places is free (the fetch loop waits for it meanwhile).
 func (w *Worker) handOff(ctx context.Context, j job) {
 	j.ctx = context.WithValue(j.ctx, outsideSlotsKey{}, true)
-	<-w.slots
 	held := true
 	select {
 	case w.handOffs <- struct{}{}:

@@ -87,9 +87,12 @@ type bounds struct {
 // wait in task.create to be read and some are done and wait to be applied.
 // A bound of exactly the concurrency left the services short of work as
 // soon as it was reached (measured: 10 ms tasks at concurrency 200 went
-// from ≈ 6,400 to ≈ 2,800 tasks/s); twice keeps them busy and the backlog
-// still in the priority queues.
-const Headroom = 2
+// from ≈ 6,400 to ≈ 2,800 tasks/s); at twice it was still reached while
+// the worker fetched a batch per round trip, and the waits for a place cost
+// a third of the no-op rate (≈ 7,000 against ≈ 9,600 tasks/s at four
+// times, docs/benchmarks.md). Four times keeps the services busy and the
+// backlog still in the priority queues.
+const Headroom = 4
 
 // of is typ's bound: Headroom × the live services' total concurrency,
 // DefaultInFlight while none serves it (the tasks wait for one anyway) or

@@ -50,7 +50,7 @@ type Config struct {
 	// worker (FIFO per type and process) for a place, so the backlog stays
 	// in the core's priority queues, where high/normal/low are honoured,
 	// instead of draining into the FIFO task.create stream. Default 0:
-	// the bound sizes itself to Headroom (2) × the live services' total concurrency for
+	// the bound sizes itself to Headroom (4) × the live services' total concurrency for
 	// the type (each instance publishes its own when it registers;
 	// Capacity), read at most every CapacityRefresh; DefaultInFlight (64)
 	// while no live service publishes one. Positive: that bound;

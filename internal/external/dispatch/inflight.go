@@ -68,6 +68,13 @@ func LastToken(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Names
 	return tok, nil
 }
 
+// Place is the in-flight set of taskType and the member by which the
+// attempt of taskID with token holds a place in it (what Release removes),
+// for a caller that frees the place in a script of its own.
+func Place(ns keyspace.Namespace, taskType, taskID, token string) (set, member string) {
+	return newKeys(ns).inflight(taskType), inflightMember(taskID, token)
+}
+
 // QueueRelease adds Release of the place (taskID, token) of taskType to
 // the pipeline p (the outcome consumer frees a batch's places in one round
 // trip with its other effects).

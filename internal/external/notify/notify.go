@@ -201,21 +201,73 @@ type Delivery struct {
 // once by its id as with Notify, each session announced once. It returns each as stored and its
 // error, in order.
 func (s *Notifier) NotifyMany(ctx context.Context, ds []Delivery) ([]Notification, []error) {
-	out := make([]Notification, len(ds))
-	errs := make([]error, len(ds))
-	keys := make([]string, 0, 2*len(ds))
-	args := make([]any, 0, 5+3*len(ds))
-	args = append(args, s.cfg.MaxLen, int64(s.cfg.TTL/time.Second), int64(s.cfg.DedupeTTL/time.Second),
-		s.keys.channel(), redisconn.PublishCommand(s.rdb))
-	at := make([]int, 0, len(ds))
+	p := s.Prepare(ds, nil)
+	if len(p.At) == 0 {
+		return p.Out, p.Errs
+	}
+	keys := make([]string, 0, 2*len(p.At))
+	args := append(make([]any, 0, 5+3*len(p.At)), s.WriteArgs()...)
+	for j := range p.At {
+		keys = append(keys, p.Streams[j], p.Markers[j])
+		args = append(args, p.Bodies[j], p.Sessions[j], p.Marked[j])
+	}
+	// one call for the batch (write.lua), each session announced once
+	res, err := writeScript.Run(ctx, s.rdb, keys, args...).Slice()
+	if err == nil && len(res) != len(p.At) {
+		err = fmt.Errorf("write.lua answered %d results for %d notifications", len(res), len(p.At))
+	}
+	for j, i := range p.At {
+		switch {
+		case err != nil:
+			p.Errs[i] = fmt.Errorf("notify: write %s: %w", p.Streams[j], err)
+		case res[j] == nil: // written before
+		default:
+			p.Out[i].ID, _ = res[j].(string)
+		}
+	}
+	return p.Out, p.Errs
+}
+
+// Prepared is a batch of notifications encoded for write.lua, or for a
+// caller's own script that writes them atomically with its other writes
+// (the outcome consumer's apply_batch.lua, which does what write.lua does
+// with the same keys and arguments).
+type Prepared struct {
+	// Out is each delivery's notification as it will be stored (its ID
+	// empty), Errs each one's error (ErrNoSession, an encoding error): the
+	// deliveries with an error are not to be written.
+	Out  []Notification
+	Errs []error
+	// At lists the positions (in the deliveries) of those to write; then,
+	// in that order, each one's stream, write-once marker, JSON body,
+	// session id and whether the marker applies ("1", else "0").
+	At       []int
+	Streams  []string
+	Markers  []string
+	Bodies   []string
+	Sessions []string
+	Marked   []string
+}
+
+// Prepare encodes ds for writing (see NotifyMany), as Notify would:
+// empty Timestamp and Priority filled in, an empty NotificationID given a
+// fresh one (and no marker). once, when not nil, says per delivery
+// whether a given NotificationID is written at most once (its marker
+// checked and set): a caller whose own atomic write already ensures it
+// passes false and saves the marker.
+func (s *Notifier) Prepare(ds []Delivery, once []bool) Prepared {
+	p := Prepared{Out: make([]Notification, len(ds)), Errs: make([]error, len(ds)), At: make([]int, 0, len(ds))}
 	for i, d := range ds {
 		n := d.Notification
-		out[i] = n
+		p.Out[i] = n
 		if d.SessionID == "" {
-			errs[i] = ErrNoSession
+			p.Errs[i] = ErrNoSession
 			continue
 		}
 		marked := "1"
+		if once != nil && !once[i] {
+			marked = "0"
+		}
 		if n.NotificationID == "" {
 			n.NotificationID = "notif-" + uuid.NewString()
 			marked = "0" // a fresh id: nothing to write once
@@ -227,34 +279,28 @@ func (s *Notifier) NotifyMany(ctx context.Context, ds []Delivery) ([]Notificatio
 			n.Priority = "normal"
 		}
 		n.ID = ""
-		out[i] = n
+		p.Out[i] = n
 		body, err := json.Marshal(n)
 		if err != nil {
-			errs[i] = fmt.Errorf("notify: encode: %w", err)
+			p.Errs[i] = fmt.Errorf("notify: encode: %w", err)
 			continue
 		}
-		keys = append(keys, s.keys.stream(d.SessionID), s.keys.sent(d.SessionID, n.NotificationID))
-		args = append(args, string(body), d.SessionID, marked)
-		at = append(at, i)
+		p.At = append(p.At, i)
+		p.Streams = append(p.Streams, s.keys.stream(d.SessionID))
+		p.Markers = append(p.Markers, s.keys.sent(d.SessionID, n.NotificationID))
+		p.Bodies = append(p.Bodies, string(body))
+		p.Sessions = append(p.Sessions, d.SessionID)
+		p.Marked = append(p.Marked, marked)
 	}
-	if len(at) == 0 {
-		return out, errs
-	}
-	// one call for the batch (write.lua), each session announced once
-	res, err := writeScript.Run(ctx, s.rdb, keys, args...).Slice()
-	if err == nil && len(res) != len(at) {
-		err = fmt.Errorf("write.lua answered %d results for %d notifications", len(res), len(at))
-	}
-	for j, i := range at {
-		switch {
-		case err != nil:
-			errs[i] = fmt.Errorf("notify: write %s: %w", keys[2*j], err)
-		case res[j] == nil: // written before
-		default:
-			out[i].ID, _ = res[j].(string)
-		}
-	}
-	return out, errs
+	return p
+}
+
+// WriteArgs are write.lua's arguments for a whole batch: the streams'
+// approximate length cap, the streams' and the markers' lifetimes in
+// seconds, the Hubs' pub/sub channel and the command that publishes on it.
+func (s *Notifier) WriteArgs() []any {
+	return []any{s.cfg.MaxLen, int64(s.cfg.TTL / time.Second), int64(s.cfg.DedupeTTL / time.Second),
+		s.keys.channel(), redisconn.PublishCommand(s.rdb)}
 }
 
 // StableID is the notification id of the notification about one event of

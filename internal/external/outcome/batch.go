@@ -3,12 +3,11 @@ package outcome
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/dispatch"
@@ -20,17 +19,21 @@ import (
 // Applying a batch of completions together. Most of what the consumer
 // reads is task.completed, one per task, each applied now for the first
 // time: for those the steps of once and completed run for the whole batch
-// at a time, each step one round trip (a pipeline of the same scripts, or
-// one call for many), in the same order as for one outcome:
+// at a time, each step one round trip, in the same order as for one
+// outcome:
 //
-//	claim_batch.lua      the attempts' markers (claim.lua's verdicts, one
-//	                     look at the entries other consumers hold)
-//	store.CompleteBatch  the transitions (one call per partition)
-//	store.GetNotices     the tasks as completed (GetMany with an archive)
-//	ZREM ×n, SET ×n      the in-flight places and result caches (a pipeline)
-//	archive              per task (PostgreSQL), when configured
-//	write.lua            the notifications (notify.NotifyMany, one call)
-//	finish_batch.lua     markers done and one XACK of the entries
+//	claim_batch.lua        the attempts' markers (claim.lua's verdicts, one
+//	                       look at the entries other consumers hold)
+//	store.CompleteNotices  the transitions, answering what the cache and
+//	                       the notification take (one partition, no
+//	                       archive); else store.CompleteBatch (one call
+//	                       per partition) then store.GetNotices (GetMany
+//	                       with an archive)
+//	archive                per task (PostgreSQL), when configured
+//	apply_batch.lua        per stream, atomically: the in-flight places
+//	                       freed, the results cached, the notifications
+//	                       written (notify.Prepare), the markers done and
+//	                       one XACK of the entries
 //
 // So an entry of the batch stops where a crash stops it exactly as an
 // entry applied alone would: its marker says how far its outcome got, and
@@ -128,7 +131,18 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 		}
 		cs[i] = store.Completion{ID: it.d.TaskID, Token: it.oc.tok, Result: result}
 	}
-	errs, err := o.st.CompleteBatch(ctx, cs)
+	// one partition and no archive: the transitions answer what the
+	// cache and the notifications take (store.CompleteNotices); else a
+	// read follows them
+	var errs []error
+	var ts []*task.Task
+	var err error
+	fused := o.st.CanDispatch() && o.arc == nil
+	if fused {
+		errs, ts, err = o.st.CompleteNotices(ctx, cs)
+	} else {
+		errs, err = o.st.CompleteBatch(ctx, cs)
+	}
 	if err != nil {
 		return done, false
 	}
@@ -140,117 +154,122 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 	applied := make([]batchItem, 0, len(items))
 	for i, it := range items {
 		if errs[i] == nil { // else stale, a redelivery, a partition down: alone
+			if fused {
+				it.t = ts[i]
+			}
 			applied = append(applied, it)
 		}
 	}
 	if len(applied) == 0 {
 		return done, false
 	}
-	ids := make([]string, len(applied))
-	for i, it := range applied {
-		ids[i] = it.d.TaskID
-	}
-	get := o.st.GetNotices // what the cache and the notification take
-	if o.arc != nil {
-		get = o.st.GetMany // the archive keeps the whole task
-	}
-	ts, err := get(ctx, ids)
-	if err != nil {
-		return done, false
-	}
-	byID := make(map[string]*task.Task, len(ts))
-	for _, t := range ts {
-		byID[t.ID] = t
+	if !fused {
+		ids := make([]string, len(applied))
+		for i, it := range applied {
+			ids[i] = it.d.TaskID
+		}
+		get := o.st.GetNotices // what the cache and the notification take
+		if o.arc != nil {
+			get = o.st.GetMany // the archive keeps the whole task
+		}
+		ts, err := get(ctx, ids)
+		if err != nil {
+			return done, false
+		}
+		byID := make(map[string]*task.Task, len(ts))
+		for _, t := range ts {
+			byID[t.ID] = t
+		}
+		for i := range applied {
+			applied[i].t = byID[applied[i].d.TaskID]
+		}
 	}
 	items = make([]batchItem, 0, len(applied))
 	for _, it := range applied {
-		if it.t = byID[it.d.TaskID]; it.t != nil {
-			items = append(items, it)
-		}
-	}
-
-	// the effects: places, caches (one round trip), archive, notifications
-	frees := make([]*redis.IntCmd, len(items))
-	caches := make([]*redis.StatusCmd, len(items))
-	_, _ = o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, it := range items {
-			frees[i] = dispatch.QueueRelease(ctx, p, o.ns, it.t.Type, it.t.ID, it.oc.tok)
-			b, err := cacheBody(it.t.Result, o.cfg.Now())
-			if err != nil {
-				continue
-			}
-			caches[i] = p.Set(ctx, o.rk.Cache(it.t.ID), b, o.cfg.ResultTTL)
-		}
-		return nil
-	})
-	kept := make([]batchItem, 0, len(items))
-	for i, it := range items {
-		if frees[i].Err() != nil || caches[i] == nil || caches[i].Err() != nil {
-			continue
+		if it.t == nil {
+			continue // gone meanwhile: alone
 		}
 		if err := o.archive(ctx, it.t); err != nil {
 			continue
 		}
-		kept = append(kept, it)
-	}
-	items = kept
-	if o.note != nil {
-		var ds []notify.Delivery
-		var at []int
-		for i, it := range items {
-			if it.t.SessionID == "" {
-				continue
-			}
-			ds = append(ds, notify.Delivery{SessionID: it.t.SessionID, Notification: notify.Notification{
-				NotificationID: notify.StableID(notify.KindCompleted, it.t.ID, it.oc.tok), Type: notify.KindCompleted,
-				TaskID: it.t.ID, TaskType: it.t.Type, Message: o.cfg.Types.ReadyMessage(ctx, it.t.Type, it.t.Params),
-				Action: "retrieve_result", Priority: string(it.t.Priority)}})
-			at = append(at, i)
-		}
-		_, nerrs := o.note.NotifyMany(ctx, ds)
-		failed := map[int]bool{}
-		for j, err := range nerrs {
-			if err != nil {
-				failed[at[j]] = true
-			}
-		}
-		kept = make([]batchItem, 0, len(items))
-		for i, it := range items {
-			if !failed[i] {
-				kept = append(kept, it)
-			}
-		}
-		items = kept
-	}
-	for _, it := range items {
-		o.cfg.Logger.Info("Task completed", "task_id", it.t.ID, "duration", it.d.DurationMS, "service", it.d.CompletedBy)
-		o.observe("completed", it.t, time.Duration(it.d.DurationMS)*time.Millisecond)
+		items = append(items, it)
 	}
 
-	// done: markers and one XACK per stream
+	// the effects and the end, per stream in one call (apply_batch.lua):
+	// places, caches, notifications, markers done, one XACK
 	byStream = map[string][]batchItem{}
+	streams = streams[:0]
 	for _, it := range items {
+		if _, ok := byStream[it.m.Stream]; !ok {
+			streams = append(streams, it.m.Stream)
+		}
 		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
 	}
-	for stream, its := range byStream {
-		keys := make([]string, 0, 1+len(its))
-		args := make([]any, 0, 2+len(its))
-		keys = append(keys, stream)
-		args = append(args, protocol.AgentGroup, int64(markerTTL/time.Second))
-		for _, it := range its {
-			keys = append(keys, it.oc.marker)
-			args = append(args, it.m.ID)
-		}
-		if err := finishBatchScript.Run(ctx, o.rdb, keys, args...).Err(); err != nil {
-			o.cfg.Logger.Warn("outcomes applied but not marked done; applied again alone", "stream", stream,
-				"entries", len(its), "err", fmt.Errorf("outcome: finish: %w", err))
+	for _, stream := range streams {
+		its := byStream[stream]
+		if !o.applyEffects(ctx, stream, its) {
 			continue
 		}
 		for _, it := range its {
+			o.cfg.Logger.Info("Task completed", "task_id", it.t.ID, "duration", it.d.DurationMS, "service", it.d.CompletedBy)
+			o.observe("completed", it.t, time.Duration(it.d.DurationMS)*time.Millisecond)
 			done[it.m.ID+" "+it.m.Stream] = true
 		}
 	}
 	return done, false
+}
+
+// applyEffects writes the effects of the applied completions its (whose
+// entries are all in stream) and ends them, in one apply_batch.lua call.
+// It reports whether it did; if not, they are applied again alone.
+func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchItem) bool {
+	now := o.cfg.Now()
+	keys := make([]string, 0, 1+5*len(its))
+	args := make([]any, 0, 9+6*len(its))
+	keys = append(keys, stream)
+	args = append(args, protocol.AgentGroup, int64(markerTTL/time.Second), int64(o.cfg.ResultTTL/time.Second), len(its))
+	var notes notify.Prepared
+	if o.note != nil {
+		args = append(args, o.note.WriteArgs()...)
+		ds := make([]notify.Delivery, 0, len(its))
+		once := make([]bool, 0, len(its))
+		for _, it := range its {
+			ds = append(ds, notify.Delivery{SessionID: it.t.SessionID, Notification: notify.Notification{
+				NotificationID: notify.StableID(notify.KindCompleted, it.t.ID, it.oc.tok), Type: notify.KindCompleted,
+				TaskID: it.t.ID, TaskType: it.t.Type, Message: o.cfg.Types.ReadyMessage(ctx, it.t.Type, it.t.Params),
+				Action: "retrieve_result", Priority: string(it.t.Priority)}})
+			// a first claim's notification is written with its marker
+			// done, in one call: no write-once marker needed
+			once = append(once, it.oc.redelivered)
+		}
+		notes = o.note.Prepare(ds, once)
+		for _, err := range notes.Errs {
+			if err != nil && !errors.Is(err, notify.ErrNoSession) {
+				return false // cannot encode it: alone, where the error is logged
+			}
+		}
+	} else {
+		args = append(args, 1, 1, 1, "", "")
+	}
+	for _, it := range its {
+		body, err := cacheBody(it.t.Result, now)
+		if err != nil {
+			return false
+		}
+		set, member := dispatch.Place(o.ns, it.t.Type, it.t.ID, it.oc.tok)
+		keys = append(keys, set, o.rk.Cache(it.t.ID), it.oc.marker)
+		args = append(args, it.m.ID, member, body)
+	}
+	for j := range notes.At {
+		keys = append(keys, notes.Streams[j], notes.Markers[j])
+		args = append(args, notes.Bodies[j], notes.Sessions[j], notes.Marked[j])
+	}
+	if err := applyBatchScript.Run(ctx, o.rdb, keys, args...).Err(); err != nil {
+		o.cfg.Logger.Warn("outcomes applied but their effects not written; applied again alone", "stream", stream,
+			"entries", len(its), "err", fmt.Errorf("outcome: apply_batch: %w", err))
+		return false
+	}
+	return true
 }
 
 // cacheBody is the result cache's value of a task whose result is result

@@ -30,9 +30,9 @@ var (
 	claimBatchLua    string
 	claimBatchScript = redis.NewScript(claimBatchLua)
 
-	//go:embed scripts/finish_batch.lua
-	finishBatchLua    string
-	finishBatchScript = redis.NewScript(finishBatchLua)
+	//go:embed scripts/apply_batch.lua
+	applyBatchLua    string
+	applyBatchScript = redis.NewScript(applyBatchLua)
 )
 
 // publishDLQ appends the task.dlq e of the outcome oc unless it was

@@ -286,7 +286,7 @@ var Settings = []Setting{
 	{Env: "TASKFLOW_ORCHESTRATOR_METRICS_ADDR", Flag: "metrics-addr", DefaultDoc: "(unset: none)",
 		Doc: "where `taskflow orchestrator` serves Prometheus metrics", Usage: "serve Prometheus metrics here, e.g. 127.0.0.1:9102",
 		into: to(func(c *Config) *string { return &c.MetricsAddr }, text)},
-	{Env: "TASKFLOW_EXTERNAL_INFLIGHT", DefaultDoc: "(unset: twice the live services' concurrency)",
+	{Env: "TASKFLOW_EXTERNAL_INFLIGHT", DefaultDoc: "(unset: four times the live services' concurrency)",
 		Doc:  "most attempts of one external task type dispatched and unfinished at once, across all workers; the rest wait in the core's priority queues. Unset, it sizes itself: the total concurrency the type's live service instances publish when they register (64 while none does; [docs/protocol.md](docs/protocol.md)); `-1` = no bound. Read by the workers (`taskflow worker`, `taskflow dev`)",
 		into: to(func(c *Config) *int { return &c.External.InFlight }, inFlight)},
 	{Env: "OTEL_EXPORTER_OTLP_ENDPOINT", DefaultDoc: "(unset: no traces)",

@@ -4,8 +4,12 @@
 -- KEYS[4] events KEYS[5] running KEYS[6] park index KEYS[7] park prefix
 -- KEYS[8] park wake KEYS[9] queue completions per minute
 -- KEYS[10..] the task hashes, one per task in ARGV order
--- ARGV[1] now ARGV[2] event stream maxlen, then per task: id, token, result
--- Returns one code per task: OK | NOTFOUND | LEASE | STATE:<state>
+-- ARGV[1] now ARGV[2] event stream maxlen ARGV[3] "1": also return what a
+-- notification of each completed task takes, then per task: id, token,
+-- result
+-- Returns one code per task: OK | NOTFOUND | LEASE | STATE:<state>; with
+-- ARGV[3] "1", each code followed by the task's type, session id,
+-- priority and params (empty unless OK), five entries per task.
 local now = ARGV[1]
 local hcA, hcT = now .. ',A,C', now .. ',T,C'
 -- (the tables are filled through counters: #t is a search each time)
@@ -13,12 +17,19 @@ local out = {}
 local done, nd = {}, 0
 local unact, na = {}, 0
 local untmo, nt = {}, 0
-local i, k, n = 3, 10, #ARGV
+local i, k, n = 4, 10, #ARGV
+local notice = ARGV[3] == '1'
+local no = 0
 local perq = {} -- completions per queue (qname, '' for the default)
 while i <= n do
   local id, token, result = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local tk = KEYS[k]
-  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id', 'qname', 'lh')
+  local f
+  if notice then
+    f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id', 'qname', 'lh', 'priority', 'params')
+  else
+    f = redis.call('HMGET', tk, 'state', 'lease', 'task_type', 'session_id', 'qname', 'lh')
+  end
   local code = 'OK'
   if not f[1] then
     code = 'NOTFOUND'
@@ -39,7 +50,17 @@ while i <= n do
     local q = f[5] or ''
     perq[q] = (perq[q] or 0) + 1
   end
-  out[k - 9] = code
+  if notice then
+    out[no + 1] = code
+    if code == 'OK' then
+      out[no + 2] = f[3] or ''; out[no + 3] = f[4] or ''; out[no + 4] = f[7] or ''; out[no + 5] = f[8] or ''
+    else
+      out[no + 2] = ''; out[no + 3] = ''; out[no + 4] = ''; out[no + 5] = ''
+    end
+    no = no + 5
+  else
+    out[k - 9] = code
+  end
   i = i + 3
   k = k + 1
 end

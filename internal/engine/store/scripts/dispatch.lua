@@ -30,7 +30,7 @@
 -- LEASE (another attempt holds the task).
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[4])
-local swept = {}
+local held = {} -- per in-flight set: its size, swept and counted once per call
 local out = {}
 for i = 1, n do
   local b = 3 + 3 * (i - 1)
@@ -50,21 +50,24 @@ for i = 1, n do
     local ok = true
     local bound = tonumber(ARGV[a + 6])
     if bound >= 0 then
-      if not swept[inflight] then
+      local c = held[inflight]
+      if not c then
         redis.call('ZREMRANGEBYSCORE', inflight, '-inf', '(' .. ARGV[1])
-        swept[inflight] = true
+        c = redis.call('ZCARD', inflight)
       end
-      if not redis.call('ZSCORE', inflight, ARGV[a + 7]) and redis.call('ZCARD', inflight) >= bound then
-        ok = false
+      -- below the bound a place is taken at once (ZADD says whether it
+      -- is new); at the bound only an attempt already holding one goes
+      if c < bound or redis.call('ZSCORE', inflight, ARGV[a + 7]) then
+        c = c + redis.call('ZADD', inflight, ARGV[a + 8], ARGV[a + 7])
       else
-        redis.call('ZADD', inflight, ARGV[a + 8], ARGV[a + 7])
+        ok = false
       end
+      held[inflight] = c
     end
     if not ok then
       out[i] = { 'FULL', '', '' }
     else
-      local prev = redis.call('GET', tokkey)
-      redis.call('SET', tokkey, token, 'EX', ARGV[2])
+      local prev = redis.call('SET', tokkey, token, 'EX', ARGV[2], 'GET')
       local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[3], '*',
         'event_id', ARGV[a + 9], 'event_type', ARGV[a + 10], 'timestamp', ARGV[a + 11], 'data', ARGV[a + 12])
       local tid = f[3]

@@ -22,8 +22,7 @@ if bound >= 0 then
   end
   redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 end
-local prev = redis.call('GET', KEYS[2])
-redis.call('SET', KEYS[2], ARGV[5], 'EX', ARGV[6])
+local prev = redis.call('SET', KEYS[2], ARGV[5], 'EX', ARGV[6], 'GET')
 local args = { 'XADD', KEYS[3], 'MINID', '~', ARGV[7], '*' }
 for i = 8, #ARGV do args[#args + 1] = ARGV[i] end
 local id = redis.call(unpack(args))
