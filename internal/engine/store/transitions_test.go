@@ -470,6 +470,33 @@ func TestCompleteBatchMixed(t *testing.T) {
 	require.Equal(t, int64(1), b.status(t).States[task.StateCompleted])
 }
 
+// TestCompleteNotices: CompleteBatch that also answers, per completed
+// task, what its notification and result cache take (the task as read in
+// the same script), and nothing for the others.
+func TestCompleteNotices(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.enqueue(t, EnqueueRequest{ID: "a", Type: "report.q", SessionID: "s-1", Priority: task.PriorityHigh, Params: json.RawMessage(`{"q":4}`)})
+	b.enqueue(t, EnqueueRequest{ID: "b"})
+	ts := b.fetch(t, 2)
+	byID := map[string]*task.Task{ts[0].ID: ts[0], ts[1].ID: ts[1]}
+	errs, got, err := b.s.CompleteNotices(b.ctx, []Completion{
+		{ID: "a", Token: byID["a"].Lease, Result: json.RawMessage(`{"ok":true}`)}, {ID: "b", Token: "wrong"}, {ID: "missing", Token: "x"},
+	})
+	require.NoError(t, err)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], task.ErrLeaseLost)
+	require.ErrorIs(t, errs[2], task.ErrNotFound)
+	require.Nil(t, got[1])
+	require.Nil(t, got[2])
+	require.Equal(t, &task.Task{ID: "a", Type: "report.q", SessionID: "s-1", Priority: task.PriorityHigh, State: task.StateCompleted,
+		Params: json.RawMessage(`{"q":4}`), Result: json.RawMessage(`{"ok":true}`)}, got[0])
+	stored, err := b.s.Get(b.ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, task.StateCompleted, stored.State)
+	require.JSONEq(t, `{"ok":true}`, string(stored.Result))
+}
+
 func TestListByState(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/engine/store"
@@ -94,4 +96,81 @@ func TestHandOffConfig(t *testing.T) {
 	require.Equal(t, 256, Config{}.WithDefaults().HandOffConcurrency)
 	c := Config{HandOffConcurrency: -1}.WithDefaults()
 	require.ErrorContains(t, c.Validate(), "HandOffConcurrency")
+}
+
+// fetchCounter counts the fetch script calls a client sends (an EVALSHA
+// whose first key is a queue's high-priority list).
+type fetchCounter struct{ n atomic.Int64 }
+
+func (c *fetchCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *fetchCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); len(a) > 3 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") {
+			if k, _ := a[3].(string); strings.HasSuffix(k, ":pending:primary:high") {
+				c.n.Add(1)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *fetchCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestHandOffFetchesBeyondTheSlots: while a queue's tasks are handed off,
+// a fetch takes up to FetchBatch of them (as many as there are free
+// HandOff places), not only as many as there are free slots; tasks of
+// other types fetched with them beyond the slots wait for a slot each
+// (nothing is lost or run outside the slots, nothing deadlocks).
+func TestHandOffFetchesBeyondTheSlots(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	fc := &fetchCounter{}
+	b.rdb.AddHook(fc)
+	var inSlots, outside, localRunning, localMost atomic.Int64
+	mux := NewMux()
+	mux.HandleFunc("hand.off", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		if !OutsideSlots(ctx) {
+			inSlots.Add(1)
+		}
+		return json.RawMessage(`{}`), nil
+	})
+	mux.HandleFunc("local", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		if OutsideSlots(ctx) {
+			outside.Add(1)
+		}
+		n := localRunning.Add(1)
+		defer localRunning.Add(-1)
+		for {
+			m := localMost.Load()
+			if n <= m || localMost.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond)
+		return json.RawMessage(`{}`), nil
+	})
+	var reqs []store.EnqueueRequest
+	for i := range 600 {
+		typ := "hand.off"
+		if i >= 300 && i < 340 { // a run of in-process tasks in the middle
+			typ = "local"
+		}
+		reqs = append(reqs, store.EnqueueRequest{Type: typ})
+	}
+	ts, err := b.st.EnqueueBatch(b.ctx, reqs)
+	require.NoError(t, err)
+	_, stop := b.start(t, mux, Config{Concurrency: 2, FetchBatch: 50, ShutdownGrace: time.Second,
+		HandOff: func(typ string) bool { return typ == "hand.off" }, HandOffConcurrency: 100})
+	for _, tk := range ts {
+		b.waitState(t, tk.ID, task.StateCompleted)
+	}
+	stop()
+	require.Zero(t, inSlots.Load(), "a hand-off task ran in a slot")
+	require.Zero(t, outside.Load(), "an in-process task ran outside the slots")
+	require.LessOrEqual(t, localMost.Load(), int64(2), "more in-process tasks ran at once than the slots")
+	// two slots would take 300+ fetches; batches of up to 50 take a few dozen
+	require.Less(t, fc.n.Load(), int64(100), "fetch calls for 600 tasks")
 }

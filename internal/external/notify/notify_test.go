@@ -299,3 +299,31 @@ func TestNotifyManyOneCall(t *testing.T) {
 	require.Equal(t, "t2", l2[0].TaskID)
 	require.Equal(t, "t5", l2[1].TaskID)
 }
+
+// TestPrepare: the encoding NotifyMany writes, for a caller's own script:
+// a notification with a given id keeps its write-once marker unless the
+// caller says its own atomic write makes it once; one without a session
+// is refused; one without an id gets a fresh one and no marker.
+func TestPrepare(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ds := []Delivery{
+		{SessionID: "s-1", Notification: Notification{NotificationID: "notif-a", Type: KindCompleted, TaskID: "t1"}},
+		{SessionID: "s-1", Notification: Notification{NotificationID: "notif-b", Type: KindCompleted, TaskID: "t2"}},
+		{SessionID: "", Notification: Notification{NotificationID: "notif-c", TaskID: "t3"}},
+		{SessionID: "s-2", Notification: Notification{TaskID: "t4"}},
+	}
+	p := b.n.Prepare(ds, []bool{true, false, true, true})
+	require.Equal(t, []int{0, 1, 3}, p.At)
+	require.Equal(t, []string{"1", "0", "0"}, p.Marked)
+	require.ErrorIs(t, p.Errs[2], ErrNoSession)
+	require.Equal(t, []string{"s-1", "s-1", "s-2"}, p.Sessions)
+	require.Equal(t, b.n.StreamKey("s-2"), p.Streams[2])
+	var body Notification
+	require.NoError(t, json.Unmarshal([]byte(p.Bodies[0]), &body))
+	require.Equal(t, "notif-a", body.NotificationID)
+	require.Equal(t, "normal", body.Priority)
+	require.False(t, body.Timestamp.IsZero())
+	require.True(t, strings.HasPrefix(p.Out[3].NotificationID, "notif-"))
+	require.Equal(t, []string{"1", "1", "0"}, b.n.Prepare(ds, nil).Marked)
+}
