@@ -165,8 +165,7 @@ func (e Event) Unmarshal() (any, error) {
 	default:
 		return nil, fieldErr("event_type", "unknown type %q", truncate(string(e.Type)))
 	}
-	dec := json.NewDecoder(bytes.NewReader(e.Data))
-	if err := dec.Decode(v); err != nil {
+	if err := json.Unmarshal(e.Data, v); err != nil {
 		return nil, fieldErr("data", "%v", err)
 	}
 	if err := v.validate(); err != nil {

@@ -95,7 +95,10 @@ func New(typ Type, now time.Time, data any) (Event, error) {
 	if !typ.Valid() {
 		return Event{}, fieldErr("event_type", "unknown type %q", typ)
 	}
-	raw, err := json.Marshal(data)
+	raw, fast, err := appendData(nil, data)
+	if !fast {
+		raw, err = json.Marshal(data)
+	}
 	if err != nil {
 		return Event{}, fmt.Errorf("stream: marshal %s data: %w", typ, err)
 	}
