@@ -61,6 +61,7 @@ local pushes = { high = {}, normal = {}, low = {} }
 local idx = {}
 local sched = {}
 local dups, rec = {}, {}
+local bysess, sessorder = {}, {} -- session index -> its new members (score, id, ...)
 local a = a0
 local cur = 7 + n
 local sttl = ARGV[5]
@@ -116,8 +117,14 @@ for i = 1, n do
     end
     redis.call('HSET', tk, unpack(fields))
     if sessk then
-      redis.call('ZADD', sessk, now, id)
-      redis.call('PEXPIRE', sessk, sttl)
+      -- the session indexes are written once each after the loop
+      local m = bysess[sessk]
+      if not m then
+        m = {}
+        bysess[sessk] = m
+        sessorder[#sessorder + 1] = sessk
+      end
+      m[#m + 1] = now; m[#m + 1] = id
     end
     if uqk then
       redis.call('SET', uqk, string.format('%d', nnow + ufor) .. ':' .. id, 'PX', uhold)
@@ -127,6 +134,10 @@ for i = 1, n do
     ev(id, '', 'PENDING', now, ttype, sess)
   end
   a = a + 7 + 2 * nf
+end
+for _, sk in ipairs(sessorder) do
+  redis.call('ZADD', sk, unpack(bysess[sk]))
+  redis.call('PEXPIRE', sk, sttl)
 end
 local pushed = false
 if #pushes.high > 0 then redis.call('RPUSH', KEYS[5], unpack(pushes.high)); pushed = true end
