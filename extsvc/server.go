@@ -47,13 +47,12 @@ type Server struct {
 }
 
 // outcomeReq is one task's outcome for flushLoop: published to target,
-// then its task.create entry acknowledged; done gets whether it was
-// published.
+// then its task.create entry acknowledged.
 type outcomeReq struct {
 	target  string
 	e       protocol.Event
 	entryID string
-	done    chan bool
+	taskID  string
 }
 
 type running struct {
@@ -372,9 +371,13 @@ func (s *Server) call(ctx context.Context, h Handler, t *Task) (res json.RawMess
 	return h.Handle(ctx, t)
 }
 
-// finish publishes the outcome, then acknowledges the create entry: if the
-// process dies in between, the entry is claimed and the task redone, and
-// the orchestrator ignores the second outcome.
+// finish hands the outcome to flushLoop, which publishes it, then
+// acknowledges the create entry: if the process dies in between, the entry
+// is claimed and the task redone, and the orchestrator ignores the second
+// outcome. The task's slot is free once its outcome is handed over (at most
+// Concurrency outcomes wait for their flush): a slot held through the
+// flush's two round trips left the handlers idle a third of the time at
+// 10 ms tasks.
 func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.RawMessage, herr error) {
 	ctx = context.WithoutCancel(ctx)
 	now := s.cfg.Now()
@@ -412,11 +415,7 @@ func (s *Server) finish(ctx context.Context, entryID string, t *Task, res json.R
 		s.cfg.Logger.Error("cannot encode outcome", "task_id", t.ID, "err", err)
 		return
 	}
-	done := make(chan bool, 1)
-	s.outcomes <- outcomeReq{target: target, e: e, entryID: entryID, done: done}
-	if !<-done {
-		s.cfg.Logger.Error("cannot publish outcome; the entry stays pending for a retry", "task_id", t.ID)
-	}
+	s.outcomes <- outcomeReq{target: target, e: e, entryID: entryID, taskID: t.ID}
 }
 
 // maxFlush is the most outcomes flushLoop writes in one round trip.
@@ -461,7 +460,8 @@ func (s *Server) flush(ctx context.Context, batch []outcomeReq) {
 	ids := make([]string, 0, len(batch))
 	for i, r := range batch {
 		if err := cmds[i].Err(); err != nil {
-			s.cfg.Logger.Warn("outcome not published", "service", s.cfg.Name, "entry", r.entryID, "err", err)
+			s.cfg.Logger.Error("cannot publish outcome; the entry stays pending for a retry", "service", s.cfg.Name,
+				"task_id", r.taskID, "entry", r.entryID, "err", err)
 			continue
 		}
 		ids = append(ids, r.entryID)
@@ -470,9 +470,6 @@ func (s *Server) flush(ctx context.Context, batch []outcomeReq) {
 		// published: the entries are claimed and run again after
 		// ClaimIdle, and the agent applies the first outcome only
 		s.cfg.Logger.Warn("ack failed", "service", s.cfg.Name, "entries", len(ids), "err", err)
-	}
-	for i, r := range batch {
-		r.done <- cmds[i].Err() == nil
 	}
 }
 

@@ -89,7 +89,7 @@ func (c Config) WithDefaults() Config {
 		c.Block = time.Second
 	}
 	if c.Batch == 0 {
-		c.Batch = 100
+		c.Batch = 250
 	}
 	if c.ClaimIdle == 0 {
 		c.ClaimIdle = 30 * time.Second
