@@ -50,7 +50,7 @@ type Config struct {
 	Block time.Duration
 	// Batch is the most events read per stream per call; the
 	// completions among them are applied together, a step of all of them
-	// per round trip (batch.go). Default 100.
+	// per round trip (batch.go). Default 250.
 	Batch int64
 	// Parallel is how many events of a batch are applied at once (events
 	// of different tasks are independent). Default 8.
