@@ -1019,11 +1019,11 @@ func (s *Store) Purge(ctx context.Context, state task.State, olderThan time.Dura
 // ACTIVE task ID held with Token (as HandoffRequest) together with the
 // publication of its task.create by the external path, whose own keys and
 // values the caller gives: its type's in-flight set (a place taken when
-// Bound >= 0, member InflightMember until InflightUntil), the key of the
-// task's last dispatch token, and the event's fields.
+// Bound >= 0, member InflightMember until InflightUntil) and the event's
+// fields.
 type DispatchRequest struct {
 	HandoffRequest
-	Inflight, TokenKey        string
+	Inflight                  string
 	Bound                     int
 	InflightMember            string
 	InflightUntil             time.Time
@@ -1049,6 +1049,20 @@ type DispatchResult struct {
 	Err error
 }
 
+// HandoffToken is the token the task was last handed off with (its
+// handoff field, written by DispatchMany and Handoff; kept when the task
+// finishes): "" when it never was, or the task is gone.
+func (s *Store) HandoffToken(ctx context.Context, id string) (string, error) {
+	v, err := s.rdb.HGet(ctx, s.part(id).task(id), "handoff").Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: handoff token of %s: %w", id, err)
+	}
+	return v, nil
+}
+
 // CanDispatch reports whether DispatchMany serves this deployment: its
 // script touches the task's keys and the protocol's streams together, so
 // they must share a hash slot, as they do with one partition.
@@ -1057,9 +1071,10 @@ func (s *Store) CanDispatch() bool { return len(s.parts) == 1 }
 // DispatchMany publishes and hands off several attempts in one script call
 // (scripts/dispatch.lua), each all or nothing, in order: the event of an
 // attempt goes out exactly when its handoff is written. stream is the
-// task.create stream, minID its retention cut-off, tokenTTL the life of
-// the token keys. Only for a deployment of one partition (CanDispatch).
-func (s *Store) DispatchMany(ctx context.Context, stream, minID string, tokenTTL time.Duration, rs []DispatchRequest) []DispatchResult {
+// task.create stream, minID its retention cut-off. The task hash's handoff
+// field keeps the token of its last dispatch (HandoffToken). Only for a
+// deployment of one partition (CanDispatch).
+func (s *Store) DispatchMany(ctx context.Context, stream, minID string, rs []DispatchRequest) []DispatchResult {
 	out := make([]DispatchResult, len(rs))
 	if len(rs) == 0 {
 		return out
@@ -1072,12 +1087,12 @@ func (s *Store) DispatchMany(ctx context.Context, stream, minID string, tokenTTL
 		return out
 	}
 	k := s.parts[0]
-	keys := make([]string, 0, 3+3*len(rs))
+	keys := make([]string, 0, 3+2*len(rs))
 	keys = append(keys, k.active(), k.handoff(), stream)
-	args := make([]any, 0, 4+12*len(rs))
-	args = append(args, s.nowMS(), int64(tokenTTL/time.Second), minID, len(rs))
+	args := make([]any, 0, 3+12*len(rs))
+	args = append(args, s.nowMS(), minID, len(rs))
 	for _, r := range rs {
-		keys = append(keys, k.task(r.ID), r.Inflight, r.TokenKey)
+		keys = append(keys, k.task(r.ID), r.Inflight)
 		args = append(args, r.Token, r.Holder, ms(r.TimeoutAt), ms(r.LeaseUntil), ms(r.CheckAt), r.Bound,
 			r.InflightMember, ms(r.InflightUntil), r.EventID, r.EventType, r.Stamp, r.Data)
 	}

@@ -186,7 +186,7 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 			reqs[i] = c.req
 		}
 		now := d.cfg.Now()
-		for i, r := range d.st.DispatchMany(context.Background(), d.sk.Create(), protocol.MinID(now, d.cfg.Retention), tokenTTL, reqs) {
+		for i, r := range d.st.DispatchMany(context.Background(), d.sk.Create(), protocol.MinID(now, d.cfg.Retention), reqs) {
 			cs[i].res = r
 		}
 	}}
@@ -366,7 +366,7 @@ func (d *Dispatcher) handoffRequest(t *task.Task, timeout time.Duration, now tim
 func (d *Dispatcher) publishAndHandOff(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration, bound int) (prev string, ok bool, err error) {
 	now := d.cfg.Now()
 	c := &dispatchCall{req: store.DispatchRequest{HandoffRequest: d.handoffRequest(t, timeout, now),
-		Inflight: d.k.inflight(t.Type), TokenKey: d.k.token(t.ID), Bound: bound,
+		Inflight: d.k.inflight(t.Type), Bound: bound,
 		InflightMember: inflightMember(t.ID, t.Lease), InflightUntil: now.Add(timeout + d.cfg.Grace),
 		EventID: e.ID, EventType: string(e.Type), Stamp: protocol.FormatTime(e.Timestamp), Data: string(e.Data)}}
 	d.combined.Do(c)

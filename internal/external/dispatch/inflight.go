@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
+	"github.com/taskflow/taskflow/internal/engine/store"
 )
 
 // InFlight counts the attempts of taskType that dispatchers admitted and
@@ -56,11 +57,23 @@ func Release(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespa
 }
 
 // LastToken is the fencing token the task was last dispatched with, ""
-// when it never was (or not within 7 days).
-func LastToken(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskID string) (string, error) {
-	tok, err := rdb.Get(ctx, newKeys(ns).token(taskID)).Result()
+// when it never was (or its records are gone). With one partition it is
+// the task hash's handoff field, written in the call that published the
+// attempt (store.DispatchMany); with several the dispatch's token key,
+// written with its task.create (7 days) before the handoff. Each falls
+// back on the other (a record an earlier version wrote).
+func LastToken(ctx context.Context, st *store.Store, taskID string) (string, error) {
+	if st.CanDispatch() {
+		if tok, err := st.HandoffToken(ctx, taskID); err != nil || tok != "" {
+			return tok, err
+		}
+	}
+	tok, err := st.Client().Get(ctx, newKeys(st.Namespace()).token(taskID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", nil
+		if st.CanDispatch() {
+			return "", nil
+		}
+		return st.HandoffToken(ctx, taskID)
 	}
 	if err != nil {
 		return "", fmt.Errorf("dispatch: last token of %s: %w", taskID, err)

@@ -21,7 +21,9 @@ func newKeys(ns keyspace.Namespace) keys { return keys{p: ns.Prefix()} }
 // finishes, and the outcome consumer still needs the token of the attempt
 // that was dispatched last, for a service that does not echo the token
 // and to tell the redelivery of the outcome that finished a task from
-// any other outcome about it (LastToken).
+// any other outcome about it (LastToken). Written with several partitions
+// only: with one, the task hash's handoff field, written in the call that
+// publishes the attempt, keeps it.
 func (k keys) token(taskID string) string { return k.p + "agent:dispatch:" + taskID }
 
 // tokenTTL is how long a dispatch token is kept: the streams' retention,

@@ -86,7 +86,7 @@ func TestDispatchManyIsOneStep(t *testing.T) {
 		require.True(t, got.HandedOff, "handed off in the call that published it")
 		require.Equal(t, tk.Lease, got.Lease)
 		require.Contains(t, got.Worker, "external:x.run")
-		tok, err := LastToken(ctx, rdb, ns, tk.ID)
+		tok, err := LastToken(ctx, st, tk.ID)
 		require.NoError(t, err)
 		require.Equal(t, tk.Lease, tok)
 	}
@@ -101,7 +101,7 @@ func TestDispatchManyIsOneStep(t *testing.T) {
 	got, err := st.Get(ctx, full.ID)
 	require.NoError(t, err)
 	require.False(t, got.HandedOff)
-	tok, err := LastToken(ctx, rdb, ns, full.ID)
+	tok, err := LastToken(ctx, st, full.ID)
 	require.NoError(t, err)
 	require.Empty(t, tok)
 

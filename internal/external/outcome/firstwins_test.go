@@ -28,7 +28,7 @@ func TestFirstOutcomeWins(t *testing.T) {
 	var b *externaltest.Bundle
 	pub := func() *protocol.Publisher { return protocol.NewPublisher(b.Redis, 0, nil) }
 	twice := func(ctx context.Context, tk *extsvc.Task) (json.RawMessage, error) {
-		tok, err := dispatch.LastToken(ctx, b.Redis, b.Namespace, tk.ID)
+		tok, err := dispatch.LastToken(ctx, b.Store, tk.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -247,7 +247,7 @@ func (o *Consumer) finishedBy(ctx context.Context, taskID string, oc outcome) (b
 	if !oc.redelivered || oc.tok == "" {
 		return false, nil
 	}
-	last, err := dispatch.LastToken(ctx, o.rdb, o.ns, taskID)
+	last, err := dispatch.LastToken(ctx, o.st, taskID)
 	if err != nil {
 		return false, err
 	}
@@ -259,5 +259,5 @@ func (o *Consumer) token(ctx context.Context, id, fromEvent string) (string, err
 	if fromEvent != "" {
 		return fromEvent, nil
 	}
-	return dispatch.LastToken(ctx, o.rdb, o.ns, id)
+	return dispatch.LastToken(ctx, o.st, id)
 }

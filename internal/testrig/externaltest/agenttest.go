@@ -371,7 +371,7 @@ func (b *Bundle) Publish(t testing.TB, key string, typ protocol.Type, data any) 
 // LastToken is the token the task was last dispatched with.
 func (b *Bundle) LastToken(t testing.TB, id string) string {
 	t.Helper()
-	tok, err := dispatch.LastToken(context.Background(), b.Redis, b.Namespace, id)
+	tok, err := dispatch.LastToken(context.Background(), b.Store, id)
 	require.NoError(t, err)
 	require.NotEmpty(t, tok, "task %s was dispatched", id)
 	return tok

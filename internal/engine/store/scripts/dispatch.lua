@@ -1,11 +1,11 @@
 -- dispatch: hand several ACTIVE attempts to the external path in one call,
 -- each all or nothing and in order: for each attempt, check that its task
 -- is still ACTIVE under the attempt's token and not asked to cancel, take
--- one of its type's in-flight places (when the type is bounded), record the
--- token as the task's last dispatch, publish its task.create, and hand the
--- lease over (handoff.lua's writes: `worker` the new holder, `handoff` the
--- token, the lease deadline timeout + grace in the active index, the first
--- check in the handoff index). Publishing and handing off in one script
+-- one of its type's in-flight places (when the type is bounded), publish
+-- its task.create, and hand the lease over (handoff.lua's writes: `worker`
+-- the new holder, `handoff` the token — the record of the task's last
+-- dispatch — the lease deadline timeout + grace in the active index, the
+-- first check in the handoff index). Publishing and handing off in one script
 -- leaves no moment where a service runs an attempt that is still the
 -- worker's: a cancel request sees either the worker's attempt (not yet
 -- published: the worker cancels it) or the handed-off one (the cancel
@@ -15,11 +15,10 @@
 -- of several partitions publish (the dispatcher's own script) then hand
 -- off (handoff.lua) instead.
 -- KEYS[1] active index  KEYS[2] handoff index  KEYS[3] task.create stream
--- then per attempt i (base b = 3 + 3*(i-1)): KEYS[b+1] task hash
--- KEYS[b+2] its type's in-flight set  KEYS[b+3] its last-dispatch token key
--- ARGV[1] now (ms)  ARGV[2] token ttl (s)  ARGV[3] MINID (retention cut-off)
--- ARGV[4] attempts n
--- then per attempt (base a = 4 + 12*(i-1)): ARGV[a+1] token  ARGV[a+2] holder
+-- then per attempt i (base b = 3 + 2*(i-1)): KEYS[b+1] task hash
+-- KEYS[b+2] its type's in-flight set
+-- ARGV[1] now (ms)  ARGV[2] MINID (retention cut-off)  ARGV[3] attempts n
+-- then per attempt (base a = 3 + 12*(i-1)): ARGV[a+1] token  ARGV[a+2] holder
 -- ARGV[a+3] timeout at (ms)  ARGV[a+4] lease deadline (ms)
 -- ARGV[a+5] first check (ms)  ARGV[a+6] bound (-1: unbounded)
 -- ARGV[a+7] in-flight member  ARGV[a+8] in-flight deadline (ms)
@@ -29,15 +28,15 @@
 -- (a cancel was requested: nothing written), NOTFOUND, STATE <state>,
 -- LEASE (another attempt holds the task).
 local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[4])
+local n = tonumber(ARGV[3])
 local held = {} -- per in-flight set: its size, swept and counted once per call
 local out = {}
 for i = 1, n do
-  local b = 3 + 3 * (i - 1)
-  local a = 4 + 12 * (i - 1)
-  local tk, inflight, tokkey = KEYS[b + 1], KEYS[b + 2], KEYS[b + 3]
+  local b = 3 + 2 * (i - 1)
+  local a = 3 + 12 * (i - 1)
+  local tk, inflight = KEYS[b + 1], KEYS[b + 2]
   local token = ARGV[a + 1]
-  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_id', 'cancel_requested')
+  local f = redis.call('HMGET', tk, 'state', 'lease', 'task_id', 'cancel_requested', 'handoff')
   if not f[1] then
     out[i] = { 'NOTFOUND', '', '' }
   elseif f[1] ~= 'ACTIVE' then
@@ -67,8 +66,8 @@ for i = 1, n do
     if not ok then
       out[i] = { 'FULL', '', '' }
     else
-      local prev = redis.call('SET', tokkey, token, 'EX', ARGV[2], 'GET')
-      local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[3], '*',
+      local prev = f[5]
+      local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[2], '*',
         'event_id', ARGV[a + 9], 'event_type', ARGV[a + 10], 'timestamp', ARGV[a + 11], 'data', ARGV[a + 12])
       local tid = f[3]
       redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'updated_at', now)
