@@ -165,8 +165,10 @@ func (e Event) Unmarshal() (any, error) {
 	default:
 		return nil, fieldErr("event_type", "unknown type %q", truncate(string(e.Type)))
 	}
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return nil, fieldErr("data", "%v", err)
+	if !decodeFast(e.Data, e.valid, v) {
+		if err := json.Unmarshal(e.Data, v); err != nil {
+			return nil, fieldErr("data", "%v", err)
+		}
 	}
 	if err := v.validate(); err != nil {
 		return nil, err

@@ -87,6 +87,9 @@ type Event struct {
 	// StreamID is the Redis entry id the event was read from ("" before
 	// it is published). It is not part of the event.
 	StreamID string `json:"-"`
+	// valid: Data is known to be one JSON value (Decode checked it, New
+	// wrote it), so Unmarshal need not check it again.
+	valid bool
 }
 
 // New builds an event of type typ at now with a fresh UUID v4 and data
@@ -105,7 +108,7 @@ func New(typ Type, now time.Time, data any) (Event, error) {
 	if len(raw) == 0 || raw[0] != '{' {
 		return Event{}, fieldErr("data", "must be a JSON object")
 	}
-	return Event{ID: uuid.NewString(), Type: typ, Timestamp: now.UTC().Truncate(time.Millisecond), Data: raw}, nil
+	return Event{ID: uuid.NewString(), Type: typ, Timestamp: now.UTC().Truncate(time.Millisecond), Data: raw, valid: true}, nil
 }
 
 // Values returns the event as XADD field/value pairs.
@@ -164,6 +167,7 @@ func Decode(streamID string, values map[string]any) (Event, error) {
 		return Event{}, fieldErr("data", "not a JSON object")
 	}
 	e.Data = json.RawMessage(d)
+	e.valid = true
 	return e, nil
 }
 
