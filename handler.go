@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"fmt"
 	"maps"
 	"slices"
@@ -273,6 +274,28 @@ func (m *Mux) dependencies() map[string]string {
 func (m *Mux) handOff(taskType string) bool {
 	ho, ok := m.handlers[taskType].(interface{ HandsOff(taskType string) bool })
 	return ok && ho.HandsOff(taskType)
+}
+
+// handOffRoom is how many more tasks the hand-off handlers would take now
+// (worker.Config.HandOffRoom): the sum of their HandOffRoom, each handler
+// counted once.
+func (m *Mux) handOffRoom() int {
+	seen := map[any]bool{}
+	room := 0
+	for _, h := range m.handlers {
+		r, ok := h.(interface{ HandOffRoom() int })
+		if !ok {
+			continue
+		}
+		if reflect.TypeOf(h).Comparable() { // one handler of several types: once
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+		}
+		room += max(0, r.HandOffRoom())
+	}
+	return room
 }
 
 // decodeStrict decodes one JSON value into v, refusing unknown fields and

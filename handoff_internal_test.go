@@ -13,6 +13,7 @@ import (
 type handsOff struct{}
 
 func (handsOff) HandsOff(taskType string) bool { return taskType == "ext.job" }
+func (handsOff) HandOffRoom() int              { return 7 }
 func (handsOff) ProcessTask(context.Context, *task.Task) (json.RawMessage, error) {
 	return nil, nil
 }
@@ -30,5 +31,20 @@ func TestHandOffTypes(t *testing.T) {
 		if got := m.handOff(typ); got != want {
 			t.Errorf("handOff(%q) = %v, want %v", typ, got, want)
 		}
+	}
+}
+
+// TestHandOffRoom: the room the hand-off handlers report, each handler
+// once however many types it serves; none without such a handler.
+func TestHandOffRoom(t *testing.T) {
+	m := NewMux()
+	m.HandleFunc("local.job", func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil })
+	if got := m.handOffRoom(); got != 0 {
+		t.Errorf("handOffRoom() = %d without a hand-off handler, want 0", got)
+	}
+	m.Handle("ext.job", handsOff{})
+	m.Handle("ext.other", handsOff{})
+	if got := m.handOffRoom(); got != 7 {
+		t.Errorf("handOffRoom() = %d, want 7 (one handler)", got)
 	}
 }

@@ -1043,6 +1043,9 @@ type DispatchResult struct {
 	// PrevToken is the task's last dispatch token before this one ("" for
 	// its first dispatch); EntryID the task.create entry's id.
 	PrevToken, EntryID string
+	// InFlight is the type's in-flight count after the attempt, when it
+	// was published or found its type full (-1 otherwise, or unbounded).
+	InFlight int
 	// Err is *task.StateError, task.ErrLeaseLost or task.ErrNotFound when
 	// the attempt is no longer the holder's (nothing written), or a Redis
 	// error.
@@ -1108,9 +1111,13 @@ func (s *Store) DispatchMany(ctx context.Context, stream, minID string, rs []Dis
 	}
 	for i, v := range res {
 		row, _ := v.([]any)
-		if len(row) != 3 {
+		if len(row) != 4 {
 			out[i].Err = fmt.Errorf("store: dispatch.lua answered %v", v)
 			continue
+		}
+		out[i].InFlight = -1
+		if n, ok := row[3].(int64); ok {
+			out[i].InFlight = int(n)
 		}
 		status := str(row[0])
 		switch status {

@@ -73,6 +73,13 @@ type Config struct {
 	// HandOffConcurrency bounds the HandOff tasks running at once (the
 	// fetch loop waits when it is reached). Default 256.
 	HandOffConcurrency int
+	// HandOffRoom says how many more tasks HandOff would take now. While
+	// the last fetch's tasks were all handed off, a fetch takes that many
+	// more than the free slots (up to FetchBatch and the free HandOff
+	// places): a few slots would otherwise cap the external path at a few
+	// tasks per round trip. Nil: fetches take as many as there are free
+	// slots.
+	HandOffRoom func() int
 	// Breaker configures the per-dependency circuit breakers; its Clock
 	// defaults to Clock.
 	Breaker breaker.Config

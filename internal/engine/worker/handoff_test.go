@@ -163,7 +163,7 @@ func TestHandOffFetchesBeyondTheSlots(t *testing.T) {
 	ts, err := b.st.EnqueueBatch(b.ctx, reqs)
 	require.NoError(t, err)
 	_, stop := b.start(t, mux, Config{Concurrency: 2, FetchBatch: 50, ShutdownGrace: time.Second,
-		HandOff: func(typ string) bool { return typ == "hand.off" }, HandOffConcurrency: 100})
+		HandOff: func(typ string) bool { return typ == "hand.off" }, HandOffConcurrency: 100, HandOffRoom: func() int { return 1000 }})
 	for _, tk := range ts {
 		b.waitState(t, tk.ID, task.StateCompleted)
 	}

@@ -262,13 +262,13 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			}
 		}
 		// while the queue's tasks are handed off (the last fetch's all
-		// were), a fetch also takes as many as there are free HandOff
-		// places: those tasks need no handler slot, and a few slots would
-		// cap each fetch (so the external path) at a few tasks per round
-		// trip
+		// were), a fetch also takes as many as HandOff has room for (and
+		// free places): those tasks need no handler slot, and a few slots
+		// would cap each fetch (so the external path) at a few tasks per
+		// round trip
 		want := n
-		if handing && deep {
-			want = min(w.cfg.FetchBatch, n+cap(w.handOffs)-len(w.handOffs))
+		if handing && deep && w.cfg.HandOffRoom != nil {
+			want = min(w.cfg.FetchBatch, n+min(cap(w.handOffs)-len(w.handOffs), max(0, w.cfg.HandOffRoom())))
 		}
 		// the fetch itself must not be cut off half way: a lost reply
 		// would leave its tasks ACTIVE until their leases expire

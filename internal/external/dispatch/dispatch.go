@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -61,9 +62,11 @@ type Config struct {
 	// again when InFlight is 0. Default 1s.
 	CapacityRefresh time.Duration
 	// AdmitPoll is how often a task waiting for a place looks again (one
-	// ZCOUNT; places free at the rate tasks finish, so a long poll leaves
-	// them empty: at 50ms the bound cost ≈ 10 % of the no-op rate).
-	// Default 5ms.
+	// ZCOUNT). Up to 16 waiters of a type look at once, so the faster they
+	// look the more the first to look, not the first to wait, gets a freed
+	// place: at 5ms high tasks waited behind most of a backlog of low ones
+	// one run in five (TestInFlightBoundKeepsPrioritiesOnTheExternalPath).
+	// Default 50ms.
 	AdmitPoll time.Duration
 	// AdmitWait is the longest a task waits for a place while holding its
 	// worker's slot (and less than the handler's deadline); then it goes
@@ -90,7 +93,7 @@ func (c Config) withDefaults() Config {
 		c.CapacityRefresh = time.Second
 	}
 	if c.AdmitPoll <= 0 {
-		c.AdmitPoll = 5 * time.Millisecond
+		c.AdmitPoll = 50 * time.Millisecond
 	}
 	if c.AdmitWait <= 0 {
 		c.AdmitWait = 10 * time.Second
@@ -130,6 +133,8 @@ type Dispatcher struct {
 	waiting map[string]int           // per task type: dispatches waiting for a place
 	sending map[string]int           // per task type: dispatches HandsOff let run outside the slots, not yet answered
 	seen    map[string]int           // per task type: the bound last used (-1: none)
+	held    map[string]int           // per task type: its in-flight count at its last dispatch (one partition)
+	fullAt  map[string]time.Time     // per task type: when a dispatch last found it full
 
 	caps bounds // the live services' concurrency (InFlight 0)
 
@@ -169,7 +174,7 @@ const DefaultInFlight = 64
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	d := &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, sending: map[string]int{}, seen: map[string]int{},
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, sending: map[string]int{}, seen: map[string]int{}, held: map[string]int{}, fullAt: map[string]time.Time{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
 		calls := make([]redisconn.ScriptCall, len(cs))
@@ -228,6 +233,36 @@ func (d *Dispatcher) HandsOff(taskType string) bool {
 	}
 	d.sending[taskType]++ // until its dispatch answers (sent)
 	return true
+}
+
+// HandOffRoom is how many more tasks HandsOff would take now
+// (worker.Config.HandOffRoom), counted from what the last dispatches
+// answered: none while a task of any type waits for a place or a type
+// was found full within fullQuiet, else per type half of its free places
+// (its bound less its in-flight count at its last dispatch and the sends
+// in their round trip; the other half for the tasks waiting in slots). A
+// worker fetches that many beyond its free slots: the tasks of a type at
+// or near its bound stay in the priority queues. With several partitions
+// (no count answered) none.
+func (d *Dispatcher) HandOffRoom() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.cfg.Now()
+	room := 0
+	for typ, b := range d.seen {
+		if d.waiting[typ] > 0 || now.Sub(d.fullAt[typ]) < fullQuiet {
+			return 0
+		}
+		if b < 0 {
+			return math.MaxInt32
+		}
+		n, ok := d.held[typ]
+		if !ok || n < 0 {
+			continue
+		}
+		room += max(0, b-n-d.sending[typ]) / 2
+	}
+	return room
 }
 
 // sent ends what HandsOff counted for a task of typ.
@@ -371,6 +406,14 @@ func (d *Dispatcher) publishAndHandOff(ctx context.Context, t *task.Task, e prot
 		EventID: e.ID, EventType: string(e.Type), Stamp: protocol.FormatTime(e.Timestamp), Data: string(e.Data)}}
 	d.combined.Do(c)
 	r := c.res
+	if r.Published || r.Full {
+		d.mu.Lock()
+		d.held[t.Type] = r.InFlight
+		if r.Full {
+			d.fullAt[t.Type] = now
+		}
+		d.mu.Unlock()
+	}
 	switch {
 	case r.Published:
 		return r.PrevToken, true, nil
@@ -472,6 +515,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		room = err != nil || n < int64(bound) // on an error the script says
 	}
 }
+
+// fullQuiet is how long after a type was found full HandOffRoom says
+// none.
+const fullQuiet = 100 * time.Millisecond
 
 // handBackDelay is how long after it a task handed back by a full type
 // (AdmitWait) is due again.

@@ -170,7 +170,7 @@ func Setup(t testing.TB, o Options) *Bundle {
 		conc = 50
 	}
 	w, err := worker.New(st, mux, worker.Config{Concurrency: conc, Lease: 2 * time.Second, HeartbeatInterval: 50 * time.Millisecond,
-		ShutdownGrace: 100 * time.Millisecond, HandOff: b.Dispatcher.HandsOff}) // as taskflow.Worker sets it
+		ShutdownGrace: 100 * time.Millisecond, HandOff: b.Dispatcher.HandsOff, HandOffRoom: b.Dispatcher.HandOffRoom}) // as taskflow.Worker sets it
 	require.NoError(t, err)
 	b.Run(t, "worker", w.Run)
 	sch, err := maintenance.New(st, maintenance.Config{Interval: 20 * time.Millisecond})

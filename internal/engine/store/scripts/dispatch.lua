@@ -23,7 +23,8 @@
 -- ARGV[a+5] first check (ms)  ARGV[a+6] bound (-1: unbounded)
 -- ARGV[a+7] in-flight member  ARGV[a+8] in-flight deadline (ms)
 -- ARGV[a+9..a+12] the event's event_id, event_type, timestamp, data
--- Returns per attempt {status, previous token or "", entry id or ""}:
+-- Returns per attempt {status, previous token or "", entry id or "", the
+-- type's in-flight count after it (-1 when unbounded)}:
 -- status OK, FULL (its type has no free place: nothing written), CANCEL
 -- (a cancel was requested: nothing written), NOTFOUND, STATE <state>,
 -- LEASE (another attempt holds the task).
@@ -38,13 +39,13 @@ for i = 1, n do
   local token = ARGV[a + 1]
   local f = redis.call('HMGET', tk, 'state', 'lease', 'task_id', 'cancel_requested', 'handoff')
   if not f[1] then
-    out[i] = { 'NOTFOUND', '', '' }
+    out[i] = { 'NOTFOUND', '', '', -1 }
   elseif f[1] ~= 'ACTIVE' then
-    out[i] = { 'STATE ' .. f[1], '', '' }
+    out[i] = { 'STATE ' .. f[1], '', '', -1 }
   elseif f[2] ~= token then
-    out[i] = { 'LEASE', '', '' }
+    out[i] = { 'LEASE', '', '', -1 }
   elseif f[4] == '1' then
-    out[i] = { 'CANCEL', '', '' }
+    out[i] = { 'CANCEL', '', '', -1 }
   else
     local ok = true
     local bound = tonumber(ARGV[a + 6])
@@ -64,7 +65,7 @@ for i = 1, n do
       held[inflight] = c
     end
     if not ok then
-      out[i] = { 'FULL', '', '' }
+      out[i] = { 'FULL', '', '', held[inflight] }
     else
       local prev = f[5]
       local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[2], '*',
@@ -73,7 +74,7 @@ for i = 1, n do
       redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'updated_at', now)
       redis.call('ZADD', KEYS[1], tonumber(ARGV[a + 4]), tid)
       redis.call('ZADD', KEYS[2], tonumber(ARGV[a + 5]), tid .. ' ' .. token .. ' ' .. ARGV[a + 3])
-      out[i] = { 'OK', prev or '', id }
+      out[i] = { 'OK', prev or '', id, held[inflight] or -1 }
     end
   end
 end
