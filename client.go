@@ -282,24 +282,11 @@ type BatchResult struct {
 // request must have the same Session option (or none); IdempotencyKey and
 // Duplicate options of the requests are ignored.
 func (c *Client) EnqueueBatch(ctx context.Context, reqs []Request, idempotencyKey string) ([]BatchResult, error) {
-	ins := make([]service.SubmitInput, len(reqs))
-	out := make([]BatchResult, len(reqs))
-	session := ""
-	for i, r := range reqs {
-		s, err := prepare(r)
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				e.Field = fmt.Sprintf("tasks[%d].%s", i, e.Field)
-			}
-			return nil, err
-		}
-		if i > 0 && s.session != session {
-			return nil, &Error{Code: "validation_failed", Field: fmt.Sprintf("tasks[%d]", i), kind: ErrInvalid,
-				Message: "every task of one EnqueueBatch call must have the same session"}
-		}
-		ins[i], session = s.in, s.session
+	ins, session, err := prepareAll(reqs, "tasks", "EnqueueBatch")
+	if err != nil {
+		return nil, err
 	}
+	out := make([]BatchResult, len(reqs))
 	p, err := c.principal(ctx, session)
 	if err != nil {
 		return nil, err
@@ -336,22 +323,9 @@ func (c *Client) EnqueueBatch(ctx context.Context, reqs []Request, idempotencyKe
 // DependsOn follow one by one, and may depend on tasks of the same call.
 // Every request must have the same Session option (or none).
 func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]*task.Task, error) {
-	ins := make([]service.SubmitInput, len(reqs))
-	session := ""
-	for i, r := range reqs {
-		s, err := prepare(r)
-		if err != nil {
-			var e *Error
-			if errors.As(err, &e) {
-				e.Field = fmt.Sprintf("items[%d].%s", i, e.Field)
-			}
-			return nil, err
-		}
-		if i > 0 && s.session != session {
-			return nil, &Error{Code: "validation_failed", Field: fmt.Sprintf("items[%d]", i), kind: ErrInvalid,
-				Message: "every task of one EnqueueMany call must have the same session"}
-		}
-		ins[i], session = s.in, s.session
+	ins, session, err := prepareAll(reqs, "items", "EnqueueMany")
+	if err != nil {
+		return nil, err
 	}
 	p, err := c.principal(ctx, session) // once for the call, not per item
 	if err != nil {
@@ -366,6 +340,30 @@ func (c *Client) EnqueueMany(ctx context.Context, reqs []Request) ([]*task.Task,
 		out[i] = created(sub, reqs[i].Type)
 	}
 	return out, nil
+}
+
+// prepareAll prepares the requests of one call (named call in errors): a
+// refused one's *Error names it as list[i].field; all must have the same
+// session, which it returns.
+func prepareAll(reqs []Request, list, call string) ([]service.SubmitInput, string, error) {
+	ins := make([]service.SubmitInput, len(reqs))
+	session := ""
+	for i, r := range reqs {
+		s, err := prepare(r)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				e.Field = fmt.Sprintf("%s[%d].%s", list, i, e.Field)
+			}
+			return nil, "", err
+		}
+		if i > 0 && s.session != session {
+			return nil, "", &Error{Code: "validation_failed", Field: fmt.Sprintf("%s[%d]", list, i), kind: ErrInvalid,
+				Message: "every task of one " + call + " call must have the same session"}
+		}
+		ins[i], session = s.in, s.session
+	}
+	return ins, session, nil
 }
 
 // prepare applies a request's params and options.
