@@ -132,10 +132,19 @@ var advanceLua string
 
 var advanceScript = redis.NewScript(advanceLua)
 
+//go:embed scripts/notes.lua
+var notesLua string
+
 //go:embed scripts/write.lua
 var writeLua string
 
-var writeScript = redis.NewScript(writeLua)
+var writeScript = redis.NewScript(WriteLua + "\n" + writeLua)
+
+// WriteLua is the Lua source of write_notes (scripts/notes.lua), the
+// writing of notifications that NotifyMany does, for a script of another
+// package that writes them together with its own writes: prepend it, and
+// pass Prepare's keys and values and WriteArgs as notes.lua describes.
+var WriteLua = notesLua
 
 //go:embed scripts/unread.lua
 var unreadLua string

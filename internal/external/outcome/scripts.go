@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 )
 
@@ -32,7 +33,7 @@ var (
 
 	//go:embed scripts/apply_batch.lua
 	applyBatchLua    string
-	applyBatchScript = redis.NewScript(applyBatchLua)
+	applyBatchScript = redis.NewScript(notify.WriteLua + "\n" + applyBatchLua)
 )
 
 // publishDLQ appends the task.dlq e of the outcome oc unless it was

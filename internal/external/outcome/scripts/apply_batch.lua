@@ -1,9 +1,9 @@
 -- apply_batch: the effects of several applied completions whose entries
 -- are in one stream, and their end, in one atomic call: each attempt's
 -- in-flight place freed, its result cached, its notification written and
--- its session announced (as notify's write.lua does, with the same keys
--- and arguments: notify.Prepare, Notifier.WriteArgs), its marker set to
--- done; then one XACK of the entries. Nothing of it is seen without the
+-- its session announced (notify's write_notes, prepended: notify.WriteLua,
+-- with notify.Prepare's keys and values and Notifier.WriteArgs), its
+-- marker set to done; then one XACK of the entries. Nothing of it is seen without the
 -- rest, so a notification written here needs no write-once marker of its
 -- own (notify.Prepare's once false): the entry's marker, done in the same
 -- call, stops every redelivery. An outcome claimed again ("mine": a crash
@@ -31,27 +31,7 @@ for i = 1, items do
   redis.call('SET', KEYS[b + 3], '1', 'EX', ARGV[2])
   ids[i] = ARGV[a + 1]
 end
-local told, sessions, expired = {}, {}, {}
-local c0, d0 = 1 + 3 * items, 9 + 3 * items
-local notes = (#KEYS - c0) / 2
-for j = 1, notes do
-  local c, d = c0 + 2 * (j - 1), d0 + 3 * (j - 1)
-  local stream, marker = KEYS[c + 1], KEYS[c + 2]
-  if ARGV[d + 3] ~= '1' or redis.call('SET', marker, '1', 'NX', 'EX', ARGV[7]) then
-    redis.call('XADD', stream, 'MAXLEN', '~', ARGV[5], '*', 'n', ARGV[d + 1])
-    if not expired[stream] then
-      expired[stream] = true
-      redis.call('EXPIRE', stream, ARGV[6])
-    end
-    local s = ARGV[d + 2]
-    if not told[s] then
-      told[s] = true
-      sessions[#sessions + 1] = s
-    end
-  end
-end
-for _, s in ipairs(sessions) do
-  redis.call(ARGV[9], ARGV[8], s)
-end
+local k0, a0 = 1 + 3 * items, 9 + 3 * items
+write_notes(k0, a0, (#KEYS - k0) / 2, 5)
 if items == 0 then return 0 end
 return redis.call('XACK', KEYS[1], ARGV[1], unpack(ids))
