@@ -276,12 +276,13 @@ func (m *Mux) handOff(taskType string) bool {
 	return ok && ho.HandsOff(taskType)
 }
 
-// handOffRoom is how many more tasks the hand-off handlers would take now
-// (worker.Config.HandOffRoom): the sum of their HandOffRoom, each handler
-// counted once.
-func (m *Mux) handOffRoom() int {
+// handOffRoom returns worker.Config.HandOffRoom for the handlers
+// registered now: how many more tasks the hand-off handlers would take,
+// the sum of their HandOffRoom, each handler counted once; nil when none
+// says (a worker then fetches only as many as it has free slots).
+func (m *Mux) handOffRoom() func() int {
 	seen := map[any]bool{}
-	room := 0
+	var rs []interface{ HandOffRoom() int }
 	for _, h := range m.handlers {
 		r, ok := h.(interface{ HandOffRoom() int })
 		if !ok {
@@ -293,9 +294,18 @@ func (m *Mux) handOffRoom() int {
 			}
 			seen[h] = true
 		}
-		room += max(0, r.HandOffRoom())
+		rs = append(rs, r)
 	}
-	return room
+	if len(rs) == 0 {
+		return nil
+	}
+	return func() int {
+		room := 0
+		for _, r := range rs {
+			room += max(0, r.HandOffRoom())
+		}
+		return room
+	}
 }
 
 // decodeStrict decodes one JSON value into v, refusing unknown fields and

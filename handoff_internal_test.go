@@ -35,16 +35,20 @@ func TestHandOffTypes(t *testing.T) {
 }
 
 // TestHandOffRoom: the room the hand-off handlers report, each handler
-// once however many types it serves; none without such a handler.
+// once however many types it serves; no room func without such a handler.
 func TestHandOffRoom(t *testing.T) {
 	m := NewMux()
 	m.HandleFunc("local.job", func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil })
-	if got := m.handOffRoom(); got != 0 {
-		t.Errorf("handOffRoom() = %d without a hand-off handler, want 0", got)
+	if f := m.handOffRoom(); f != nil {
+		t.Errorf("handOffRoom() = a func without a hand-off handler (room %d), want nil", f())
 	}
 	m.Handle("ext.job", handsOff{})
 	m.Handle("ext.other", handsOff{})
-	if got := m.handOffRoom(); got != 7 {
-		t.Errorf("handOffRoom() = %d, want 7 (one handler)", got)
+	f := m.handOffRoom()
+	if f == nil {
+		t.Fatal("handOffRoom() = nil with a hand-off handler")
+	}
+	if got := f(); got != 7 {
+		t.Errorf("handOffRoom()() = %d, want 7 (one handler)", got)
 	}
 }

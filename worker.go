@@ -141,7 +141,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	wc.Dependencies = deps
 	wc.HandOff = w.mux.handOff
-	wc.HandOffRoom = w.mux.handOffRoom
+	wc.HandOffRoom = w.mux.handOffRoom()
 	w.prog = progressWriter{a: a, keys: resultview.NewKeys(a.Store.Namespace())}
 	ew, err := worker.New(a.Store, entry{w}, wc)
 	if err != nil {
