@@ -101,6 +101,15 @@ func optTime(v string) *time.Time {
 
 func atoi(v string) int { n, _ := strconv.Atoi(v); return n }
 
+// atoiOr is v as an int, or def when it is not one.
+func atoiOr(v string, def int) int {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
 // decodeTask builds a Task from its hash; ok is false for an empty hash.
 func decodeTask(h map[string]string) (*task.Task, bool) {
 	if len(h) == 0 || h[fState] == "" {

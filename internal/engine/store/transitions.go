@@ -1015,20 +1015,31 @@ func (s *Store) Purge(ctx context.Context, state task.State, olderThan time.Dura
 	return int(deletedN.Load()), int(handledN.Load()), err
 }
 
+// DispatchBatch is what the attempts of one DispatchMany call share: the
+// task.create stream and its retention cut-off (MINID), every event's
+// event_type and timestamp (the time of publishing), and the grace after
+// an attempt's timeout: its lease deadline and the deadline of its
+// in-flight place are its timeout + Grace, its first check the sooner of
+// now + Grace and its timeout (as HandoffRequest's LeaseUntil and CheckAt
+// for a dispatcher that hands off in a second step).
+type DispatchBatch struct {
+	Stream, MinID    string
+	EventType, Stamp string
+	Grace            time.Duration
+}
+
 // DispatchRequest is one attempt of DispatchMany: the handoff of the
-// ACTIVE task ID held with Token (as HandoffRequest) together with the
-// publication of its task.create by the external path, whose own keys and
-// values the caller gives: its type's in-flight set (a place taken when
-// Bound >= 0, member InflightMember until InflightUntil) and the event's
-// fields.
+// ACTIVE task ID held with Token to Holder, its timeout at TimeoutAt,
+// together with the publication of its task.create by the external path,
+// whose own keys and values the caller gives: its type's in-flight set (a
+// place taken when Bound >= 0, its member "<task id> <token>") and the
+// event's id and data.
 type DispatchRequest struct {
-	HandoffRequest
-	Inflight                  string
-	Bound                     int
-	InflightMember            string
-	InflightUntil             time.Time
-	EventID, EventType, Stamp string
-	Data                      string
+	ID, Token, Holder string
+	TimeoutAt         time.Time
+	Inflight          string
+	Bound             int
+	EventID, Data     string
 }
 
 // DispatchResult is the answer to one DispatchRequest.
@@ -1077,7 +1088,7 @@ func (s *Store) CanDispatch() bool { return len(s.parts) == 1 }
 // task.create stream, minID its retention cut-off. The task hash's handoff
 // field keeps the token of its last dispatch (HandoffToken). Only for a
 // deployment of one partition (CanDispatch).
-func (s *Store) DispatchMany(ctx context.Context, stream, minID string, rs []DispatchRequest) []DispatchResult {
+func (s *Store) DispatchMany(ctx context.Context, batch DispatchBatch, rs []DispatchRequest) []DispatchResult {
 	out := make([]DispatchResult, len(rs))
 	if len(rs) == 0 {
 		return out
@@ -1090,16 +1101,28 @@ func (s *Store) DispatchMany(ctx context.Context, stream, minID string, rs []Dis
 		return out
 	}
 	k := s.parts[0]
-	keys := make([]string, 0, 3+2*len(rs))
-	keys = append(keys, k.active(), k.handoff(), stream)
-	args := make([]any, 0, 3+12*len(rs))
-	args = append(args, s.nowMS(), minID, len(rs))
+	// the call: EVALSHA, the keys (the indexes, the stream, then per
+	// attempt its task and in-flight set), the batch's arguments, then per
+	// attempt its own
+	cmd := make([]any, 0, 6+2*len(rs)+6+6*len(rs))
+	cmd = append(cmd, "evalsha", scriptDispatch.Hash(), 3+2*len(rs), k.active(), k.handoff(), batch.Stream)
 	for _, r := range rs {
-		keys = append(keys, k.task(r.ID), r.Inflight)
-		args = append(args, r.Token, r.Holder, ms(r.TimeoutAt), ms(r.LeaseUntil), ms(r.CheckAt), r.Bound,
-			r.InflightMember, ms(r.InflightUntil), r.EventID, r.EventType, r.Stamp, r.Data)
+		cmd = append(cmd, k.task(r.ID), r.Inflight)
 	}
-	res, err := scriptDispatch.Run(ctx, s.rdb, keys, args...).Slice()
+	cmd = append(cmd, s.nowMS(), batch.MinID, len(rs), batch.Grace.Milliseconds(), batch.EventType, batch.Stamp)
+	// the holder and bound repeat across a batch's attempts: each is boxed
+	// once per run of equal values
+	var holder, bound any
+	for i, r := range rs {
+		if i == 0 || r.Holder != rs[i-1].Holder {
+			holder = r.Holder
+		}
+		if i == 0 || r.Bound != rs[i-1].Bound {
+			bound = r.Bound
+		}
+		cmd = append(cmd, r.Token, holder, ms(r.TimeoutAt), bound, r.EventID, r.Data)
+	}
+	res, err := evalStrings(ctx, s.rdb, scriptDispatch, cmd)
 	if err == nil && len(res) != len(rs) {
 		err = fmt.Errorf("store: dispatch.lua answered %d results for %d attempts", len(res), len(rs))
 	}
@@ -1110,25 +1133,21 @@ func (s *Store) DispatchMany(ctx context.Context, stream, minID string, rs []Dis
 		return out
 	}
 	for i, v := range res {
-		row, _ := v.([]any)
-		if len(row) != 4 {
-			out[i].Err = fmt.Errorf("store: dispatch.lua answered %v", v)
-			continue
-		}
 		out[i].InFlight = -1
-		if n, ok := row[3].(int64); ok {
-			out[i].InFlight = int(n)
-		}
-		status := str(row[0])
+		status, rest, _ := strings.Cut(v, " ")
 		switch status {
-		case "OK":
-			out[i].Published, out[i].PrevToken, out[i].EntryID = true, str(row[1]), str(row[2])
-		case "FULL":
+		case "OK": // OK <count> <entry id> <previous token>
+			count, rest, _ := strings.Cut(rest, " ")
+			id, prev, _ := strings.Cut(rest, " ")
+			out[i].Published, out[i].PrevToken, out[i].EntryID = true, prev, id
+			out[i].InFlight = atoiOr(count, -1)
+		case "FULL": // FULL <count>
 			out[i].Full = true
+			out[i].InFlight = atoiOr(rest, -1)
 		case "CANCEL":
 			out[i].CancelRequested = true
 		default:
-			out[i].Err = scriptErr(rs[i].ID, errors.New(status), task.StateActive)
+			out[i].Err = scriptErr(rs[i].ID, errors.New(v), task.StateActive)
 		}
 	}
 	return out

@@ -191,7 +191,9 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 			reqs[i] = c.req
 		}
 		now := d.cfg.Now()
-		for i, r := range d.st.DispatchMany(context.Background(), d.sk.Create(), protocol.MinID(now, d.cfg.Retention), reqs) {
+		batch := store.DispatchBatch{Stream: d.sk.Create(), MinID: protocol.MinID(now, d.cfg.Retention),
+			EventType: string(protocol.TypeCreate), Stamp: protocol.FormatTime(now), Grace: d.cfg.Grace}
+		for i, r := range d.st.DispatchMany(context.Background(), batch, reqs) {
 			cs[i].res = r
 		}
 	}}
@@ -380,13 +382,16 @@ func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Dur
 // timeout: the task's holder names the type and the dispatching worker,
 // its lease deadline is the timeout plus Grace, and the watcher first
 // looks at it after Grace (or at the timeout, when sooner).
+// holder is the worker field of t's task once handed off.
+func holder(t *task.Task) string { return "external:" + t.Type + " (dispatched by " + t.Worker + ")" }
+
 func (d *Dispatcher) handoffRequest(t *task.Task, timeout time.Duration, now time.Time) store.HandoffRequest {
 	timeoutAt := now.Add(timeout)
 	firstCheck := now.Add(d.cfg.Grace)
 	if timeoutAt.Before(firstCheck) {
 		firstCheck = timeoutAt
 	}
-	return store.HandoffRequest{ID: t.ID, Token: t.Lease, Holder: "external:" + t.Type + " (dispatched by " + t.Worker + ")",
+	return store.HandoffRequest{ID: t.ID, Token: t.Lease, Holder: holder(t),
 		TimeoutAt: timeoutAt, LeaseUntil: timeoutAt.Add(d.cfg.Grace), CheckAt: firstCheck}
 }
 
@@ -400,10 +405,11 @@ func (d *Dispatcher) handoffRequest(t *task.Task, timeout time.Duration, now tim
 // never published.
 func (d *Dispatcher) publishAndHandOff(ctx context.Context, t *task.Task, e protocol.Event, timeout time.Duration, bound int) (prev string, ok bool, err error) {
 	now := d.cfg.Now()
-	c := &dispatchCall{req: store.DispatchRequest{HandoffRequest: d.handoffRequest(t, timeout, now),
-		Inflight: d.k.inflight(t.Type), Bound: bound,
-		InflightMember: inflightMember(t.ID, t.Lease), InflightUntil: now.Add(timeout + d.cfg.Grace),
-		EventID: e.ID, EventType: string(e.Type), Stamp: protocol.FormatTime(e.Timestamp), Data: string(e.Data)}}
+	// the script takes the lease deadline, the first check and the
+	// in-flight place's deadline from the timeout and the grace
+	// (store.DispatchBatch); the event's type and timestamp are the batch's
+	c := &dispatchCall{req: store.DispatchRequest{ID: t.ID, Token: t.Lease, Holder: holder(t),
+		TimeoutAt: now.Add(timeout), Inflight: d.k.inflight(t.Type), Bound: bound, EventID: e.ID, Data: string(e.Data)}}
 	d.combined.Do(c)
 	r := c.res
 	if r.Published || r.Full {

@@ -79,6 +79,40 @@ func TestDispatchManyIsOneStep(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	require.EqualValues(t, 3, creates())
+	// what the script derives from the timeout (a minute) and the grace
+	// (the default 30 s): the lease deadline and the in-flight place's,
+	// timeout + grace; the first check, the sooner of now + grace and the
+	// timeout; and the events' shared type and timestamp
+	after := time.Now()
+	within := func(what string, got float64, from, to time.Time) {
+		t.Helper()
+		require.GreaterOrEqual(t, int64(got), from.UnixMilli(), what)
+		require.LessOrEqual(t, int64(got), to.UnixMilli(), what)
+	}
+	start := after.Add(-10 * time.Second)
+	p := ns.PartitionPrefixes(1)[0]
+	for _, tk := range ts {
+		lease, err := rdb.ZScore(ctx, p+"tasks:active", tk.ID).Result()
+		require.NoError(t, err)
+		within("lease deadline", lease, start.Add(90*time.Second), after.Add(90*time.Second))
+		place, err := rdb.ZScore(ctx, newKeys(ns).inflight("x.run"), inflightMember(tk.ID, tk.Lease)).Result()
+		require.NoError(t, err, "the place's member is dispatch's inflightMember")
+		require.Equal(t, lease, place, "the place lasts as long as the lease")
+	}
+	checks, err := rdb.ZRangeWithScores(ctx, p+"tasks:handoff", 0, -1).Result()
+	require.NoError(t, err)
+	require.Len(t, checks, 3)
+	for _, c := range checks {
+		within("first check", c.Score, start.Add(30*time.Second), after.Add(30*time.Second))
+	}
+	entries, err := rdb.XRange(ctx, sk.Create(), "-", "+").Result()
+	require.NoError(t, err)
+	for _, e := range entries {
+		ev, err := protocol.Decode(e.ID, e.Values)
+		require.NoError(t, err)
+		require.Equal(t, protocol.TypeCreate, ev.Type)
+		require.WithinDuration(t, after, ev.Timestamp, 10*time.Second)
+	}
 	for _, tk := range ts {
 		got, err := st.Get(ctx, tk.ID)
 		require.NoError(t, err)

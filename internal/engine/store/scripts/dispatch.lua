@@ -14,41 +14,49 @@
 -- task keys and the protocol's streams all carry {namespace}. Deployments
 -- of several partitions publish (the dispatcher's own script) then hand
 -- off (handoff.lua) instead.
+-- What follows from an attempt's timeout is computed here, once: its lease
+-- deadline and in-flight place's deadline (timeout + grace), its first
+-- check (the sooner of now + grace and the timeout), its in-flight member
+-- ("<task id> <token>", dispatch's inflightMember).
 -- KEYS[1] active index  KEYS[2] handoff index  KEYS[3] task.create stream
 -- then per attempt i (base b = 3 + 2*(i-1)): KEYS[b+1] task hash
 -- KEYS[b+2] its type's in-flight set
 -- ARGV[1] now (ms)  ARGV[2] MINID (retention cut-off)  ARGV[3] attempts n
--- then per attempt (base a = 3 + 12*(i-1)): ARGV[a+1] token  ARGV[a+2] holder
--- ARGV[a+3] timeout at (ms)  ARGV[a+4] lease deadline (ms)
--- ARGV[a+5] first check (ms)  ARGV[a+6] bound (-1: unbounded)
--- ARGV[a+7] in-flight member  ARGV[a+8] in-flight deadline (ms)
--- ARGV[a+9..a+12] the event's event_id, event_type, timestamp, data
--- Returns per attempt {status, previous token or "", entry id or "", the
--- type's in-flight count after it (-1 when unbounded)}:
--- status OK, FULL (its type has no free place: nothing written), CANCEL
--- (a cancel was requested: nothing written), NOTFOUND, STATE <state>,
--- LEASE (another attempt holds the task).
+-- ARGV[4] grace (ms)  ARGV[5] the events' event_type  ARGV[6] their timestamp
+-- then per attempt (base a = 6 + 6*(i-1)): ARGV[a+1] token  ARGV[a+2] holder
+-- ARGV[a+3] timeout at (ms)  ARGV[a+4] bound (-1: unbounded)
+-- ARGV[a+5] the event's event_id  ARGV[a+6] its data
+-- Returns one string per attempt: "OK <in-flight count> <entry id>
+-- <previous token>" (the count -1 when unbounded, the token empty on a
+-- first dispatch), "FULL <in-flight count>" (its type has no free place:
+-- nothing written), CANCEL (a cancel was requested: nothing written),
+-- NOTFOUND, STATE <state>, LEASE (another attempt holds the task).
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[3])
+local grace = tonumber(ARGV[4])
+local etype, stamp = ARGV[5], ARGV[6]
 local held = {} -- per in-flight set: its size, swept and counted once per call
 local out = {}
 for i = 1, n do
   local b = 3 + 2 * (i - 1)
-  local a = 3 + 12 * (i - 1)
+  local a = 6 + 6 * (i - 1)
   local tk, inflight = KEYS[b + 1], KEYS[b + 2]
   local token = ARGV[a + 1]
   local f = redis.call('HMGET', tk, 'state', 'lease', 'task_id', 'cancel_requested', 'handoff')
   if not f[1] then
-    out[i] = { 'NOTFOUND', '', '', -1 }
+    out[i] = 'NOTFOUND'
   elseif f[1] ~= 'ACTIVE' then
-    out[i] = { 'STATE ' .. f[1], '', '', -1 }
+    out[i] = 'STATE ' .. f[1]
   elseif f[2] ~= token then
-    out[i] = { 'LEASE', '', '', -1 }
+    out[i] = 'LEASE'
   elseif f[4] == '1' then
-    out[i] = { 'CANCEL', '', '', -1 }
+    out[i] = 'CANCEL'
   else
+    local tid = f[3]
+    local tat = tonumber(ARGV[a + 3])
+    local lease = tat + grace
     local ok = true
-    local bound = tonumber(ARGV[a + 6])
+    local bound = tonumber(ARGV[a + 4])
     if bound >= 0 then
       local c = held[inflight]
       if not c then
@@ -57,24 +65,23 @@ for i = 1, n do
       end
       -- below the bound a place is taken at once (ZADD says whether it
       -- is new); at the bound only an attempt already holding one goes
-      if c < bound or redis.call('ZSCORE', inflight, ARGV[a + 7]) then
-        c = c + redis.call('ZADD', inflight, ARGV[a + 8], ARGV[a + 7])
+      local member = tid .. ' ' .. token
+      if c < bound or redis.call('ZSCORE', inflight, member) then
+        c = c + redis.call('ZADD', inflight, lease, member)
       else
         ok = false
       end
       held[inflight] = c
     end
     if not ok then
-      out[i] = { 'FULL', '', '', held[inflight] }
+      out[i] = 'FULL ' .. held[inflight]
     else
-      local prev = f[5]
       local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[2], '*',
-        'event_id', ARGV[a + 9], 'event_type', ARGV[a + 10], 'timestamp', ARGV[a + 11], 'data', ARGV[a + 12])
-      local tid = f[3]
+        'event_id', ARGV[a + 5], 'event_type', etype, 'timestamp', stamp, 'data', ARGV[a + 6])
       redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'updated_at', now)
-      redis.call('ZADD', KEYS[1], tonumber(ARGV[a + 4]), tid)
-      redis.call('ZADD', KEYS[2], tonumber(ARGV[a + 5]), tid .. ' ' .. token .. ' ' .. ARGV[a + 3])
-      out[i] = { 'OK', prev or '', id, held[inflight] or -1 }
+      redis.call('ZADD', KEYS[1], lease, tid)
+      redis.call('ZADD', KEYS[2], math.min(now + grace, tat), tid .. ' ' .. token .. ' ' .. ARGV[a + 3])
+      out[i] = 'OK ' .. (held[inflight] or -1) .. ' ' .. id .. ' ' .. (f[5] or '')
     end
   end
 end
