@@ -49,3 +49,47 @@ func isNoScript(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
+
+// EvalStrings runs the script call cmd — "evalsha", the script's hash, the
+// number of keys, the keys, the arguments (EvalCmd starts one) — of a
+// script that answers an array of strings (false elements read as ""),
+// read straight into a []string: Script.Run reads every element into an
+// interface value first, two allocations each. A server that does not have
+// the script (NOSCRIPT: the call did not run) loads it, and the call is
+// made once more.
+func EvalStrings(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, cmd []any) ([]string, error) {
+	c, err := eval(ctx, rdb, script, func() *redis.StringSliceCmd { return redis.NewStringSliceCmd(ctx, cmd...) })
+	return c.Val(), err
+}
+
+// EvalInt is EvalStrings for a script that answers an integer.
+func EvalInt(ctx context.Context, rdb redis.UniversalClient, script *redis.Script, cmd []any) (int64, error) {
+	c, err := eval(ctx, rdb, script, func() *redis.IntCmd { return redis.NewIntCmd(ctx, cmd...) })
+	return c.Val(), err
+}
+
+// eval processes the command mk makes, then once more after loading the
+// script when the server did not have it.
+func eval[C redis.Cmder](ctx context.Context, rdb redis.UniversalClient, script *redis.Script, mk func() C) (C, error) {
+	c := mk()
+	err := rdb.Process(ctx, c)
+	if err != nil && isNoScript(err) {
+		if err = script.Load(ctx, rdb).Err(); err != nil {
+			return c, err
+		}
+		c = mk()
+		err = rdb.Process(ctx, c)
+	}
+	return c, err
+}
+
+// EvalCmd starts EvalStrings' call of script with keys, with room for
+// args arguments to be appended.
+func EvalCmd(script *redis.Script, keys []string, args int) []any {
+	cmd := make([]any, 0, 3+len(keys)+args)
+	cmd = append(cmd, "evalsha", script.Hash(), len(keys))
+	for _, k := range keys {
+		cmd = append(cmd, k)
+	}
+	return cmd
+}

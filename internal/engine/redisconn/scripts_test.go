@@ -2,6 +2,7 @@ package redisconn_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/google/uuid"
@@ -32,5 +33,32 @@ func TestRunScripts(t *testing.T) {
 		n, err = got[2].Int64()
 		require.NoError(t, err)
 		require.EqualValues(t, 3+3*round, n)
+	}
+}
+
+// TestEvalStrings: a script the server has never seen is loaded and run;
+// its strings come back in order, a false element as "", an integer as
+// its digits; a script's error is the call's.
+func TestEvalStrings(t *testing.T) {
+	t.Parallel()
+	rdb, ns := testredis.Client(t)
+	ctx := context.Background()
+	sc := redis.NewScript("-- " + uuid.NewString() + "\nif ARGV[1] == 'bad' then return redis.error_reply('bad') end\n" +
+		"return {ARGV[1], false, redis.call('INCRBY', KEYS[1], 2), KEYS[1]}")
+	key := "{" + ns + "}:n"
+	for round := 0; round < 2; round++ { // first NOSCRIPT, then cached
+		got, err := redisconn.EvalStrings(ctx, rdb, sc, append(redisconn.EvalCmd(sc, []string{key}, 1), "a b"))
+		require.NoError(t, err)
+		require.Equal(t, []string{"a b", "", strconv.Itoa(2 + 2*round), key}, got)
+	}
+	_, err := redisconn.EvalStrings(ctx, rdb, sc, append(redisconn.EvalCmd(sc, []string{key}, 1), "bad"))
+	require.ErrorContains(t, err, "bad")
+
+	// EvalInt: the same for a script that answers an integer
+	si := redis.NewScript("-- " + uuid.NewString() + "\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])")
+	for round := 0; round < 2; round++ {
+		n, err := redisconn.EvalInt(ctx, rdb, si, append(redisconn.EvalCmd(si, []string{key}, 1), 10))
+		require.NoError(t, err)
+		require.EqualValues(t, 14+10*round, n)
 	}
 }

@@ -252,3 +252,41 @@ func TestTraceparentStoredAndFetched(t *testing.T) {
 	}
 	require.Equal(t, "c", map[string]string{got[0].ID: got[0].Content, got[1].ID: got[1].Content}[traced.ID])
 }
+
+// TestFetchAnswersEveryField: a fetched task carries every field of its
+// hash that fetch.lua answers (eight strings per task, the short ones in
+// one), each in its place, as Get reads them; a retried one its retry
+// count.
+func TestFetchAnswersEveryField(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	five := 5
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	in := b.enqueue(t, EnqueueRequest{Type: "report.build", Content: "a text with spaces", Params: json.RawMessage(`{"q": "Q4 2024"}`),
+		SessionID: "user-7", Priority: task.PriorityHigh, Timeout: 1500 * time.Millisecond, MaxRetries: &five, Traceparent: tp})
+	check := func(retries int) *task.Task {
+		t.Helper()
+		got := b.fetchOne(t)
+		require.Equal(t, in.ID, got.ID)
+		require.NotEmpty(t, got.Lease)
+		require.Equal(t, "report.build", got.Type)
+		require.Equal(t, "a text with spaces", got.Content)
+		require.JSONEq(t, `{"q": "Q4 2024"}`, string(got.Params))
+		require.Equal(t, "user-7", got.SessionID)
+		require.Equal(t, task.PriorityHigh, got.Priority)
+		require.Equal(t, 1500*time.Millisecond, got.Timeout)
+		require.Equal(t, retries, got.RetryCount)
+		require.Equal(t, 5, got.MaxRetries)
+		require.Equal(t, in.CreatedAt, got.CreatedAt)
+		require.Equal(t, tp, got.Traceparent)
+		require.Equal(t, task.StateActive, got.State)
+		return got
+	}
+	first := check(0)
+	_, err := b.s.Fail(b.ctx, first.ID, first.Lease, Failure{ErrorType: "Transient", Message: "again", Attempt: 1})
+	require.NoError(t, err)
+	n, err := b.s.PromoteDue(b.ctx, 10) // the retry is due now
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	check(1)
+}

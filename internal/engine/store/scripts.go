@@ -1,9 +1,7 @@
 package store
 
 import (
-	"context"
 	"embed"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,32 +45,3 @@ var (
 	scriptControl      = load("control")
 )
 
-// evalStrings runs the script whose call cmd is — "evalsha", its hash,
-// the number of keys, the keys, the arguments — for a script that
-// answers an array of strings, read straight into a []string (Script.Run
-// reads every element into an interface value first: two allocations
-// each). A server that does not have the script loads it, and the call is
-// made once more.
-func evalStrings(ctx context.Context, rdb redis.UniversalClient, sc *redis.Script, cmd []any) ([]string, error) {
-	c := redis.NewStringSliceCmd(ctx, cmd...)
-	err := rdb.Process(ctx, c)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		if err = sc.Load(ctx, rdb).Err(); err != nil {
-			return nil, err
-		}
-		c = redis.NewStringSliceCmd(ctx, cmd...)
-		err = rdb.Process(ctx, c)
-	}
-	return c.Val(), err
-}
-
-// evalCmd starts the call of sc with keys for evalStrings, with room for
-// args more arguments.
-func evalCmd(sc *redis.Script, keys []string, args int) []any {
-	cmd := make([]any, 0, 3+len(keys)+args)
-	cmd = append(cmd, "evalsha", sc.Hash(), len(keys))
-	for _, k := range keys {
-		cmd = append(cmd, k)
-	}
-	return cmd
-}

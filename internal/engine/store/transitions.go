@@ -67,19 +67,20 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		k.taskPrefix(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(),
 		k.control(), k.running(), k.rateState(), k.parkIndex(), k.parkPrefix(), k.primary(task.PriorityNormal),
 	}
-	res, err := scriptFetch.Run(ctx, s.rdb, keys,
-		now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), tokenPrefix, r.WorkerID,
+	cmd := redisconn.EvalCmd(scriptFetch, keys, 18)
+	cmd = append(cmd, now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), tokenPrefix, r.WorkerID,
 		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, ratio(s.cfg.RetryRatio), ratio(s.cfg.RetryRatioWarning), ratio(s.cfg.RetryRatioCritical),
-		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen, qname).Slice()
+		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen, qname)
+	res, err := redisconn.EvalStrings(ctx, s.rdb, scriptFetch, cmd)
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
 			return nil, nil
 		}
 		return nil, scriptErr("", err)
 	}
-	const width = 12
+	const width = 8 // fetch.lua's strings per task
 	if len(res)%width == 1 {
-		if d, _ := res[len(res)-1].(int64); d > 0 {
+		if d, _ := strconv.ParseInt(res[len(res)-1], 10, 64); d > 0 {
 			hint.note(time.Duration(d) * time.Millisecond)
 		}
 	}
@@ -87,15 +88,19 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 	started := time.UnixMilli(now).UTC()
 	for i := 0; i+width <= len(res); i += width {
 		f := res[i : i+width]
+		prio, rest, _ := strings.Cut(f[7], " ")
+		timeout, rest, _ := strings.Cut(rest, " ")
+		retries, rest, _ := strings.Cut(rest, " ")
+		maxRetries, created, _ := strings.Cut(rest, " ")
 		t := &task.Task{
-			ID: str(f[0]), Lease: str(f[1]), Type: str(f[2]), Content: str(f[3]), SessionID: str(f[5]),
-			Priority: task.Priority(str(f[6])), State: task.StateActive, Worker: r.WorkerID,
-			Timeout:    time.Duration(atoi(str(f[7]))) * time.Millisecond,
-			RetryCount: atoi(str(f[8])), MaxRetries: atoi(str(f[9])),
-			CreatedAt: msTime(str(f[10])), UpdatedAt: started, StartedAt: &started,
-			Traceparent: str(f[11]), Queue: cmp.Or(r.Queue, DefaultQueue),
+			ID: f[0], Lease: f[1], Type: f[2], Content: f[3], SessionID: f[5],
+			Priority: task.Priority(prio), State: task.StateActive, Worker: r.WorkerID,
+			Timeout:    time.Duration(atoi(timeout)) * time.Millisecond,
+			RetryCount: atoi(retries), MaxRetries: atoi(maxRetries),
+			CreatedAt: msTime(created), UpdatedAt: started, StartedAt: &started,
+			Traceparent: f[6], Queue: cmp.Or(r.Queue, DefaultQueue),
 		}
-		if p := str(f[4]); p != "" {
+		if p := f[4]; p != "" {
 			t.Params = json.RawMessage(p)
 		}
 		out = append(out, t)
@@ -488,20 +493,22 @@ func (s *Store) CompleteNotices(ctx context.Context, cs []Completion) ([]error, 
 // in partition k, and sets their errors in out; with ts non-nil, also each
 // completed task's notice fields (CompleteNotices).
 func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error, ts []*task.Task) error {
-	keys := make([]string, 0, 9+len(at))
-	keys = append(keys, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
+	cmd := make([]any, 0, 3+9+len(at)+3+3*len(at))
+	cmd = append(cmd, "evalsha", scriptComplete.Hash(), 9+len(at),
+		k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
 		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone())
-	args := make([]any, 0, 3+3*len(at))
+	for _, i := range at {
+		cmd = append(cmd, k.task(cs[i].ID))
+	}
 	notice, per := "0", 1
 	if ts != nil {
 		notice, per = "1", 5
 	}
-	args = append(args, s.nowMS(), s.cfg.EventStreamMaxLen, notice)
+	cmd = append(cmd, s.nowMS(), s.cfg.EventStreamMaxLen, notice)
 	for _, i := range at {
-		keys = append(keys, k.task(cs[i].ID))
-		args = append(args, cs[i].ID, cs[i].Token, string(cs[i].Result))
+		cmd = append(cmd, cs[i].ID, cs[i].Token, string(cs[i].Result))
 	}
-	res, err := scriptComplete.Run(ctx, s.rdb, keys, args...).StringSlice()
+	res, err := redisconn.EvalStrings(ctx, s.rdb, scriptComplete, cmd)
 	if err != nil {
 		return scriptErr("", err)
 	}
@@ -1122,7 +1129,7 @@ func (s *Store) DispatchMany(ctx context.Context, batch DispatchBatch, rs []Disp
 		}
 		cmd = append(cmd, r.Token, holder, ms(r.TimeoutAt), bound, r.EventID, r.Data)
 	}
-	res, err := evalStrings(ctx, s.rdb, scriptDispatch, cmd)
+	res, err := redisconn.EvalStrings(ctx, s.rdb, scriptDispatch, cmd)
 	if err == nil && len(res) != len(rs) {
 		err = fmt.Errorf("store: dispatch.lua answered %d results for %d attempts", len(res), len(rs))
 	}

@@ -248,8 +248,9 @@ type Prepared struct {
 	Out  []Notification
 	Errs []error
 	// At lists the positions (in the deliveries) of those to write; then,
-	// in that order, each one's stream, write-once marker, JSON body,
-	// session id and whether the marker applies ("1", else "0").
+	// in that order, each one's stream, write-once marker (its stream
+	// again when none applies), JSON body, session id and whether the
+	// marker applies ("1", else "0").
 	At       []int
 	Streams  []string
 	Markers  []string
@@ -294,9 +295,22 @@ func (s *Notifier) Prepare(ds []Delivery, once []bool) Prepared {
 			p.Errs[i] = fmt.Errorf("notify: encode: %w", err)
 			continue
 		}
+		// the stream of the session before (a batch is mostly one
+		// session's) is not named again; a notification without a marker
+		// names its stream in the marker's place (a key not touched)
+		stream := ""
+		if k := len(p.At); k > 0 && p.Sessions[k-1] == d.SessionID {
+			stream = p.Streams[k-1]
+		} else {
+			stream = s.keys.stream(d.SessionID)
+		}
+		marker := stream
+		if marked == "1" {
+			marker = s.keys.sent(d.SessionID, n.NotificationID)
+		}
 		p.At = append(p.At, i)
-		p.Streams = append(p.Streams, s.keys.stream(d.SessionID))
-		p.Markers = append(p.Markers, s.keys.sent(d.SessionID, n.NotificationID))
+		p.Streams = append(p.Streams, stream)
+		p.Markers = append(p.Markers, marker)
 		p.Bodies = append(p.Bodies, string(body))
 		p.Sessions = append(p.Sessions, d.SessionID)
 		p.Marked = append(p.Marked, marked)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskflow/taskflow/internal/engine/redisconn"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/dispatch"
 	"github.com/taskflow/taskflow/internal/external/notify"
@@ -80,30 +81,27 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 	items = items[:0:0]
 	for _, stream := range streams {
 		its := byStream[stream]
-		keys := make([]string, 0, 1+len(its))
-		args := make([]any, 0, 4+2*len(its))
-		keys = append(keys, stream)
 		last := its[0].m.ID
 		for _, it := range its[1:] {
 			if idBefore(last, it.m.ID) {
 				last = it.m.ID
 			}
 		}
-		args = append(args, protocol.AgentGroup, o.cfg.Consumer, int64(markerTTL/time.Second), last)
+		cmd := make([]any, 0, 3+1+len(its)+4+2*len(its))
+		cmd = append(cmd, "evalsha", claimBatchScript.Hash(), 1+len(its), stream)
 		for _, it := range its {
-			keys = append(keys, it.oc.marker)
-			args = append(args, it.m.ID, it.oc.entry)
+			cmd = append(cmd, it.oc.marker)
 		}
-		res, err := claimBatchScript.Run(ctx, o.rdb, keys, args...).Slice()
+		cmd = append(cmd, protocol.AgentGroup, o.cfg.Consumer, int64(markerTTL/time.Second), last)
+		for _, it := range its {
+			cmd = append(cmd, it.m.ID, it.oc.entry)
+		}
+		res, err := redisconn.EvalStrings(ctx, o.rdb, claimBatchScript, cmd)
 		if err != nil || len(res) != len(its) {
 			continue // alone, each
 		}
 		for i, r := range res {
-			v, _ := r.([]any)
-			if len(v) == 0 {
-				continue
-			}
-			switch verdict, _ := v[0].(string); verdict {
+			switch r {
 			case claimNew:
 			case claimMine:
 				its[i].oc.redelivered = true
@@ -224,13 +222,8 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 // It reports whether it did; if not, they are applied again alone.
 func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchItem) bool {
 	now := o.cfg.Now()
-	keys := make([]string, 0, 1+5*len(its))
-	args := make([]any, 0, 9+6*len(its))
-	keys = append(keys, stream)
-	args = append(args, protocol.AgentGroup, int64(markerTTL/time.Second), int64(o.cfg.ResultTTL/time.Second), len(its))
 	var notes notify.Prepared
 	if o.note != nil {
-		args = append(args, o.note.WriteArgs()...)
 		ds := make([]notify.Delivery, 0, len(its))
 		once := make([]bool, 0, len(its))
 		for _, it := range its {
@@ -248,23 +241,39 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 				return false // cannot encode it: alone, where the error is logged
 			}
 		}
-	} else {
-		args = append(args, 1, 1, 1, "", "")
 	}
-	for _, it := range its {
-		body, err := cacheBody(it.t.Result, now)
-		if err != nil {
-			return false
-		}
-		set, member := dispatch.Place(o.ns, it.t.Type, it.t.ID, it.oc.tok)
-		keys = append(keys, set, o.rk.Cache(it.t.ID), it.oc.marker)
-		args = append(args, it.m.ID, member, body)
+	// the call: EVALSHA, the keys (the stream, per item its in-flight set,
+	// result cache and marker, per notification its stream and marker),
+	// then the arguments; the values that repeat from one item to the next
+	// (a type's in-flight set, a session's stream) are boxed once per run
+	cmd := make([]any, 0, 4+3*len(its)+2*len(notes.At)+9+3*len(its)+3*len(notes.At))
+	cmd = append(cmd, "evalsha", applyBatchScript.Hash(), 1+3*len(its)+2*len(notes.At), stream)
+	members := make([]string, len(its))
+	var set boxed
+	for i, it := range its {
+		s, member := dispatch.Place(o.ns, it.t.Type, it.t.ID, it.oc.tok)
+		members[i] = member
+		cmd = append(cmd, set.of(s), o.rk.Cache(it.t.ID), it.oc.marker)
 	}
+	var nstream boxed
 	for j := range notes.At {
-		keys = append(keys, notes.Streams[j], notes.Markers[j])
-		args = append(args, notes.Bodies[j], notes.Sessions[j], notes.Marked[j])
+		cmd = append(cmd, nstream.of(notes.Streams[j]), notes.Markers[j])
 	}
-	if err := applyBatchScript.Run(ctx, o.rdb, keys, args...).Err(); err != nil {
+	cmd = append(cmd, protocol.AgentGroup, int64(markerTTL/time.Second), int64(o.cfg.ResultTTL/time.Second), len(its))
+	if o.note != nil {
+		cmd = append(cmd, o.note.WriteArgs()...)
+	} else {
+		cmd = append(cmd, 1, 1, 1, "", "")
+	}
+	stamp := protocol.FormatTime(now)
+	for i, it := range its {
+		cmd = append(cmd, it.m.ID, members[i], cacheBody(it.t.Result, stamp))
+	}
+	var session, marked boxed
+	for j := range notes.At {
+		cmd = append(cmd, notes.Bodies[j], session.of(notes.Sessions[j]), marked.of(notes.Marked[j]))
+	}
+	if _, err := redisconn.EvalInt(ctx, o.rdb, applyBatchScript, cmd); err != nil {
 		o.cfg.Logger.Warn("outcomes applied but their effects not written; applied again alone", "stream", stream,
 			"entries", len(its), "err", fmt.Errorf("outcome: apply_batch: %w", err))
 		return false
@@ -272,13 +281,29 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 	return true
 }
 
+// boxed boxes a command's argument once per run of equal values.
+type boxed struct {
+	last string
+	v    any
+}
+
+func (b *boxed) of(s string) any {
+	if b.v == nil || s != b.last {
+		b.last, b.v = s, s
+	}
+	return b.v
+}
+
 // cacheBody is the result cache's value of a task whose result is result
-// (resultview reads it).
-func cacheBody(result json.RawMessage, now time.Time) ([]byte, error) {
-	return json.Marshal(struct {
-		Result   json.RawMessage `json:"result"`
-		CachedAt string          `json:"cached_at"`
-	}{result, protocol.FormatTime(now)})
+// (valid JSON: a decoded event's), cached at stamp (resultview reads it).
+func cacheBody(result json.RawMessage, stamp string) string {
+	b := make([]byte, 0, len(`{"result":,"cached_at":""}`)+len(result)+len(stamp))
+	b = append(b, `{"result":`...)
+	b = append(b, result...)
+	b = append(b, `,"cached_at":"`...)
+	b = append(b, stamp...)
+	b = append(b, `"}`...)
+	return string(b)
 }
 
 // idBefore reports whether stream id a ("ms-seq") comes before b.

@@ -564,11 +564,10 @@ func (o *Consumer) progress(ctx context.Context, m protocol.Message, d *protocol
 }
 
 func (o *Consumer) cacheResult(ctx context.Context, t *task.Task) error {
-	b, err := cacheBody(t.Result, o.cfg.Now())
-	if err != nil {
-		return err
+	if !json.Valid(t.Result) {
+		return fmt.Errorf("outcome: the result of %s is not JSON", t.ID)
 	}
-	return o.rdb.Set(ctx, o.rk.Cache(t.ID), b, o.cfg.ResultTTL).Err()
+	return o.rdb.Set(ctx, o.rk.Cache(t.ID), cacheBody(t.Result, protocol.FormatTime(o.cfg.Now())), o.cfg.ResultTTL).Err()
 }
 
 func (o *Consumer) archive(ctx context.Context, t *task.Task) error {

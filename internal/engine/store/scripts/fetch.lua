@@ -25,8 +25,9 @@
 -- ARGV[11] ratio warning ARGV[12] ratio critical
 -- ARGV[13..15] weights high, normal, low ARGV[16] max age ms (0 = off)
 -- ARGV[17] event stream maxlen ARGV[18] queue name ('' = default)
--- Returns {id, token, task_type, content, params, session_id, priority,
---   timeout_ms, retry_count, max_retries, created_at, traceparent, ...},
+-- Returns {id, token, task_type, content, params, session_id, traceparent,
+--   "<priority> <timeout_ms> <retry_count> <max_retries> <created_at>", ...}
+--   (eight strings per task: the short ones in one),
 --   then, when a pause or limit held work back, one more element: the ms
 --   after which a fetch may get more (a hint for the caller's wait).
 local now = tonumber(ARGV[1])
@@ -345,9 +346,13 @@ for _, id in ipairs(ids) do
       end
       leases[nl + 1] = ARGV[5]; leases[nl + 2] = id; nl = nl + 2
       ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
-      out[no + 1] = id; out[no + 2] = token; no = no + 2
-      for j = 2, 10 do no = no + 1; out[no] = f[j] or '' end
-      no = no + 1; out[no] = f[12] or '' -- the traceparent
+      -- eight strings per task (store.fetchFrom): its id, token, type,
+      -- content, params, session, traceparent, then "<priority> <timeout>
+      -- <retry count> <max retries> <created at>" (none has a space)
+      out[no + 1] = id; out[no + 2] = token; out[no + 3] = f[2] or ''; out[no + 4] = f[3] or ''
+      out[no + 5] = f[4] or ''; out[no + 6] = f[5] or ''; out[no + 7] = f[12] or ''
+      out[no + 8] = (f[6] or '') .. ' ' .. (f[7] or '') .. ' ' .. (f[8] or '') .. ' ' .. (f[9] or '') .. ' ' .. (f[10] or '')
+      no = no + 8
       end
     end
   end

@@ -6,8 +6,9 @@
 -- ARGV[1] agent-group  ARGV[2] this consumer  ARGV[3] marker ttl (s)
 -- ARGV[4] the greatest of the entries' ids
 -- ARGV[5..] per entry, in the order of the markers: its id, its name
--- Returns one reply per entry, as claim.lua's with its look: { verdict,
--- ids... } ("wait" and the earlier entries other consumers hold).
+-- Returns one string per entry: its verdict as claim.lua's with its look,
+-- and after "wait" the earlier entries other consumers hold ("wait <id>
+-- <id>...").
 local function parse(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(seq)
@@ -27,19 +28,19 @@ for i = 2, #KEYS do
   local v = redis.call('GET', KEYS[i])
   local reply
   if v == '1' then
-    reply = { 'done' }
+    reply = 'done'
   elseif v then
-    if v == name or v == 'dlq ' .. name then reply = { 'mine' } else reply = { 'other' } end
+    if v == name or v == 'dlq ' .. name then reply = 'mine' else reply = 'other' end
   else
     local wait = { 'wait' }
     for _, h in ipairs(held) do
       if h ~= id and before(h, id) then wait[#wait + 1] = h end
     end
     if #wait > 1 then
-      reply = wait
+      reply = table.concat(wait, ' ')
     else
       redis.call('SET', KEYS[i], name, 'EX', ARGV[3])
-      reply = { 'new' }
+      reply = 'new'
     end
   end
   out[#out + 1] = reply
