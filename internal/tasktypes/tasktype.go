@@ -316,7 +316,7 @@ func (r *Registry) ReadyMessage(ctx context.Context, typ string, params json.Raw
 			return Render(t.Notify, params)
 		}
 	}
-	return fmt.Sprintf("Your %s task is ready!", typ)
+	return "Your " + typ + " task is ready!"
 }
 
 var placeholder = regexp.MustCompile(`\{([A-Za-z0-9_]+)\}`)

@@ -1113,8 +1113,12 @@ func (s *Store) DispatchMany(ctx context.Context, batch DispatchBatch, rs []Disp
 	// attempt its own
 	cmd := make([]any, 0, 6+2*len(rs)+6+6*len(rs))
 	cmd = append(cmd, "evalsha", scriptDispatch.Hash(), 3+2*len(rs), k.active(), k.handoff(), batch.Stream)
-	for _, r := range rs {
-		cmd = append(cmd, k.task(r.ID), r.Inflight)
+	var set any // a type's in-flight set, boxed once per run of equal ones
+	for i, r := range rs {
+		if i == 0 || r.Inflight != rs[i-1].Inflight {
+			set = r.Inflight
+		}
+		cmd = append(cmd, k.task(r.ID), set)
 	}
 	cmd = append(cmd, s.nowMS(), batch.MinID, len(rs), batch.Grace.Milliseconds(), batch.EventType, batch.Stamp)
 	// the holder and bound repeat across a batch's attempts: each is boxed

@@ -515,14 +515,13 @@ func (w *Worker) queueOrder() []int {
 func (w *Worker) runTask(j job) {
 	t, hctx := j.t, j.ctx
 	defer j.cancel(nil)
-	bg := context.WithoutCancel(hctx)
 	if w.stopping.Load() {
 		// fetched (prefetched) but not started before shutdown: hand back
 		w.forget(t.ID)
 		if w.crashed.Load() {
 			return
 		}
-		if err := w.st.Release(bg, t.ID, t.Lease, time.Time{}, "shutdown"); err != nil {
+		if err := w.st.Release(context.WithoutCancel(hctx), t.ID, t.Lease, time.Time{}, "shutdown"); err != nil {
 			w.log.Warn("hand back at shutdown", "task", t.ID, "err", err)
 		}
 		w.stats.released.Add(1)
@@ -530,7 +529,7 @@ func (w *Worker) runTask(j job) {
 	}
 	w.stats.started.Add(1)
 	hctx, span := startAttempt(hctx, t, w.cfg.Clock.Now())
-	bg = context.WithoutCancel(hctx) // with the attempt's span: its log lines name the trace
+	bg := context.WithoutCancel(hctx) // with the attempt's span: its log lines name the trace
 	outcome := "completed"
 	defer func() { endAttempt(span, outcome) }()
 	if dep := w.cfg.Dependencies[t.Type]; dep != "" {

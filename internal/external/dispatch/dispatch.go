@@ -281,7 +281,6 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	if worker.OutsideSlots(ctx) { // HandsOff counted it
 		defer d.sent(t.Type)
 	}
-	bg := context.WithoutCancel(ctx)
 	if t.Lease == "" {
 		return nil, task.Permanent(errors.New("dispatch: the task has no lease token"))
 	}
@@ -332,7 +331,7 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 
 	if d.st.CanDispatch() {
 		// published and handed off in one script (store.DispatchMany)
-		return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+		return nil, errDispatched
 	}
 	// A deployment of several partitions publishes (the protocol's keys)
 	// and hands off (the task's partition) in two steps. The handoff is
@@ -340,7 +339,7 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 	// reaches the worker, which no longer holds the attempt, so it is the
 	// handoff that reports the request (handoff.lua) and the dispatcher
 	// that tells the services.
-	d.handOff(bg, t, timeout)
+	d.handOff(context.WithoutCancel(ctx), t, timeout)
 	return nil, fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
 }
 
@@ -382,6 +381,10 @@ func (d *Dispatcher) handOff(ctx context.Context, t *task.Task, timeout time.Dur
 // timeout: the task's holder names the type and the dispatching worker,
 // its lease deadline is the timeout plus Grace, and the watcher first
 // looks at it after Grace (or at the timeout, when sooner).
+// errDispatched is ProcessTask's answer for an attempt published and
+// handed off: worker.ErrHandedOff.
+var errDispatched = fmt.Errorf("dispatch: %w", worker.ErrHandedOff)
+
 // holder is the worker field of t's task once handed off.
 func holder(t *task.Task) string { return "external:" + t.Type + " (dispatched by " + t.Worker + ")" }
 

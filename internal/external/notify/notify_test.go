@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -326,4 +327,18 @@ func TestPrepare(t *testing.T) {
 	require.False(t, body.Timestamp.IsZero())
 	require.True(t, strings.HasPrefix(p.Out[3].NotificationID, "notif-"))
 	require.Equal(t, []string{"1", "1", "0"}, b.n.Prepare(ds, nil).Marked)
+}
+
+// TestStableIDKeepsItsValues: StableID, written out by hand, gives the
+// same ids as uuid.NewSHA1 of its name (ids written before keep their
+// write-once markers), for short and long names.
+func TestStableIDKeepsItsValues(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 300) // past the buffer's first size
+	for _, c := range [][3]string{{string(KindCompleted), "task-1", "tok-1"}, {string(KindFailed), "0193a", ""},
+		{"", "", ""}, {string(KindCompleted), long, long}} {
+		want := "notif-" + uuid.NewSHA1(stableSpace, []byte(c[0]+"\x00"+c[1]+"\x00"+c[2])).String()
+		require.Equal(t, want, StableID(Kind(c[0]), c[1], c[2]), c)
+	}
+	require.Equal(t, "notif-", StableID(KindCompleted, "task-1", "tok-1")[:6])
 }

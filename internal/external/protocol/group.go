@@ -61,7 +61,7 @@ func MinID(now time.Time, retention time.Duration) string {
 	if ms < 0 {
 		ms = 0
 	}
-	return fmt.Sprintf("%d-0", ms)
+	return strconv.FormatInt(ms, 10) + "-0"
 }
 
 // EnsureGroup creates group on stream (and the stream) if missing. start is
