@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -293,7 +294,9 @@ func (s *Server) dispatch(ctx context.Context, m protocol.Message) {
 	s.mu.Unlock()
 
 	tctx, span := s.startSpan(tctx, t, m.ID)
-	s.cfg.Logger.InfoContext(tctx, "Task processing", "task_id", t.ID, "service", s.cfg.Name, "task_type", t.Type, "attempt", t.Attempt)
+	if s.cfg.Logger.Enabled(tctx, slog.LevelInfo) { // its arguments cost allocations when it is not
+		s.cfg.Logger.InfoContext(tctx, "Task processing", "task_id", t.ID, "service", s.cfg.Name, "task_type", t.Type, "attempt", t.Attempt)
+	}
 	go func() {
 		defer s.wg.Done()
 		defer span.End()

@@ -321,11 +321,16 @@ func (d *Dispatcher) ProcessTask(ctx context.Context, t *task.Task) (json.RawMes
 		tracing.Fail(span, err, "")
 		return nil, err
 	}
-	d.cfg.Logger.DebugContext(pctx, "Event published", "stream", d.sk.Create(), "event_id", e.ID)
-	if prev == "" { // the task was never dispatched before
+	// (the lines' arguments cost allocations even when their level is off)
+	if d.cfg.Logger.Enabled(pctx, slog.LevelDebug) {
+		d.cfg.Logger.DebugContext(pctx, "Event published", "stream", d.sk.Create(), "event_id", e.ID)
+	}
+	switch {
+	case !d.cfg.Logger.Enabled(pctx, slog.LevelInfo):
+	case prev == "": // the task was never dispatched before
 		// first lifecycle line: task.create published for it
 		d.cfg.Logger.InfoContext(pctx, "Task created", "task_id", t.ID, "type", t.Type, "session", t.SessionID)
-	} else {
+	default:
 		d.cfg.Logger.InfoContext(pctx, "Task dispatched", "task_id", t.ID, "task_type", t.Type, "attempt", t.RetryCount+1)
 	}
 
