@@ -291,7 +291,9 @@ func (s *Notifier) Prepare(ds []Delivery, once []bool) Prepared {
 		}
 		n.ID = ""
 		p.Out[i] = n
-		body, err := json.Marshal(n)
+		// MarshalJSON itself: json.Marshal(n) would check and compact
+		// what it writes, which is compact JSON already
+		body, err := n.MarshalJSON()
 		if err != nil {
 			p.Errs[i] = fmt.Errorf("notify: encode: %w", err)
 			continue
