@@ -25,23 +25,27 @@ end
 local out = {}
 for i = 2, #KEYS do
   local id, name = ARGV[5 + 2 * (i - 2)], ARGV[6 + 2 * (i - 2)]
-  local v = redis.call('GET', KEYS[i])
+  local wait = { 'wait' }
+  for _, h in ipairs(held) do
+    if h ~= id and before(h, id) then wait[#wait + 1] = h end
+  end
+  local v
+  if #wait > 1 then
+    v = redis.call('GET', KEYS[i])
+  else
+    -- nothing earlier held: claim it if no one has, else read who has
+    -- (one SET NX GET where a GET then a SET were)
+    v = redis.call('SET', KEYS[i], name, 'NX', 'EX', ARGV[3], 'GET')
+  end
   local reply
   if v == '1' then
     reply = 'done'
   elseif v then
     if v == name or v == 'dlq ' .. name then reply = 'mine' else reply = 'other' end
+  elseif #wait > 1 then
+    reply = table.concat(wait, ' ')
   else
-    local wait = { 'wait' }
-    for _, h in ipairs(held) do
-      if h ~= id and before(h, id) then wait[#wait + 1] = h end
-    end
-    if #wait > 1 then
-      reply = table.concat(wait, ' ')
-    else
-      redis.call('SET', KEYS[i], name, 'EX', ARGV[3])
-      reply = 'new'
-    end
+    reply = 'new' -- claimed by the SET
   end
   out[#out + 1] = reply
 end
