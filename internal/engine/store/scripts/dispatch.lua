@@ -17,7 +17,9 @@
 -- What follows from an attempt's timeout is computed here, once: its lease
 -- deadline and in-flight place's deadline (timeout + grace), its first
 -- check (the sooner of now + grace and the timeout), its in-flight member
--- ("<task id> <token>", dispatch's inflightMember).
+-- ("<task id> <token>", dispatch's inflightMember). The lease deadlines
+-- and first checks of the attempts published are written together at the
+-- end, one ZADD per index.
 -- KEYS[1] active index  KEYS[2] handoff index  KEYS[3] task.create stream
 -- then per attempt i (base b = 3 + 2*(i-1)): KEYS[b+1] task hash
 -- KEYS[b+2] its type's in-flight set
@@ -36,6 +38,9 @@ local n = tonumber(ARGV[3])
 local grace = tonumber(ARGV[4])
 local etype, stamp = ARGV[5], ARGV[6]
 local held = {} -- per in-flight set: its size, swept and counted once per call
+-- the published attempts' lease deadlines and first checks, written with
+-- one ZADD each at the end (lib.lua's zadd)
+local leases, checks, nl = {}, {}, 0
 local out = {}
 for i = 1, n do
   local b = 3 + 2 * (i - 1)
@@ -79,10 +84,15 @@ for i = 1, n do
       local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[2], '*',
         'event_id', ARGV[a + 5], 'event_type', etype, 'timestamp', stamp, 'data', ARGV[a + 6])
       redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'updated_at', now)
-      redis.call('ZADD', KEYS[1], lease, tid)
-      redis.call('ZADD', KEYS[2], math.min(now + grace, tat), tid .. ' ' .. token .. ' ' .. ARGV[a + 3])
+      leases[nl + 1] = lease; leases[nl + 2] = tid
+      checks[nl + 1] = math.min(now + grace, tat); checks[nl + 2] = tid .. ' ' .. token .. ' ' .. ARGV[a + 3]
+      nl = nl + 2
       out[i] = 'OK ' .. (held[inflight] or -1) .. ' ' .. id .. ' ' .. (f[5] or '')
     end
   end
+end
+if nl > 0 then
+  zadd(KEYS[1], leases)
+  zadd(KEYS[2], checks)
 end
 return out

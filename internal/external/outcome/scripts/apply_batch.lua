@@ -1,6 +1,6 @@
 -- apply_batch: the effects of several applied completions whose entries
 -- are in one stream, and their end, in one atomic call: each attempt's
--- in-flight place freed, its result cached, its notification written and
+-- in-flight place freed (one ZREM per type's set), its result cached, its notification written and
 -- its session announced (notify's write_notes, prepended: notify.WriteLua,
 -- with notify.Prepare's keys and values and Notifier.WriteArgs), its
 -- marker set to done; then one XACK of the entries. Nothing of it is seen without the
@@ -24,12 +24,23 @@
 -- Returns XACK's count.
 local items = tonumber(ARGV[4])
 local ids = {}
+local places, sets = {}, {} -- per in-flight set its members, freed with one ZREM
 for i = 1, items do
   local b, a = 1 + 3 * (i - 1), 9 + 3 * (i - 1)
-  redis.call('ZREM', KEYS[b + 1], ARGV[a + 2])
+  local set = KEYS[b + 1]
+  local ms = places[set]
+  if not ms then
+    ms = {}
+    places[set] = ms
+    sets[#sets + 1] = set
+  end
+  ms[#ms + 1] = ARGV[a + 2]
   redis.call('SET', KEYS[b + 2], ARGV[a + 3], 'EX', ARGV[3])
   redis.call('SET', KEYS[b + 3], '1', 'EX', ARGV[2])
   ids[i] = ARGV[a + 1]
+end
+for _, set in ipairs(sets) do
+  redis.call('ZREM', set, unpack(places[set]))
 end
 local k0, a0 = 1 + 3 * items, 9 + 3 * items
 write_notes(k0, a0, (#KEYS - k0) / 2, 5)
