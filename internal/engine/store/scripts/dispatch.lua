@@ -17,9 +17,13 @@
 -- What follows from an attempt's timeout is computed here, once: its lease
 -- deadline and in-flight place's deadline (timeout + grace), its first
 -- check (the sooner of now + grace and the timeout), its in-flight member
--- ("<task id> <token>", dispatch's inflightMember). The lease deadlines
--- and first checks of the attempts published are written together at the
--- end, one ZADD per index.
+-- ("<task id> <token>", dispatch's inflightMember). The places taken, the
+-- lease deadlines and the first checks of the attempts published are
+-- written together at the end, one ZADD per set. (The call is atomic; a
+-- Redis error part way — a key of the wrong type — would leave the
+-- attempts published before it without those writes, where writing them
+-- one attempt at a time would not: none of the keys is ever of another
+-- type.)
 -- KEYS[1] active index  KEYS[2] handoff index  KEYS[3] task.create stream
 -- then per attempt i (base b = 3 + 2*(i-1)): KEYS[b+1] task hash
 -- KEYS[b+2] its type's in-flight set
@@ -39,8 +43,9 @@ local grace = tonumber(ARGV[4])
 local etype, stamp = ARGV[5], ARGV[6]
 local held = {} -- per in-flight set: its size, swept and counted once per call
 -- the published attempts' lease deadlines and first checks, written with
--- one ZADD each at the end (lib.lua's zadd)
+-- one ZADD per index at the end (lib.lua's zadd)
 local leases, checks, nl = {}, {}, 0
+local places, sets = {}, {} -- per in-flight set the places taken, added with one ZADD
 local out = {}
 for i = 1, n do
   local b = 3 + 2 * (i - 1)
@@ -68,13 +73,25 @@ for i = 1, n do
         redis.call('ZREMRANGEBYSCORE', inflight, '-inf', '(' .. ARGV[1])
         c = redis.call('ZCARD', inflight)
       end
-      -- below the bound a place is taken at once (ZADD says whether it
-      -- is new); at the bound only an attempt already holding one goes
+      -- below the bound a place is taken (counted new: an attempt that
+      -- held one already is counted twice until the next call, which errs
+      -- on the full side); at the bound only an attempt already holding
+      -- one goes
       local member = tid .. ' ' .. token
-      if c < bound or redis.call('ZSCORE', inflight, member) then
-        c = c + redis.call('ZADD', inflight, lease, member)
-      else
+      if c < bound then
+        c = c + 1
+      elseif not redis.call('ZSCORE', inflight, member) then
         ok = false
+      end
+      if ok then
+        local ps = places[inflight]
+        if not ps then
+          ps = {}
+          places[inflight] = ps
+          sets[#sets + 1] = inflight
+        end
+        ps[#ps + 1] = lease
+        ps[#ps + 1] = member
       end
       held[inflight] = c
     end
@@ -90,6 +107,9 @@ for i = 1, n do
       out[i] = 'OK ' .. (held[inflight] or -1) .. ' ' .. id .. ' ' .. (f[5] or '')
     end
   end
+end
+for _, set in ipairs(sets) do
+  zadd(set, places[set])
 end
 if nl > 0 then
   zadd(KEYS[1], leases)
