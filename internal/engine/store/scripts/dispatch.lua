@@ -84,12 +84,7 @@ for i = 1, n do
         ok = false
       end
       if ok then
-        local ps = places[inflight]
-        if not ps then
-          ps = {}
-          places[inflight] = ps
-          sets[#sets + 1] = inflight
-        end
+        local ps = bucket(places, sets, inflight)
         ps[#ps + 1] = lease
         ps[#ps + 1] = member
       end

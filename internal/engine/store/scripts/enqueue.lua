@@ -118,12 +118,7 @@ for i = 1, n do
     redis.call('HSET', tk, unpack(fields))
     if sessk then
       -- the session indexes are written once each after the loop
-      local m = bysess[sessk]
-      if not m then
-        m = {}
-        bysess[sessk] = m
-        sessorder[#sessorder + 1] = sessk
-      end
+      local m = bucket(bysess, sessorder, sessk)
       m[#m + 1] = now; m[#m + 1] = id
     end
     if uqk then

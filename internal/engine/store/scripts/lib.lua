@@ -103,6 +103,19 @@ local function zadd(key, args)
   end
 end
 
+-- bucket is the list of key in lists (made empty on first use, key then
+-- added to order): values gathered per key, written with one command per
+-- key afterwards, in the order the keys came.
+local function bucket(lists, order, key)
+  local l = lists[key]
+  if not l then
+    l = {}
+    lists[key] = l
+    order[#order + 1] = key
+  end
+  return l
+end
+
 -- wake pushes a wake-up token for idle workers when none is waiting.
 local function wake(k)
   if redis.call('EXISTS', k) == 0 then redis.call('RPUSH', k, '1') end
