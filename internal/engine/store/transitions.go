@@ -493,10 +493,10 @@ func (s *Store) CompleteNotices(ctx context.Context, cs []Completion) ([]error, 
 // in partition k, and sets their errors in out; with ts non-nil, also each
 // completed task's notice fields (CompleteNotices).
 func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error, ts []*task.Task) error {
-	cmd := make([]any, 0, 3+9+len(at)+3+3*len(at))
-	cmd = append(cmd, "evalsha", scriptComplete.Hash(), 9+len(at),
+	cmd := make([]any, 0, 3+10+len(at)+3+3*len(at))
+	cmd = append(cmd, "evalsha", scriptComplete.Hash(), 10+len(at),
 		k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
-		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone())
+		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone(), k.handoff())
 	for _, i := range at {
 		cmd = append(cmd, k.task(cs[i].ID))
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -581,6 +582,10 @@ func TestHandoff(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, cancelled)
 	require.NoError(t, b.s.Complete(b.ctx, "h", tk2.Lease, nil))
+	left, err := b.rdb.ZRange(b.ctx, b.s.parts[0].handoff(), 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"h " + tk.Lease + " " + strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10)}, left,
+		"the completion took its attempt's entry (hto), the reaped attempt's is the watcher's to drop")
 	var se *task.StateError
 	_, err = b.s.Handoff(b.ctx, "h", tk2.Lease, "x", t0, t0, t0)
 	require.ErrorAs(t, err, &se)

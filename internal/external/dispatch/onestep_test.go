@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,68 @@ func TestDispatchManyIsOneStep(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.EqualValues(t, 4, creates())
+}
+
+// TestCompletionRemovesTheHandoffEntry: the completion of a handed-off
+// attempt removes its entry from the watcher's index in the same call
+// (complete.lua, by the task's `handoff` token and `hto` timeout), also
+// after the attempt timed out; an attempt completed under another token
+// (a stale one) leaves the index alone, and an entry left there (another
+// transition's end) is still the watcher's to drop.
+func TestCompletionRemovesTheHandoffEntry(t *testing.T) {
+	t.Parallel()
+	rdb, name := testredis.Client(t)
+	ns := keyspace.MustParse(name)
+	st, err := store.New(rdb, store.Config{Namespace: name})
+	require.NoError(t, err)
+	d := New(st, Config{InFlight: -1})
+	ctx := context.Background()
+	index := ns.PartitionPrefixes(1)[0] + "tasks:handoff"
+	entries := func() []string {
+		t.Helper()
+		es, err := rdb.ZRange(ctx, index, 0, -1).Result()
+		require.NoError(t, err)
+		return es
+	}
+	var ts []*task.Task
+	for range 3 {
+		_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
+		require.NoError(t, err)
+	}
+	ts, err = st.Fetch(ctx, store.FetchRequest{N: 3, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, ts, 3)
+	for _, tk := range ts {
+		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
+			Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
+		require.NoError(t, err)
+		_, ok, err := d.publish(ctx, tk, e, time.Minute, -1)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Len(t, entries(), 3)
+
+	// completed while ACTIVE: its entry goes with it
+	require.NoError(t, st.Complete(ctx, ts[0].ID, ts[0].Lease, json.RawMessage(`{}`)))
+	require.Len(t, entries(), 2)
+	for _, e := range entries() {
+		require.NotContains(t, e, ts[0].ID)
+	}
+	// a stale token's completion is refused and removes nothing
+	require.ErrorIs(t, st.Complete(ctx, ts[1].ID, ts[1].Lease+"-stale", json.RawMessage(`{}`)), task.ErrLeaseLost)
+	require.Len(t, entries(), 2)
+	// timed out, then completed late: its entry goes with the completion
+	require.NoError(t, st.MarkTimeout(ctx, ts[1].ID, ts[1].Lease))
+	require.Len(t, entries(), 2, "TIMEOUT keeps the entry: the watcher still looks after the attempt")
+	require.NoError(t, st.Complete(ctx, ts[1].ID, ts[1].Lease, json.RawMessage(`{}`)))
+	require.Equal(t, []string{ts[2].ID + " " + ts[2].Lease}, cut(entries()))
+}
+
+// cut keeps the "<id> <token>" of each handoff index entry.
+func cut(es []string) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e[:strings.LastIndexByte(e, ' ')]
+	}
+	return out
 }

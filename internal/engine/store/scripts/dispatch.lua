@@ -4,8 +4,8 @@
 -- one of its type's in-flight places (when the type is bounded), publish
 -- its task.create, and hand the lease over (handoff.lua's writes: `worker`
 -- the new holder, `handoff` the token — the record of the task's last
--- dispatch — the lease deadline timeout + grace in the active index, the
--- first check in the handoff index). Publishing and handing off in one script
+-- dispatch — and `hto` its timeout, the lease deadline timeout + grace in
+-- the active index, the first check in the handoff index). Publishing and handing off in one script
 -- leaves no moment where a service runs an attempt that is still the
 -- worker's: a cancel request sees either the worker's attempt (not yet
 -- published: the worker cancels it) or the handed-off one (the cancel
@@ -95,7 +95,7 @@ for i = 1, n do
     else
       local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[2], '*',
         'event_id', ARGV[a + 5], 'event_type', etype, 'timestamp', stamp, 'data', ARGV[a + 6])
-      redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'updated_at', now)
+      redis.call('HSET', tk, 'worker', ARGV[a + 2], 'handoff', token, 'hto', ARGV[a + 3], 'updated_at', now)
       leases[nl + 1] = lease; leases[nl + 2] = tid
       checks[nl + 1] = math.min(now + grace, tat); checks[nl + 2] = tid .. ' ' .. token .. ' ' .. ARGV[a + 3]
       nl = nl + 2
