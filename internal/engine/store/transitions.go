@@ -1091,10 +1091,12 @@ func (s *Store) CanDispatch() bool { return len(s.parts) == 1 }
 
 // DispatchMany publishes and hands off several attempts in one script call
 // (scripts/dispatch.lua), each all or nothing, in order: the event of an
-// attempt goes out exactly when its handoff is written. stream is the
-// task.create stream, minID its retention cut-off. The task hash's handoff
-// field keeps the token of its last dispatch (HandoffToken). Only for a
-// deployment of one partition (CanDispatch).
+// attempt goes out exactly when its handoff is written. batch is what the
+// attempts share (the stream, its cut-off, the events' type and time, the
+// grace). The task hash's handoff field keeps the token of its last
+// dispatch (HandoffToken), hto its timeout (the completion removes the
+// attempt's handoff-index entry by it). Only for a deployment of one
+// partition (CanDispatch).
 func (s *Store) DispatchMany(ctx context.Context, batch DispatchBatch, rs []DispatchRequest) []DispatchResult {
 	out := make([]DispatchResult, len(rs))
 	if len(rs) == 0 {
