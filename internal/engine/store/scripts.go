@@ -44,4 +44,3 @@ var (
 	scriptPurge        = load("purge")
 	scriptControl      = load("control")
 )
-
