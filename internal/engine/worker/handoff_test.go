@@ -174,3 +174,46 @@ func TestHandOffFetchesBeyondTheSlots(t *testing.T) {
 	// two slots would take 300+ fetches; batches of up to 50 take a few dozen
 	require.Less(t, fc.n.Load(), int64(100), "fetch calls for 600 tasks")
 }
+
+// TestHandOffOrderIsTheFetchOrder: the tasks handed off outside the slots
+// carry their place in the order they were fetched (HandOffOrder), which
+// their goroutines do not keep: here a FIFO queue's, the order they were
+// submitted in. A task in a slot has none.
+func TestHandOffOrderIsTheFetchOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 40
+	var ids []string
+	for range n {
+		tk, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "hand.off"})
+		require.NoError(t, err)
+		ids = append(ids, tk.ID)
+	}
+	seqs := make(chan [2]any, n+1)
+	mux := NewMux()
+	mux.HandleFunc("hand.off", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		seq, ok := HandOffOrder(ctx)
+		require.True(t, ok)
+		seqs <- [2]any{tk.ID, seq}
+		return json.RawMessage(`{}`), nil
+	})
+	mux.HandleFunc("local", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		_, ok := HandOffOrder(ctx)
+		seqs <- [2]any{"local", ok}
+		return json.RawMessage(`{}`), nil
+	})
+	_, stop := b.start(t, mux, Config{Concurrency: 2, HandOff: func(typ string) bool { return typ == "hand.off" }, HandOffConcurrency: 64})
+	defer stop()
+	got := map[string]uint64{}
+	for range n {
+		v := <-seqs
+		got[v[0].(string)] = v[1].(uint64)
+	}
+	for i := 1; i < n; i++ {
+		require.Less(t, got[ids[i-1]], got[ids[i]], "task %d was fetched before task %d", i-1, i)
+	}
+	local, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "local"})
+	require.NoError(t, err)
+	b.waitState(t, local.ID, task.StateCompleted)
+	require.Equal(t, [2]any{"local", false}, <-seqs)
+}

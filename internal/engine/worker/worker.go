@@ -59,6 +59,7 @@ type Worker struct {
 	// each in a goroutine of its own, counted by handingOff
 	handOffs   chan struct{}
 	handingOff sync.WaitGroup
+	handSeq    atomic.Uint64 // the hand-off order (HandOffOrder)
 	acks       chan store.Completion
 	// retries are the flushes writing again the completions of a partition
 	// whose call failed while another's succeeded (flush); ackLoop waits
@@ -374,11 +375,25 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 
 type outsideSlotsKey struct{}
 
+// outsideSlots is the value of outsideSlotsKey: the task's place in the
+// order its worker handed tasks off (its fetch order).
+type outsideSlots struct{ seq uint64 }
+
 // OutsideSlots reports whether the task of a handler's context runs
 // outside the handler slots (Config.HandOff said so when it was fetched).
 func OutsideSlots(ctx context.Context) bool {
-	v, _ := ctx.Value(outsideSlotsKey{}).(bool)
-	return v
+	_, ok := ctx.Value(outsideSlotsKey{}).(outsideSlots)
+	return ok
+}
+
+// HandOffOrder is the place of the task of a handler's context in the
+// order its worker handed tasks off outside the slots — the order they
+// were fetched in, priorities and all — (0, false) for a task in a slot.
+// Their goroutines reach the handler in any order: a handler that batches
+// them (the dispatcher) sorts a batch by it.
+func HandOffOrder(ctx context.Context) (uint64, bool) {
+	v, ok := ctx.Value(outsideSlotsKey{}).(outsideSlots)
+	return v.seq, ok
 }
 
 // handOff runs a task of a HandOff type (Config.HandOff) outside the
@@ -386,7 +401,7 @@ func OutsideSlots(ctx context.Context) bool {
 // task runs in a goroutine of its own once one of HandOffConcurrency
 // places is free (the fetch loop waits for it meanwhile).
 func (w *Worker) handOff(ctx context.Context, j job) {
-	j.ctx = context.WithValue(j.ctx, outsideSlotsKey{}, true)
+	j.ctx = context.WithValue(j.ctx, outsideSlotsKey{}, outsideSlots{seq: w.handSeq.Add(1)})
 	held := true
 	select {
 	case w.handOffs <- struct{}{}:

@@ -11,12 +11,14 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -149,12 +151,16 @@ type Dispatcher struct {
 // scriptCall is one dispatch.lua call of a batch.
 type scriptCall struct {
 	call redisconn.ScriptCall
+	seq  uint64 // as dispatchCall's
 	res  *redis.Cmd
 }
 
-// dispatchCall is one attempt of a store.DispatchMany batch.
+// dispatchCall is one attempt of a store.DispatchMany batch; seq is its
+// task's place in its worker's hand-off order (worker.HandOffOrder, 0 for
+// a task dispatched from a slot, which waited: first).
 type dispatchCall struct {
 	req store.DispatchRequest
+	seq uint64
 	res store.DispatchResult
 }
 
@@ -177,6 +183,7 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, sending: map[string]int{}, seen: map[string]int{}, held: map[string]int{}, fullAt: map[string]time.Time{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
+		slices.SortStableFunc(cs, func(a, b *scriptCall) int { return cmp.Compare(a.seq, b.seq) }) // as combined's
 		calls := make([]redisconn.ScriptCall, len(cs))
 		for i, c := range cs {
 			calls[i] = c.call
@@ -186,6 +193,9 @@ func New(st *store.Store, cfg Config) *Dispatcher {
 		}
 	}}
 	d.combined = &redisconn.Group[*dispatchCall]{Max: maxBatch, Run: func(cs []*dispatchCall) {
+		// in the order the worker fetched them (a fetch takes by priority
+		// weight; their goroutines come here in any order)
+		slices.SortStableFunc(cs, func(a, b *dispatchCall) int { return cmp.Compare(a.seq, b.seq) })
 		reqs := make([]store.DispatchRequest, len(cs))
 		for i, c := range cs {
 			reqs[i] = c.req
@@ -418,6 +428,7 @@ func (d *Dispatcher) publishAndHandOff(ctx context.Context, t *task.Task, e prot
 	// (store.DispatchBatch); the event's type and timestamp are the batch's
 	c := &dispatchCall{req: store.DispatchRequest{ID: t.ID, Token: t.Lease, Holder: holder(t),
 		TimeoutAt: now.Add(timeout), Inflight: d.k.inflight(t.Type), Bound: bound, EventID: e.ID, Data: string(e.Data)}}
+	c.seq, _ = worker.HandOffOrder(ctx)
 	d.combined.Do(c)
 	r := c.res
 	if r.Published || r.Full {
@@ -565,6 +576,7 @@ func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event
 	args = append(args, e.Values()...)
 	bg := context.WithoutCancel(ctx)
 	c := &scriptCall{call: redisconn.ScriptCall{Keys: []string{d.k.inflight(t.Type), d.k.token(t.ID), d.sk.Create()}, Args: args}}
+	c.seq, _ = worker.HandOffOrder(ctx)
 	d.dispatches.Do(c) // with the dispatches made meanwhile, in one round trip
 	res, err := c.res.StringSlice()
 	if errors.Is(err, redis.Nil) {

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +231,48 @@ func cut(es []string) []string {
 		out[i] = e[:strings.LastIndexByte(e, ' ')]
 	}
 	return out
+}
+
+// TestBatchGoesInFetchOrder: the attempts of one DispatchMany batch are
+// published in their worker's hand-off order (the fetch's, by priority
+// weight), whatever order their goroutines joined the batch in; the
+// attempts dispatched from a slot (no order: they waited) go first.
+func TestBatchGoesInFetchOrder(t *testing.T) {
+	t.Parallel()
+	rdb, name := testredis.Client(t)
+	ns := keyspace.MustParse(name)
+	st, err := store.New(rdb, store.Config{Namespace: name})
+	require.NoError(t, err)
+	d := New(st, Config{InFlight: -1})
+	ctx := context.Background()
+	const n = 6
+	for range n {
+		_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
+		require.NoError(t, err)
+	}
+	ts, err := st.Fetch(ctx, store.FetchRequest{N: n, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, ts, n)
+	// joined in this order, with these places in the hand-off order
+	seqs := []uint64{5, 3, 0, 6, 1, 4}
+	cs := make([]*dispatchCall, n)
+	for i, tk := range ts {
+		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
+			Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
+		require.NoError(t, err)
+		cs[i] = &dispatchCall{req: store.DispatchRequest{ID: tk.ID, Token: tk.Lease, Holder: holder(tk), TimeoutAt: time.Now().Add(time.Minute),
+			Inflight: newKeys(ns).inflight(tk.Type), Bound: -1, EventID: e.ID, Data: string(e.Data)}, seq: seqs[i]}
+	}
+	want := slices.Clone(cs)
+	slices.SortFunc(want, func(a, b *dispatchCall) int { return cmp.Compare(a.seq, b.seq) })
+	d.combined.Run(cs)
+	xs, err := rdb.XRange(ctx, protocol.NewKeys(ns).Create(), "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, xs, n)
+	for i, x := range xs {
+		e, err := protocol.Decode(x.ID, x.Values)
+		require.NoError(t, err)
+		require.Equal(t, want[i].req.EventID, e.ID, "entry %d", i)
+		require.True(t, want[i].res.Published, "each call answered as its own")
+	}
 }
