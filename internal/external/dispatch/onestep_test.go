@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
@@ -34,32 +35,11 @@ import (
 //   - attempts dispatched at once share the call, each answered alone.
 func TestDispatchManyIsOneStep(t *testing.T) {
 	t.Parallel()
-	rdb, name := testredis.Client(t)
-	ns := keyspace.MustParse(name)
-	st, err := store.New(rdb, store.Config{Namespace: name})
-	require.NoError(t, err)
-	require.True(t, st.CanDispatch())
-	d := New(st, Config{InFlight: 3})
+	rdb, ns, st, d := oneStepRig(t, Config{InFlight: 3})
 	ctx := context.Background()
 	sk := protocol.NewKeys(ns)
-
-	fetch := func(n int) []*task.Task {
-		t.Helper()
-		for range n {
-			_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
-			require.NoError(t, err)
-		}
-		got, err := st.Fetch(ctx, store.FetchRequest{N: n, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
-		require.NoError(t, err)
-		require.Len(t, got, n)
-		return got
-	}
-	event := func(tk *task.Task) protocol.Event {
-		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
-			Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
-		require.NoError(t, err)
-		return e
-	}
+	fetch := func(n int) []*task.Task { return fetched(t, st, n) }
+	event := func(tk *task.Task) protocol.Event { return createOf(t, tk) }
 	creates := func() int64 {
 		n, err := rdb.XLen(ctx, sk.Create()).Result()
 		require.NoError(t, err)
@@ -177,11 +157,7 @@ func TestDispatchManyIsOneStep(t *testing.T) {
 // transition's end) is still the watcher's to drop.
 func TestCompletionRemovesTheHandoffEntry(t *testing.T) {
 	t.Parallel()
-	rdb, name := testredis.Client(t)
-	ns := keyspace.MustParse(name)
-	st, err := store.New(rdb, store.Config{Namespace: name})
-	require.NoError(t, err)
-	d := New(st, Config{InFlight: -1})
+	rdb, ns, st, d := oneStepRig(t, Config{InFlight: -1})
 	ctx := context.Background()
 	index := ns.PartitionPrefixes(1)[0] + "tasks:handoff"
 	entries := func() []string {
@@ -190,19 +166,9 @@ func TestCompletionRemovesTheHandoffEntry(t *testing.T) {
 		require.NoError(t, err)
 		return es
 	}
-	var ts []*task.Task
-	for range 3 {
-		_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
-		require.NoError(t, err)
-	}
-	ts, err = st.Fetch(ctx, store.FetchRequest{N: 3, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, ts, 3)
+	ts := fetched(t, st, 3)
 	for _, tk := range ts {
-		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
-			Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
-		require.NoError(t, err)
-		_, ok, err := d.publish(ctx, tk, e, time.Minute, -1)
+		_, ok, err := d.publish(ctx, tk, createOf(t, tk), time.Minute, -1)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -239,27 +205,15 @@ func cut(es []string) []string {
 // attempts dispatched from a slot (no order: they waited) go first.
 func TestBatchGoesInFetchOrder(t *testing.T) {
 	t.Parallel()
-	rdb, name := testredis.Client(t)
-	ns := keyspace.MustParse(name)
-	st, err := store.New(rdb, store.Config{Namespace: name})
-	require.NoError(t, err)
-	d := New(st, Config{InFlight: -1})
+	rdb, ns, st, d := oneStepRig(t, Config{InFlight: -1})
 	ctx := context.Background()
 	const n = 6
-	for range n {
-		_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
-		require.NoError(t, err)
-	}
-	ts, err := st.Fetch(ctx, store.FetchRequest{N: n, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
-	require.NoError(t, err)
-	require.Len(t, ts, n)
+	ts := fetched(t, st, n)
 	// joined in this order, with these places in the hand-off order
 	seqs := []uint64{5, 3, 0, 6, 1, 4}
 	cs := make([]*dispatchCall, n)
 	for i, tk := range ts {
-		e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
-			Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
-		require.NoError(t, err)
+		e := createOf(t, tk)
 		cs[i] = &dispatchCall{req: store.DispatchRequest{ID: tk.ID, Token: tk.Lease, Holder: holder(tk), TimeoutAt: time.Now().Add(time.Minute),
 			Inflight: newKeys(ns).inflight(tk.Type), Bound: -1, EventID: e.ID, Data: string(e.Data)}, seq: seqs[i]}
 	}
@@ -275,4 +229,37 @@ func TestBatchGoesInFetchOrder(t *testing.T) {
 		require.Equal(t, want[i].req.EventID, e.ID, "entry %d", i)
 		require.True(t, want[i].res.Published, "each call answered as its own")
 	}
+}
+
+// oneStepRig is a store of one partition and a dispatcher on it.
+func oneStepRig(t *testing.T, cfg Config) (redis.UniversalClient, keyspace.Namespace, *store.Store, *Dispatcher) {
+	t.Helper()
+	rdb, name := testredis.Client(t)
+	st, err := store.New(rdb, store.Config{Namespace: name})
+	require.NoError(t, err)
+	require.True(t, st.CanDispatch())
+	return rdb, keyspace.MustParse(name), st, New(st, cfg)
+}
+
+// fetched enqueues n tasks of x.run and fetches them, as worker w1.
+func fetched(t *testing.T, st *store.Store, n int) []*task.Task {
+	t.Helper()
+	ctx := context.Background()
+	for range n {
+		_, err := st.Enqueue(ctx, store.EnqueueRequest{Type: "x.run", Params: json.RawMessage(`{}`), Timeout: time.Minute})
+		require.NoError(t, err)
+	}
+	got, err := st.Fetch(ctx, store.FetchRequest{N: n, WorkerID: "w1", TokenPrefix: "w1/" + time.Now().Format("150405.000000000"), Lease: time.Minute})
+	require.NoError(t, err)
+	require.Len(t, got, n)
+	return got
+}
+
+// createOf is tk's task.create, its first attempt.
+func createOf(t *testing.T, tk *task.Task) protocol.Event {
+	t.Helper()
+	e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
+		Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
+	require.NoError(t, err)
+	return e
 }
