@@ -86,10 +86,32 @@ func eval[C redis.Cmder](ctx context.Context, rdb redis.UniversalClient, script 
 // EvalCmd starts EvalStrings' call of script with keys, with room for
 // args arguments to be appended.
 func EvalCmd(script *redis.Script, keys []string, args int) []any {
-	cmd := make([]any, 0, 3+len(keys)+args)
-	cmd = append(cmd, "evalsha", script.Hash(), len(keys))
+	cmd := EvalHead(script, len(keys), len(keys)+args)
 	for _, k := range keys {
 		cmd = append(cmd, k)
 	}
 	return cmd
+}
+
+// EvalHead starts the call of script with nkeys keys — EVALSHA, its hash,
+// nkeys — with room for size more values (the keys, then the arguments),
+// for a caller that appends its keys as it goes.
+func EvalHead(script *redis.Script, nkeys, size int) []any {
+	return append(make([]any, 0, 3+size), "evalsha", script.Hash(), nkeys)
+}
+
+// Boxed boxes a call's values once per run of equal ones: the same key or
+// argument repeated from one item of a batch to the next is one interface
+// value, not one allocation each.
+type Boxed[T comparable] struct {
+	last T
+	v    any
+}
+
+// Of is x as an interface value, the previous one when x equals it.
+func (b *Boxed[T]) Of(x T) any {
+	if b.v == nil || x != b.last {
+		b.last, b.v = x, x
+	}
+	return b.v
 }

@@ -3,6 +3,7 @@ package redisconn_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -61,4 +62,19 @@ func TestEvalStrings(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 14+10*round, n)
 	}
+}
+
+// TestBoxed: a run of equal values is boxed once (no allocation for the
+// repeats); a new value, the zero value too, is its own.
+func TestBoxed(t *testing.T) { // not parallel: AllocsPerRun
+	var b redisconn.Boxed[string]
+	require.Equal(t, "", b.Of(""))
+	key := strings.Repeat("k", 40)
+	require.Equal(t, key, b.Of(key))
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = b.Of(key) }), "a repeat is the value boxed before")
+	require.Equal(t, "b", b.Of("b"))
+	var n redisconn.Boxed[int]
+	require.Equal(t, 0, n.Of(0))
+	require.Equal(t, 300, n.Of(300))
+	require.Equal(t, 301, n.Of(301))
 }

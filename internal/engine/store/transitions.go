@@ -493,9 +493,8 @@ func (s *Store) CompleteNotices(ctx context.Context, cs []Completion) ([]error, 
 // in partition k, and sets their errors in out; with ts non-nil, also each
 // completed task's notice fields (CompleteNotices).
 func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error, ts []*task.Task) error {
-	cmd := make([]any, 0, 3+10+len(at)+3+3*len(at))
-	cmd = append(cmd, "evalsha", scriptComplete.Hash(), 10+len(at),
-		k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
+	cmd := redisconn.EvalHead(scriptComplete, 10+len(at), 10+len(at)+3+3*len(at))
+	cmd = append(cmd, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
 		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone(), k.handoff())
 	for _, i := range at {
 		cmd = append(cmd, k.task(cs[i].ID))
@@ -1113,27 +1112,18 @@ func (s *Store) DispatchMany(ctx context.Context, batch DispatchBatch, rs []Disp
 	// the call: EVALSHA, the keys (the indexes, the stream, then per
 	// attempt its task and in-flight set), the batch's arguments, then per
 	// attempt its own
-	cmd := make([]any, 0, 6+2*len(rs)+6+6*len(rs))
-	cmd = append(cmd, "evalsha", scriptDispatch.Hash(), 3+2*len(rs), k.active(), k.handoff(), batch.Stream)
-	var set any // a type's in-flight set, boxed once per run of equal ones
-	for i, r := range rs {
-		if i == 0 || r.Inflight != rs[i-1].Inflight {
-			set = r.Inflight
-		}
-		cmd = append(cmd, k.task(r.ID), set)
+	cmd := redisconn.EvalHead(scriptDispatch, 3+2*len(rs), 3+2*len(rs)+6+6*len(rs))
+	cmd = append(cmd, k.active(), k.handoff(), batch.Stream)
+	// a type's in-flight set, a holder and a bound repeat across a batch's
+	// attempts: each is boxed once per run of equal values
+	var set, holder redisconn.Boxed[string]
+	var bound redisconn.Boxed[int]
+	for _, r := range rs {
+		cmd = append(cmd, k.task(r.ID), set.Of(r.Inflight))
 	}
 	cmd = append(cmd, s.nowMS(), batch.MinID, len(rs), batch.Grace.Milliseconds(), batch.EventType, batch.Stamp)
-	// the holder and bound repeat across a batch's attempts: each is boxed
-	// once per run of equal values
-	var holder, bound any
-	for i, r := range rs {
-		if i == 0 || r.Holder != rs[i-1].Holder {
-			holder = r.Holder
-		}
-		if i == 0 || r.Bound != rs[i-1].Bound {
-			bound = r.Bound
-		}
-		cmd = append(cmd, r.Token, holder, ms(r.TimeoutAt), bound, r.EventID, r.Data)
+	for _, r := range rs {
+		cmd = append(cmd, r.Token, holder.Of(r.Holder), ms(r.TimeoutAt), bound.Of(r.Bound), r.EventID, r.Data)
 	}
 	res, err := redisconn.EvalStrings(ctx, s.rdb, scriptDispatch, cmd)
 	if err == nil && len(res) != len(rs) {

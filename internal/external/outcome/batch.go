@@ -87,8 +87,8 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 				last = it.m.ID
 			}
 		}
-		cmd := make([]any, 0, 3+1+len(its)+4+2*len(its))
-		cmd = append(cmd, "evalsha", claimBatchScript.Hash(), 1+len(its), stream)
+		cmd := redisconn.EvalHead(claimBatchScript, 1+len(its), 1+len(its)+4+2*len(its))
+		cmd = append(cmd, stream)
 		for _, it := range its {
 			cmd = append(cmd, it.oc.marker)
 		}
@@ -246,18 +246,19 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 	// result cache and marker, per notification its stream and marker),
 	// then the arguments; the values that repeat from one item to the next
 	// (a type's in-flight set, a session's stream) are boxed once per run
-	cmd := make([]any, 0, 4+3*len(its)+2*len(notes.At)+9+3*len(its)+3*len(notes.At))
-	cmd = append(cmd, "evalsha", applyBatchScript.Hash(), 1+3*len(its)+2*len(notes.At), stream)
+	nkeys := 1 + 3*len(its) + 2*len(notes.At)
+	cmd := redisconn.EvalHead(applyBatchScript, nkeys, nkeys+9+3*len(its)+3*len(notes.At))
+	cmd = append(cmd, stream)
 	members := make([]string, len(its))
-	var set boxed
+	var set redisconn.Boxed[string]
 	for i, it := range its {
 		s, member := dispatch.Place(o.ns, it.t.Type, it.t.ID, it.oc.tok)
 		members[i] = member
-		cmd = append(cmd, set.of(s), o.rk.Cache(it.t.ID), it.oc.marker)
+		cmd = append(cmd, set.Of(s), o.rk.Cache(it.t.ID), it.oc.marker)
 	}
-	var nstream boxed
+	var nstream redisconn.Boxed[string]
 	for j := range notes.At {
-		cmd = append(cmd, nstream.of(notes.Streams[j]), notes.Markers[j])
+		cmd = append(cmd, nstream.Of(notes.Streams[j]), notes.Markers[j])
 	}
 	cmd = append(cmd, protocol.AgentGroup, int64(markerTTL/time.Second), int64(o.cfg.ResultTTL/time.Second), len(its))
 	if o.note != nil {
@@ -269,9 +270,9 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 	for i, it := range its {
 		cmd = append(cmd, it.m.ID, members[i], cacheBody(it.t.Result, stamp))
 	}
-	var session, marked boxed
+	var session, marked redisconn.Boxed[string]
 	for j := range notes.At {
-		cmd = append(cmd, notes.Bodies[j], session.of(notes.Sessions[j]), marked.of(notes.Marked[j]))
+		cmd = append(cmd, notes.Bodies[j], session.Of(notes.Sessions[j]), marked.Of(notes.Marked[j]))
 	}
 	if _, err := redisconn.EvalInt(ctx, o.rdb, applyBatchScript, cmd); err != nil {
 		o.cfg.Logger.Warn("outcomes applied but their effects not written; applied again alone", "stream", stream,
@@ -279,19 +280,6 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 		return false
 	}
 	return true
-}
-
-// boxed boxes a command's argument once per run of equal values.
-type boxed struct {
-	last string
-	v    any
-}
-
-func (b *boxed) of(s string) any {
-	if b.v == nil || s != b.last {
-		b.last, b.v = s, s
-	}
-	return b.v
 }
 
 // cacheBody is the result cache's value of a task whose result is result
