@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/taskflow/taskflow/extsvc/param"
+	"github.com/taskflow/taskflow/internal/engine/store"
+	"github.com/taskflow/taskflow/internal/engine/worker"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 	"github.com/taskflow/taskflow/task"
 )
@@ -307,6 +309,56 @@ func (m *Mux) handOffRoom() func() int {
 		return room
 	}
 }
+
+// fetchDispatch returns worker.Config.FetchDispatch for the handlers
+// registered now: the one handler that lets a fetch dispatch its tasks
+// (the external path's dispatcher), its plans cut to the types the Mux
+// routes to it; nil when no handler or several do, or while middleware is
+// in use (it sees every task, which a fetch's dispatch would pass by).
+func (m *Mux) fetchDispatch() worker.FetchDispatcher {
+	var fd worker.FetchDispatcher
+	for _, h := range m.handlers {
+		d, ok := h.(worker.FetchDispatcher)
+		if !ok {
+			continue
+		}
+		if !reflect.TypeOf(h).Comparable() || (fd != nil && any(fd) != any(d)) {
+			return nil
+		}
+		fd = d
+	}
+	if fd == nil {
+		return nil
+	}
+	return muxDispatch{m: m, d: fd}
+}
+
+// muxDispatch is a FetchDispatcher's plans cut to the types its Mux routes
+// to it.
+type muxDispatch struct {
+	m *Mux
+	d worker.FetchDispatcher
+}
+
+func (p muxDispatch) Plan(ctx context.Context, n int) *store.FetchDispatch {
+	if len(p.m.mws) > 0 {
+		return nil
+	}
+	pl := p.d.Plan(ctx, n)
+	if pl == nil {
+		return nil
+	}
+	pl.Types = slices.DeleteFunc(pl.Types, func(t store.DispatchType) bool {
+		h, ok := p.m.handlers[t.Name]
+		return !ok || any(h) != any(p.d)
+	})
+	if len(pl.Types) == 0 {
+		return nil
+	}
+	return pl
+}
+
+func (p muxDispatch) Dispatched(ds []store.Dispatched) { p.d.Dispatched(ds) }
 
 // decodeStrict decodes one JSON value into v, refusing unknown fields and
 // trailing data.

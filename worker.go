@@ -142,6 +142,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	wc.Dependencies = deps
 	wc.HandOff = w.mux.handOff
 	wc.HandOffRoom = w.mux.handOffRoom()
+	wc.FetchDispatch = w.mux.fetchDispatch()
 	w.prog = progressWriter{a: a, keys: resultview.NewKeys(a.Store.Namespace())}
 	ew, err := worker.New(a.Store, entry{w}, wc)
 	if err != nil {

@@ -299,7 +299,7 @@ func runExternal(ctx context.Context, o externalOpts) (*externalResult, error) {
 	// as a taskflow worker serving the type (taskflow.Worker): the
 	// dispatcher's tasks run outside the handler slots
 	w, err := worker.New(st, mux, worker.Config{Concurrency: o.workerConc, Prefetch: o.prefetch,
-		HandOff: disp.HandsOff, HandOffRoom: disp.HandOffRoom})
+		HandOff: disp.HandsOff, HandOffRoom: disp.HandOffRoom, FetchDispatch: disp})
 	if err != nil {
 		return nil, err
 	}

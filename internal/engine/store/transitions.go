@@ -51,9 +51,69 @@ func (h *fetchHint) note(d time.Duration) {
 	h.mu.Unlock()
 }
 
+// FetchDispatch asks a fetch to dispatch the tasks it starts of some
+// types at once, in the same script call, as DispatchMany would (the
+// external path's dispatcher says which and with what: dispatch.Plan):
+// each such task's type has a free in-flight place, its task.create is
+// published and the attempt handed off, all with its start. A task whose
+// type is full, or whose task.create the script would not write exactly
+// as protocol.CreateData encodes it (identifiers needing a JSON escape,
+// params with whitespace, a traceparent, see fetch.lua), is returned as
+// any other for the handler to dispatch. Only for a deployment of one
+// partition (CanDispatch).
+type FetchDispatch struct {
+	// Stream is the task.create stream, MinID its retention cut-off.
+	Stream, MinID string
+	// EventType and Stamp are the events' event_type and timestamp.
+	EventType, Stamp string
+	// Grace is DispatchBatch's; DefaultTimeout the attempt's timeout of a
+	// task that sets none.
+	Grace, DefaultTimeout time.Duration
+	// Types are the types dispatched here, each with its in-flight set and
+	// bound (-1: none).
+	Types []DispatchType
+	// EventIDs are the events' ids, one per task dispatched: at most as
+	// many tasks are.
+	EventIDs []string
+}
+
+// DispatchType is one type of a FetchDispatch.
+type DispatchType struct {
+	Name, Inflight string
+	Bound          int
+}
+
+// Dispatched is a task a fetch dispatched (FetchDispatch).
+type Dispatched struct {
+	ID, Token, Type, EntryID, SessionID string
+	// InFlight is its type's in-flight count after it (-1: unbounded);
+	// Attempt its attempt, from 1.
+	InFlight, Attempt int
+	// First: the task was never dispatched before (DispatchResult's
+	// PrevToken "").
+	First bool
+}
+
+// FetchAndDispatch is FetchWithHint that also dispatches the tasks d
+// names (FetchDispatch), returned apart; with several partitions (no
+// CanDispatch) or a nil d it is FetchWithHint.
+func (s *Store) FetchAndDispatch(ctx context.Context, r FetchRequest, d *FetchDispatch) ([]*task.Task, []Dispatched, time.Duration, error) {
+	if d == nil || len(d.Types) == 0 || len(d.EventIDs) == 0 || !s.CanDispatch() {
+		ts, h, err := s.FetchWithHint(ctx, r)
+		return ts, nil, h, err
+	}
+	if err := s.checkFetch(&r); err != nil {
+		return nil, nil, 0, err
+	}
+	var h fetchHint
+	ts, ds, err := s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix, &h, d)
+	return ts, ds, h.d, err
+}
+
 // fetchFrom is Fetch on one partition; tokenPrefix keeps the tokens of the
-// partitions of one Fetch apart.
-func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPrefix string, hint *fetchHint) ([]*task.Task, error) {
+// partitions of one Fetch apart. With d, the tasks it dispatched come
+// apart (FetchAndDispatch).
+func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPrefix string, hint *fetchHint, d *FetchDispatch) ([]*task.Task, []Dispatched, error) {
 	now := s.nowMS()
 	w := s.cfg.PriorityWeights
 	q := k.named(r.Queue)
@@ -67,16 +127,37 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		k.taskPrefix(), k.dlq(), k.stateIndex(task.StateDLQ), k.dlqPrefix(),
 		k.control(), k.running(), k.rateState(), k.parkIndex(), k.parkPrefix(), k.primary(task.PriorityNormal),
 	}
+	if d != nil {
+		keys = append(keys, k.handoff(), d.Stream)
+		for _, t := range d.Types {
+			keys = append(keys, t.Inflight)
+		}
+	}
 	cmd := redisconn.EvalCmd(scriptFetch, keys, 18)
 	cmd = append(cmd, now, r.N, rand.Float64(), rand.Float64(), now+r.Lease.Milliseconds(), tokenPrefix, r.WorkerID,
 		s.cfg.RetryQueueWarning, s.cfg.RetryQueueCritical, ratio(s.cfg.RetryRatio), ratio(s.cfg.RetryRatioWarning), ratio(s.cfg.RetryRatioCritical),
 		w[0], w[1], w[2], s.maxAgeMS(), s.cfg.EventStreamMaxLen, qname)
+	if d != nil {
+		cmd = append(cmd, len(d.Types), d.MinID, d.Stamp, d.Grace.Milliseconds(), d.DefaultTimeout.Milliseconds(), d.EventType)
+		for _, t := range d.Types {
+			cmd = append(cmd, t.Name, t.Bound)
+		}
+		for _, id := range d.EventIDs[:min(len(d.EventIDs), r.N)] {
+			cmd = append(cmd, id)
+		}
+	}
 	res, err := redisconn.EvalStrings(ctx, s.rdb, scriptFetch, cmd)
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return nil, scriptErr("", err)
+		return nil, nil, scriptErr("", err)
+	}
+	var ds []Dispatched
+	if d != nil {
+		if ds, res, err = dispatchedOf(res); err != nil {
+			return nil, nil, err
+		}
 	}
 	const width = 8 // fetch.lua's strings per task
 	if len(res)%width == 1 {
@@ -105,7 +186,35 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		}
 		out = append(out, t)
 	}
-	return out, nil
+	return out, ds, nil
+}
+
+// dispatchedOf reads the tasks a fetch dispatched off the head of its
+// answer (fetch.lua: their number, then "<id> <token> <type> <in-flight
+// count> <entry id> <attempt> <first> <session>" each) and returns the
+// rest.
+func dispatchedOf(res []string) ([]Dispatched, []string, error) {
+	if len(res) == 0 {
+		return nil, res, errors.New("store: fetch.lua answered nothing of its dispatches")
+	}
+	k, err := strconv.Atoi(res[0])
+	if err != nil || k < 0 || k > len(res)-1 {
+		return nil, res, fmt.Errorf("store: fetch.lua answered %q for its dispatches", res[0])
+	}
+	if k == 0 {
+		return nil, res[1:], nil
+	}
+	ds := make([]Dispatched, k)
+	for i, v := range res[1 : 1+k] {
+		var f [8]string
+		for j := 0; j < 7; j++ {
+			f[j], v, _ = strings.Cut(v, " ")
+		}
+		f[7] = v
+		ds[i] = Dispatched{ID: f[0], Token: f[1], Type: f[2], InFlight: atoiOr(f[3], -1), EntryID: f[4],
+			Attempt: atoi(f[5]), First: f[6] == "1", SessionID: f[7]}
+	}
+	return ds, res[1+k:], nil
 }
 
 // Fetch moves up to N PENDING tasks to ACTIVE in one script call per
@@ -132,21 +241,30 @@ func (s *Store) FetchWithHint(ctx context.Context, r FetchRequest) ([]*task.Task
 	return out, h.d, err
 }
 
-func (s *Store) fetch(ctx context.Context, r FetchRequest, h *fetchHint) ([]*task.Task, error) {
+// checkFetch checks r and sets its default queue.
+func (s *Store) checkFetch(r *FetchRequest) error {
 	if r.Queue == "" {
 		r.Queue = DefaultQueue
 	} else if err := ValidQueueName(r.Queue); err != nil {
-		return nil, err
+		return err
 	}
 	if r.N < 1 || r.N > 1000 {
-		return nil, fmt.Errorf("store: fetch N %d must be within [1, 1000]", r.N)
+		return fmt.Errorf("store: fetch N %d must be within [1, 1000]", r.N)
 	}
 	if r.Lease <= 0 {
-		return nil, errors.New("store: fetch lease must be positive")
+		return errors.New("store: fetch lease must be positive")
+	}
+	return nil
+}
+
+func (s *Store) fetch(ctx context.Context, r FetchRequest, h *fetchHint) ([]*task.Task, error) {
+	if err := s.checkFetch(&r); err != nil {
+		return nil, err
 	}
 	n := len(s.parts)
 	if n == 1 {
-		return s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix, h)
+		ts, _, err := s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix, h, nil)
+		return ts, err
 	}
 	start := int(s.turn.Add(1) % uint32(n))
 	if h := s.woke.Swap(0); h > 0 {
@@ -191,7 +309,7 @@ func (s *Store) fetchInTurn(ctx context.Context, r FetchRequest, start int, h *f
 		r.N = want - len(out)
 		var ts []*task.Task
 		err := s.onPartition(ctx, p, func(ctx context.Context) (err error) {
-			ts, err = s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p), h)
+			ts, _, err = s.fetchFrom(ctx, s.parts[p], r, r.TokenPrefix+"p"+strconv.Itoa(p), h, nil)
 			return err
 		})
 		if err != nil {
@@ -248,7 +366,7 @@ func (s *Store) fetchShares(ctx context.Context, r FetchRequest, start int, h *f
 				rr := r
 				rr.N = a.share
 				a.err = s.onPartition(ctx, a.p, func(ctx context.Context) (err error) {
-					a.got, err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round), h)
+					a.got, _, err = s.fetchFrom(ctx, s.parts[a.p], rr, r.TokenPrefix+"p"+strconv.Itoa(a.p)+"r"+strconv.Itoa(round), h, nil)
 					return err
 				})
 			}()

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +81,14 @@ type Config struct {
 	// tasks per round trip. Nil: fetches take as many as there are free
 	// slots.
 	HandOffRoom func() int
+	// FetchDispatch lets a fetch dispatch the tasks of some types itself,
+	// in the fetch's own script call (store.FetchAndDispatch), instead of
+	// starting them and passing them to their handler (which would hand
+	// them off in a second call: the external path's dispatcher, one
+	// partition). Such a task counts as started and handed off; it takes
+	// no slot. A type with a Dependency is never dispatched so (its circuit
+	// breaker is asked by the handler's path). Default nil: none.
+	FetchDispatch FetchDispatcher
 	// Breaker configures the per-dependency circuit breakers; its Clock
 	// defaults to Clock.
 	Breaker breaker.Config
@@ -228,4 +237,13 @@ func (c Config) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// FetchDispatcher is Config.FetchDispatch: the external path's dispatcher.
+type FetchDispatcher interface {
+	// Plan says what a fetch of up to n tasks dispatches itself; nil:
+	// nothing.
+	Plan(ctx context.Context, n int) *store.FetchDispatch
+	// Dispatched is told of the tasks a fetch dispatched.
+	Dispatched(ds []store.Dispatched)
 }

@@ -40,6 +40,9 @@ var (
 // Stats counts what a worker did since it started.
 type Stats struct {
 	Started, Completed, Failed, DeadLettered, Cancelled, Released, LeaseLost, HandedOff int64
+	// DispatchedByFetch counts the tasks a fetch dispatched itself
+	// (Config.FetchDispatch), also counted in Started and HandedOff.
+	DispatchedByFetch int64
 }
 
 // Worker runs handlers for tasks fetched from a store: Concurrency handler
@@ -82,7 +85,7 @@ type Worker struct {
 	stopping  atomic.Bool // Run's context ended: start no more handlers
 	idle      atomic.Bool // the fetch loop is waiting for a wake-up (tests)
 	stats     struct {
-		started, completed, failed, dlq, cancelled, released, lost, handedOff atomic.Int64
+		started, completed, failed, dlq, cancelled, released, lost, handedOff, byFetch atomic.Int64
 	}
 }
 
@@ -140,7 +143,7 @@ func (w *Worker) Stats() Stats {
 	return Stats{
 		Started: w.stats.started.Load(), Completed: w.stats.completed.Load(), Failed: w.stats.failed.Load(),
 		DeadLettered: w.stats.dlq.Load(), Cancelled: w.stats.cancelled.Load(), Released: w.stats.released.Load(),
-		LeaseLost: w.stats.lost.Load(), HandedOff: w.stats.handedOff.Load(),
+		LeaseLost: w.stats.lost.Load(), HandedOff: w.stats.handedOff.Load(), DispatchedByFetch: w.stats.byFetch.Load(),
 	}
 }
 
@@ -275,8 +278,16 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 		// would leave its tasks ACTIVE until their leases expire
 		fctx, cancel := context.WithTimeout(bg, 10*time.Second)
 		seq := w.tokenSeq.Add(1)
-		got, qs, hint, capped, err := w.fetch(fctx, want, w.cfg.ID+"/"+strconv.FormatUint(seq, 10))
+		got, ds, qs, hint, capped, err := w.fetch(fctx, want, w.cfg.ID+"/"+strconv.FormatUint(seq, 10))
 		cancel()
+		if len(ds) > 0 {
+			// dispatched by the fetch itself (Config.FetchDispatch):
+			// started and handed off, no slot taken
+			w.stats.started.Add(int64(len(ds)))
+			w.stats.handedOff.Add(int64(len(ds)))
+			w.stats.byFetch.Add(int64(len(ds)))
+			w.cfg.FetchDispatch.Dispatched(ds)
+		}
 		// a slot for each fetched task that is not handed off: of the n
 		// taken, those not needed are given back; when more such tasks
 		// came (a queue whose types changed), each waits for one as it is
@@ -295,7 +306,7 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			<-w.slots
 		}
 		held := min(n, slotted)
-		handing = len(got) > 0 && slotted == 0
+		handing = len(got)+len(ds) > 0 && slotted == 0
 		if err != nil {
 			w.log.Error("fetch", "err", err)
 			select {
@@ -307,7 +318,10 @@ func (w *Worker) fetchLoop(ctx, workCtx context.Context) {
 			continue
 		}
 		backoff = 50 * time.Millisecond
-		deep = len(got) == want
+		deep = len(got)+len(ds) == want
+		if len(got) == 0 && len(ds) > 0 {
+			continue // all dispatched: fetch again
+		}
 		if len(got) > 0 {
 			jobs := make([]job, len(got))
 			w.mu.Lock()
@@ -455,10 +469,10 @@ func queueNames(qs []QueueConfig) []string {
 // wanted within its Concurrency. It returns the index of each task's
 // queue, the store's hint (FetchWithHint), and capped: some queue was
 // skipped for being at its Concurrency.
-func (w *Worker) fetch(ctx context.Context, n int, tokenPrefix string) (got []*task.Task, qs []int, hint time.Duration, capped bool, err error) {
+func (w *Worker) fetch(ctx context.Context, n int, tokenPrefix string) (got []*task.Task, ds []store.Dispatched, qs []int, hint time.Duration, capped bool, err error) {
 	r := store.FetchRequest{WorkerID: w.cfg.ID, Lease: w.cfg.Lease}
 	for _, qi := range w.queueOrder() {
-		want := n - len(got)
+		want := n - len(got) - len(ds)
 		if want == 0 {
 			break
 		}
@@ -476,11 +490,12 @@ func (w *Worker) fetch(ctx context.Context, n int, tokenPrefix string) (got []*t
 		if len(w.cfg.Queues) > 1 {
 			r.TokenPrefix = tokenPrefix + "q" + strconv.Itoa(qi)
 		}
-		ts, h, ferr := w.st.FetchWithHint(ctx, r)
+		ts, d, h, ferr := w.st.FetchAndDispatch(ctx, r, w.plan(ctx, want))
 		if ferr != nil {
 			err = ferr
 			continue
 		}
+		ds = append(ds, d...)
 		if h > 0 && (hint == 0 || h < hint) {
 			hint = h
 		}
@@ -490,10 +505,24 @@ func (w *Worker) fetch(ctx context.Context, n int, tokenPrefix string) (got []*t
 			qs = append(qs, qi)
 		}
 	}
-	if len(got) > 0 {
+	if len(got)+len(ds) > 0 {
 		err = nil // a queue that answered is progress; the next fetch retries the others
 	}
-	return got, qs, hint, capped && len(got) == 0, err
+	return got, ds, qs, hint, capped && len(got)+len(ds) == 0, err
+}
+
+// plan is what a fetch of up to n tasks dispatches itself
+// (Config.FetchDispatch), less the types with a Dependency: nil for none.
+func (w *Worker) plan(ctx context.Context, n int) *store.FetchDispatch {
+	if w.cfg.FetchDispatch == nil {
+		return nil
+	}
+	p := w.cfg.FetchDispatch.Plan(ctx, n)
+	if p == nil || len(w.cfg.Dependencies) == 0 {
+		return p
+	}
+	p.Types = slices.DeleteFunc(p.Types, func(t store.DispatchType) bool { return w.cfg.Dependencies[t.Name] != "" })
+	return p
 }
 
 // queueOrder is the order of this fetch's queues: as listed with

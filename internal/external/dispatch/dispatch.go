@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
@@ -275,6 +276,72 @@ func (d *Dispatcher) HandOffRoom() int {
 		room += max(0, b-n-d.sending[typ]) / 2
 	}
 	return room
+}
+
+// Plan implements worker.FetchDispatcher: a fetch of up to n tasks
+// dispatches those of the types this dispatcher has dispatched before
+// itself (store.FetchDispatch: the place, the event and the handoff in
+// the fetch's own script call), with their bounds, the types' task.create
+// stream and n event ids. Not a type a dispatch of this process waits a
+// place for (its tasks come to ProcessTask, which has them wait in fetch
+// order: one dispatched by a later fetch would pass them); a task the
+// script finds its type full for comes to ProcessTask too. Nil with
+// several partitions or tracing on (a traced dispatch is a span of its
+// own).
+func (d *Dispatcher) Plan(ctx context.Context, n int) *store.FetchDispatch {
+	if n <= 0 || !d.st.CanDispatch() || tracing.Active() {
+		return nil
+	}
+	now := d.cfg.Now()
+	d.mu.Lock()
+	types := make([]string, 0, len(d.seen))
+	for typ := range d.seen {
+		if d.waiting[typ] == 0 {
+			types = append(types, typ)
+		}
+	}
+	d.mu.Unlock()
+	if len(types) == 0 {
+		return nil
+	}
+	p := &store.FetchDispatch{Stream: d.sk.Create(), MinID: protocol.MinID(now, d.cfg.Retention),
+		EventType: string(protocol.TypeCreate), Stamp: protocol.FormatTime(now), Grace: d.cfg.Grace,
+		DefaultTimeout: d.cfg.DefaultTimeout, Types: make([]store.DispatchType, len(types)), EventIDs: make([]string, n)}
+	for i, typ := range types {
+		p.Types[i] = store.DispatchType{Name: typ, Inflight: d.k.inflight(typ), Bound: d.bound(ctx, typ)}
+	}
+	for i := range p.EventIDs {
+		p.EventIDs[i] = uuid.NewString()
+	}
+	return p
+}
+
+// Dispatched implements worker.FetchDispatcher: what ProcessTask does
+// after its dispatch for the tasks a fetch dispatched (the types'
+// in-flight counts, the lifecycle lines).
+func (d *Dispatcher) Dispatched(ds []store.Dispatched) {
+	d.mu.Lock()
+	for _, x := range ds {
+		if x.InFlight >= 0 {
+			d.held[x.Type] = x.InFlight
+		}
+	}
+	d.mu.Unlock()
+	ctx := context.Background()
+	if !d.cfg.Logger.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	debug := d.cfg.Logger.Enabled(ctx, slog.LevelDebug)
+	for _, x := range ds {
+		if debug {
+			d.cfg.Logger.DebugContext(ctx, "Event published", "stream", d.sk.Create(), "entry", x.EntryID)
+		}
+		if x.First {
+			d.cfg.Logger.InfoContext(ctx, "Task created", "task_id", x.ID, "type", x.Type, "session", x.SessionID)
+		} else {
+			d.cfg.Logger.InfoContext(ctx, "Task dispatched", "task_id", x.ID, "task_type", x.Type, "attempt", x.Attempt)
+		}
+	}
 }
 
 // sent ends what HandsOff counted for a task of typ.

@@ -145,4 +145,10 @@ func TestManyMoreExternalTasksThanWorkerSlots(t *testing.T) {
 	require.Equal(t, int64(n), qs.States[task.StateCompleted])
 	require.Zero(t, qs.States[task.StateActive])
 	require.Equal(t, int64(n), completions.Load(), "each task ran once")
+	// after the first of the type (its bound then known), the worker's
+	// fetches dispatch them themselves (Config.FetchDispatch); those the
+	// type was full for went through ProcessTask
+	ws := b.Worker.Stats()
+	require.Positive(t, ws.DispatchedByFetch)
+	require.GreaterOrEqual(t, ws.HandedOff, int64(n), "every task handed off")
 }

@@ -104,6 +104,7 @@ type Bundle struct {
 	Consumer   *outcome.Consumer    // nil with Options.NoOrchestrator
 	Watcher    *handoff.Watcher     // nil with Options.NoOrchestrator
 	Dispatcher *dispatch.Dispatcher // the worker's handler of the external types
+	Worker     *worker.Worker       // the worker dispatching them
 
 	mu    sync.Mutex
 	stops []func()
@@ -170,8 +171,9 @@ func Setup(t testing.TB, o Options) *Bundle {
 		conc = 50
 	}
 	w, err := worker.New(st, mux, worker.Config{Concurrency: conc, Lease: 2 * time.Second, HeartbeatInterval: 50 * time.Millisecond,
-		ShutdownGrace: 100 * time.Millisecond, HandOff: b.Dispatcher.HandsOff, HandOffRoom: b.Dispatcher.HandOffRoom}) // as taskflow.Worker sets it
+		ShutdownGrace: 100 * time.Millisecond, HandOff: b.Dispatcher.HandsOff, HandOffRoom: b.Dispatcher.HandOffRoom, FetchDispatch: b.Dispatcher}) // as taskflow.Worker sets it
 	require.NoError(t, err)
+	b.Worker = w
 	b.Run(t, "worker", w.Run)
 	sch, err := maintenance.New(st, maintenance.Config{Interval: 20 * time.Millisecond})
 	require.NoError(t, err)

@@ -25,7 +25,23 @@
 -- ARGV[11] ratio warning ARGV[12] ratio critical
 -- ARGV[13..15] weights high, normal, low ARGV[16] max age ms (0 = off)
 -- ARGV[17] event stream maxlen ARGV[18] queue name ('' = default)
--- Returns {id, token, task_type, content, params, session_id, traceparent,
+-- Hand-off in the same call (optional; a deployment of one partition,
+-- store.FetchDispatch): ARGV[19] m, the types the external path's
+-- dispatcher takes here (0 or absent: none), ARGV[20] MINID of the
+-- task.create stream, ARGV[21] the events' timestamp, ARGV[22] grace (ms),
+-- ARGV[23] default timeout (ms), ARGV[24] the events' event_type, then per
+-- type j: ARGV[23+2j] its name, ARGV[24+2j] its in-flight bound (-1:
+-- none); then the event ids to use, one per task dispatched at most.
+-- KEYS[19] the handoff index, KEYS[20] the task.create stream, KEYS[20+j]
+-- type j's in-flight set.
+-- A task started of such a type is dispatched at once, as dispatch.lua
+-- would dispatch it (see dispatch below), when its type has a free place,
+-- an event id is left and its fields need no escaping in task.create;
+-- the others are answered as below, for the worker's handler.
+-- Returns (with hand-off types, first: the number k of tasks dispatched
+-- and one string per such task: "<id> <token> <type> <in-flight count>
+-- <entry id> <attempt> <first> <session>", first 1 when the task was
+-- never dispatched before, else 0) {id, token, task_type, content, params, session_id, traceparent,
 --   "<priority> <timeout_ms> <retry_count> <max_retries> <created_at>", ...}
 --   (eight strings per task: the short ones in one),
 --   then, when a pause or limit held work back, one more element: the ms
@@ -41,7 +57,15 @@ local function note(at) -- at: unix ms when more may go
   local d = math.max(1, math.ceil(at - now))
   if not hint or d < hint then hint = d end
 end
+local hm = tonumber(ARGV[19] or '0') or 0
+local dout, nd = {}, 0 -- the tasks dispatched here, one string each
 local function done(out)
+  if hm > 0 then
+    local r = { tostring(nd) }
+    for i = 1, nd do r[i + 1] = dout[i] end
+    for i = 1, #out do r[nd + 1 + i] = out[i] end
+    out = r
+  end
   if hint then out[#out + 1] = hint end
   return out
 end
@@ -274,7 +298,98 @@ local function park(id, tk, s, was)
   if not cur or tonumber(cur) > score then redis.call('ZADD', KEYS[16], score, s) end
 end
 local maxage = tonumber(ARGV[16])
+
 local ha = nows .. ',P,A,' .. ARGV[7] -- the history entry, the same for every task of this call
+-- dispatch: dispatch.lua's effects for a task of a hand-off type, at its
+-- start: one of its type's in-flight places (the set swept and counted
+-- once per call), its task.create published, the handoff's fields (worker
+-- the holder, handoff the token, hto the timeout) written with the
+-- start's, the lease deadline timeout + grace, the first check the sooner
+-- of now + grace and the timeout. Only when task.create comes out as the
+-- dispatcher's own encoding would write it (protocol.CreateData): ids,
+-- session and token of printable ASCII needing no JSON escape and within
+-- 128 bytes, params absent or a JSON object without whitespace outside
+-- its strings (so already compact), priority high, normal or low, no traceparent (a
+-- traced task's dispatch is a span of the dispatcher's), a timeout within
+-- 7 days. Otherwise nil, nothing written: the worker's handler dispatches
+-- it.
+local hoff, places, psets, checks, eidx = nil, {}, {}, {}, 0
+local grace, dtimeout, ebase = 0, 0, 0
+if hm > 0 then
+  hoff = {}
+  for j = 1, hm do hoff[ARGV[23 + 2 * j]] = { set = KEYS[20 + j], bound = tonumber(ARGV[24 + 2 * j]) } end
+  grace, dtimeout = tonumber(ARGV[22]), tonumber(ARGV[23])
+  ebase = 24 + 2 * hm
+end
+local prios = { high = true, normal = true, low = true }
+local function plain(s)
+  return #s <= 128 and not string.find(s, '[%c%s"\\<>&\128-\255]')
+end
+-- compact: p (valid JSON: enqueue checked it) has no whitespace outside
+-- its strings, so json.Compact leaves it as it is (strings with escapes
+-- are not looked into: such params are not taken as compact)
+local function compact(p)
+  if not string.find(p, '[ \t\n\r]') then return true end
+  if string.find(p, '\\', 1, true) then return false end
+  return not string.find((string.gsub(p, '"[^"]*"', '')), '[ \t\n\r]')
+end
+local function secs(ms)
+  if ms % 1000 == 0 then return string.format('%d', ms / 1000) end
+  return (string.gsub(string.format('%d.%03d', math.floor(ms / 1000), ms % 1000), '0+$', ''))
+end
+local function dispatch(id, tk, f, token, lh)
+  local h = hoff[f[2] or '']
+  if not h or ARGV[ebase + eidx + 1] == nil then return nil end
+  local ttype, params, sess, prio = f[2], f[4] or '', f[5] or '', f[6] or ''
+  if (f[12] and f[12] ~= '') or not prios[prio] or id == '' or not plain(id) or not plain(sess) or
+    token == '' or not plain(token) then return nil end
+  if params == '' then
+    params = 'null'
+  elseif string.byte(params, 1) ~= 123 or #params > 65536 or not compact(params) then
+    return nil
+  end
+  local tms = tonumber(f[7])
+  if not tms or tms <= 0 then tms = dtimeout end
+  if tms ~= math.floor(tms) or tms > 604800000 then return nil end
+  -- a place of its type
+  if h.bound >= 0 then
+    if not h.c then
+      redis.call('ZREMRANGEBYSCORE', h.set, '-inf', '(' .. nows)
+      h.c = redis.call('ZCARD', h.set)
+    end
+    if h.c >= h.bound then return nil end
+    h.c = h.c + 1
+  end
+  eidx = eidx + 1
+  local attempt = (tonumber(f[8]) or 0) + 1
+  local tat = now + tms
+  local data = '{"task_id":"' .. id .. '","task_type":"' .. ttype .. '","params":' .. params ..
+    ',"session_id":"' .. sess .. '","timeout":' .. secs(tms) .. ',"priority":"' .. prio ..
+    '","created_by":"agent","attempt":' .. attempt .. ',"token":"' .. token .. '"}'
+  local entry = redis.call('XADD', KEYS[20], 'MINID', '~', ARGV[20], '*', 'event_id', ARGV[ebase + eidx],
+    'event_type', ARGV[24], 'timestamp', ARGV[21], 'data', data)
+  local holder = 'external:' .. ttype .. ' (dispatched by ' .. ARGV[7] .. ')'
+  if lh then
+    redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', holder, 'updated_at', nows,
+      'ha', ha, 'handoff', token, 'hto', tat, 'lh', lh)
+  else
+    redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', holder, 'updated_at', nows,
+      'ha', ha, 'handoff', token, 'hto', tat)
+  end
+  local member = id .. ' ' .. token
+  if h.bound >= 0 then
+    local ps = bucket(places, psets, h.set)
+    ps[#ps + 1] = tat + grace
+    ps[#ps + 1] = member
+  end
+  checks[#checks + 1] = math.min(now + grace, tat)
+  checks[#checks + 1] = member .. ' ' .. tat
+  nd = nd + 1
+  local first = '1'
+  if f[15] and f[15] ~= '' then first = '0' end
+  dout[nd] = member .. ' ' .. ttype .. ' ' .. (h.c or -1) .. ' ' .. entry .. ' ' .. attempt .. ' ' .. first .. ' ' .. sess
+  return tat + grace
+end
 -- (the tables are filled through counters: #t is a search each time)
 local out, no = {}, 0
 local leases, nl = {}, 0
@@ -283,7 +398,7 @@ local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
   local f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
-    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp', 'lk', 'pk')
+    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp', 'lk', 'pk', 'handoff')
   if f[1] == 'PENDING' then
     local created = tonumber(f[10]) or now
     local base = created
@@ -333,26 +448,33 @@ for _, id in ipairs(ids) do
         end
       end
       if not blocked then
-      toknum = toknum + 1
-      local token = ARGV[6] .. ':' .. toknum
-      -- the history's entry goes to ha (see taken in lib.lua): the history
-      -- itself is neither read nor rewritten here; started_at is its time
-      if lh then
-        redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
-          'ha', ha, 'lh', lh)
-      else
-        redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
-          'ha', ha)
-      end
-      leases[nl + 1] = ARGV[5]; leases[nl + 2] = id; nl = nl + 2
-      ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
-      -- eight strings per task (store.fetchFrom): its id, token, type,
-      -- content, params, session, traceparent, then "<priority> <timeout>
-      -- <retry count> <max retries> <created at>" (none has a space)
-      out[no + 1] = id; out[no + 2] = token; out[no + 3] = f[2] or ''; out[no + 4] = f[3] or ''
-      out[no + 5] = f[4] or ''; out[no + 6] = f[5] or ''; out[no + 7] = f[12] or ''
-      out[no + 8] = (f[6] or '') .. ' ' .. (f[7] or '') .. ' ' .. (f[8] or '') .. ' ' .. (f[9] or '') .. ' ' .. (f[10] or '')
-      no = no + 8
+        toknum = toknum + 1
+        local token = ARGV[6] .. ':' .. toknum
+        ev(id, 'PENDING', 'ACTIVE', nows, f[2], f[5])
+        local dlease = hoff and dispatch(id, tk, f, token, lh)
+        if dlease then
+          leases[nl + 1] = dlease; leases[nl + 2] = id; nl = nl + 2
+        else
+          -- the history's entry goes to ha (see taken in lib.lua): the
+          -- history itself is neither read nor rewritten here; started_at
+          -- is its time
+          if lh then
+            redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
+              'ha', ha, 'lh', lh)
+          else
+            redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', ARGV[7], 'updated_at', nows,
+              'ha', ha)
+          end
+          leases[nl + 1] = ARGV[5]; leases[nl + 2] = id; nl = nl + 2
+          -- eight strings per task (store.fetchFrom): its id, token, type,
+          -- content, params, session, traceparent, then "<priority>
+          -- <timeout> <retry count> <max retries> <created at>" (none has a
+          -- space)
+          out[no + 1] = id; out[no + 2] = token; out[no + 3] = f[2] or ''; out[no + 4] = f[3] or ''
+          out[no + 5] = f[4] or ''; out[no + 6] = f[5] or ''; out[no + 7] = f[12] or ''
+          out[no + 8] = (f[6] or '') .. ' ' .. (f[7] or '') .. ' ' .. (f[8] or '') .. ' ' .. (f[9] or '') .. ' ' .. (f[10] or '')
+          no = no + 8
+        end
       end
     end
   end
@@ -366,6 +488,10 @@ for s, l in pairs(back) do redis.call('RPUSH', KEYS[17] .. s, unpack(l)) end
 if counting then flush_limits() end
 if nu > 0 then redis.call('ZREM', KEYS[6], unpack(unidx)) end
 if nl > 0 then zadd(KEYS[5], leases) end
+if nd > 0 then
+  for _, set in ipairs(psets) do zadd(set, places[set]) end
+  zadd(KEYS[19], checks)
+end
 if not capped and redis.call('LLEN', KEYS[4]) + redis.call('LLEN', KEYS[1]) + redis.call('LLEN', KEYS[2]) + redis.call('LLEN', KEYS[3]) > 0 then
   wake(KEYS[8])
 end
