@@ -141,6 +141,12 @@ type Dispatcher struct {
 
 	caps bounds // the live services' concurrency (InFlight 0)
 
+	// wakes closes a type's channel when places of it are freed (the
+	// subscriber of the freed channel runs while any dispatch waits)
+	wakes    map[string]chan struct{}
+	stopSub  context.CancelFunc
+	waitersN int // dispatches waiting for a place, all types
+
 	// dispatch.lua calls and handoffs made at the same time go to Redis
 	// together (group commit: one pipeline per batch)
 	dispatches   *redisconn.Group[*scriptCall]
@@ -181,7 +187,7 @@ const DefaultInFlight = 64
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	d := &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, sending: map[string]int{}, seen: map[string]int{}, held: map[string]int{}, fullAt: map[string]time.Time{},
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, wakes: map[string]chan struct{}{}, sending: map[string]int{}, seen: map[string]int{}, held: map[string]int{}, fullAt: map[string]time.Time{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
 		slices.SortStableFunc(cs, func(a, b *scriptCall) int { return cmp.Compare(a.seq, b.seq) }) // as combined's
@@ -582,6 +588,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 	}
 	defer func() { <-turn }()
 	for room := true; ; { // the turn's holder asks at once: places free while it queued
+		// places freed from now on wake this wait (taken before asking, so
+		// none freed meanwhile is missed)
+		freed := d.wake(t.Type)
 		if room {
 			if ctx.Err() != nil {
 				return "", context.Cause(ctx)
@@ -597,6 +606,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		}
 		timer.Reset(d.cfg.AdmitPoll)
 		select {
+		case <-freed: // places were freed: ask again at once
+			bound = d.bound(ctx, t.Type)
+			room = true
+			if !timer.Stop() {
+				<-timer.C
+			}
+			continue
 		case <-timer.C:
 		case <-ctx.Done():
 			return "", context.Cause(ctx)
@@ -606,6 +622,50 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		n, err := InFlight(ctx, d.rdb, d.ns, t.Type, d.cfg.Now())
 		room = err != nil || n < int64(bound) // on an error the script says
 	}
+}
+
+// wake returns the channel closed at the next announcement that places of
+// typ were freed (FreedChannel).
+func (d *Dispatcher) wake(typ string) <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c, ok := d.wakes[typ]
+	if !ok {
+		c = make(chan struct{})
+		d.wakes[typ] = c
+	}
+	return c
+}
+
+// subscribe listens on the freed channel while dispatches wait for a
+// place (waiters starts and stops it, d.mu held): each announcement wakes
+// the waiters of the type whose set it names.
+func (d *Dispatcher) subscribe() {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stopSub = cancel
+	go func() {
+		ps := d.rdb.Subscribe(ctx, d.k.freed())
+		defer ps.Close()
+		msgs := ps.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-msgs:
+				if !ok {
+					return
+				}
+				d.mu.Lock()
+				for typ, c := range d.wakes {
+					if d.k.inflight(typ) == m.Payload {
+						close(c)
+						delete(d.wakes, typ)
+					}
+				}
+				d.mu.Unlock()
+			}
+		}
+	}()
 }
 
 // fullQuiet is how long after a type was found full HandOffRoom says
@@ -669,6 +729,16 @@ func (d *Dispatcher) publish(ctx context.Context, t *task.Task, e protocol.Event
 func (d *Dispatcher) waiters(typ string, delta int) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if delta != 0 {
+		was := d.waitersN
+		d.waitersN += delta
+		switch {
+		case was == 0 && d.waitersN > 0:
+			d.subscribe() // (the last one may still be ending: they overlap)
+		case was > 0 && d.waitersN == 0:
+			d.stopSub()
+		}
+	}
 	n := d.waiting[typ] + delta
 	if n == 0 {
 		delete(d.waiting, typ)

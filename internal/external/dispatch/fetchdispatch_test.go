@@ -206,3 +206,47 @@ func dispatchedIDs(ds []store.Dispatched) []string {
 	}
 	return out
 }
+
+// TestFreedPlaceWakesTheWaiter: a dispatch waiting for a place of a full
+// type asks again as soon as a place is freed (Release announces it on
+// FreedChannel), not at its next look (AdmitPoll, a minute here), and the
+// announcement's subscriber stops once no dispatch waits.
+func TestFreedPlaceWakesTheWaiter(t *testing.T) {
+	t.Parallel()
+	rdb, ns, st, d := oneStepRig(t, Config{InFlight: 1, AdmitPoll: time.Minute, AdmitWait: 5 * time.Minute})
+	ctx := context.Background()
+	ts := fetched(t, st, 2)
+	first, second := ts[0], ts[1]
+	_, err := d.dispatch(ctx, first, createOf(t, first), time.Minute)
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.dispatch(ctx, second, createOf(t, second), time.Minute)
+		done <- err
+	}()
+	// waiting (the type is full) and subscribed
+	require.Eventually(t, func() bool {
+		n, err := rdb.PubSubNumSub(ctx, FreedChannel(ns)).Result()
+		return err == nil && n[FreedChannel(ns)] == 1 && d.waiters("x.run", 0) == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("dispatched while its type was full: %v", err)
+	default:
+	}
+	require.NoError(t, Release(ctx, rdb, ns, "x.run", first.ID, first.Lease))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the freed place did not wake the waiting dispatch (its next look is a minute away)")
+	}
+	tok, err := LastToken(ctx, st, second.ID)
+	require.NoError(t, err)
+	require.Equal(t, second.Lease, tok)
+	require.Eventually(t, func() bool {
+		n, err := rdb.PubSubNumSub(ctx, FreedChannel(ns)).Result()
+		return err == nil && n[FreedChannel(ns)] == 0
+	}, 10*time.Second, 5*time.Millisecond, "no one waits: unsubscribed")
+}

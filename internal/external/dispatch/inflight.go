@@ -50,7 +50,15 @@ func InFlightOf(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Name
 // taskType: its outcome has come, or it is no longer the task's attempt.
 // Releasing a place that is free already changes nothing.
 func Release(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskType, taskID, token string) error {
-	if err := rdb.ZRem(ctx, newKeys(ns).inflight(taskType), inflightMember(taskID, token)).Err(); err != nil {
+	var rem *redis.IntCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rem = QueueRelease(ctx, p, ns, taskType, taskID, token)
+		return nil
+	})
+	if err == nil {
+		err = rem.Err()
+	}
+	if err != nil {
 		return fmt.Errorf("dispatch: release the in-flight place of %s: %w", taskID, err)
 	}
 	return nil
@@ -90,7 +98,10 @@ func Place(ns keyspace.Namespace, taskType, taskID, token string) (set, member s
 
 // QueueRelease adds Release of the place (taskID, token) of taskType to
 // the pipeline p (the outcome consumer frees a batch's places in one round
-// trip with its other effects).
+// trip with its other effects), and its announcement on FreedChannel.
 func QueueRelease(ctx context.Context, p redis.Pipeliner, ns keyspace.Namespace, taskType, taskID, token string) *redis.IntCmd {
-	return p.ZRem(ctx, newKeys(ns).inflight(taskType), inflightMember(taskID, token))
+	k := newKeys(ns)
+	rem := p.ZRem(ctx, k.inflight(taskType), inflightMember(taskID, token))
+	p.Publish(ctx, k.freed(), k.inflight(taskType))
+	return rem
 }

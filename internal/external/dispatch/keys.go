@@ -41,5 +41,17 @@ const tokenTTL = 7 * 24 * time.Hour
 // published together, and freeing one twice changes nothing.
 func (k keys) inflight(taskType string) string { return k.p + "agent:inflight:" + taskType }
 
+// freed is the channel (PUBLISH) on which whoever frees in-flight places
+// names the type's set (inflight) it freed them in: a dispatcher whose
+// tasks wait for a place of the type asks again at once rather than at its
+// next AdmitPoll. A wake-up only: a waiter that misses one (subscribed
+// late, or a place freed by its deadline passing) still looks every
+// AdmitPoll.
+func (k keys) freed() string { return k.p + "agent:inflight:freed" }
+
+// FreedChannel is the channel on which freeing in-flight places is
+// announced (the outcome consumer's apply_batch.lua publishes there).
+func FreedChannel(ns keyspace.Namespace) string { return newKeys(ns).freed() }
+
 // inflightMember is an attempt's member of inflight.
 func inflightMember(taskID, token string) string { return taskID + " " + token }

@@ -247,7 +247,7 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 	// then the arguments; the values that repeat from one item to the next
 	// (a type's in-flight set, a session's stream) are boxed once per run
 	nkeys := 1 + 3*len(its) + 2*len(notes.At)
-	cmd := redisconn.EvalHead(applyBatchScript, nkeys, nkeys+9+3*len(its)+3*len(notes.At))
+	cmd := redisconn.EvalHead(applyBatchScript, nkeys, nkeys+9+3*len(its)+3*len(notes.At)+1)
 	cmd = append(cmd, stream)
 	members := make([]string, len(its))
 	var set redisconn.Boxed[string]
@@ -274,6 +274,7 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 	for j := range notes.At {
 		cmd = append(cmd, notes.Bodies[j], session.Of(notes.Sessions[j]), marked.Of(notes.Marked[j]))
 	}
+	cmd = append(cmd, dispatch.FreedChannel(o.ns))
 	if _, err := redisconn.EvalInt(ctx, o.rdb, applyBatchScript, cmd); err != nil {
 		o.cfg.Logger.Warn("outcomes applied but their effects not written; applied again alone", "stream", stream,
 			"entries", len(its), "err", fmt.Errorf("outcome: apply_batch: %w", err))

@@ -14,6 +14,7 @@ import (
 	"github.com/taskflow/taskflow/internal/engine/keyspace"
 	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/acl"
+	"github.com/taskflow/taskflow/internal/external/dispatch"
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/outcome"
 	"github.com/taskflow/taskflow/internal/external/protocol"
@@ -223,4 +224,59 @@ func count(m map[string]int, p int) int {
 		}
 	}
 	return k
+}
+
+// TestBatchAnnouncesFreedPlaces: a batch of completions frees its
+// attempts' in-flight places in its apply_batch.lua call and announces
+// it once per type's set on dispatch.FreedChannel (a dispatcher waiting
+// for a place asks again at once), not once per task.
+func TestBatchAnnouncesFreedPlaces(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	b := externaltest.Setup(t, externaltest.Options{NoOrchestrator: true, SkipArchive: true,
+		Handlers: map[string]extsvc.HandlerFunc{"freed.run": externaltest.Echo}})
+	ctx := context.Background()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = b.Enqueue(t, "freed.run", "s1", `{"word":"x"}`, time.Minute).ID
+	}
+	require.Eventually(t, func() bool { return len(b.Entries(t, b.Streams.Completed())) == n },
+		10*time.Second, 5*time.Millisecond, "every outcome published before the consumer reads")
+	set, _ := dispatch.Place(b.Namespace, "freed.run", ids[0], "")
+	inflight := func() int64 {
+		c, err := b.Redis.ZCard(ctx, set).Result()
+		require.NoError(t, err)
+		return c
+	}
+	require.EqualValues(t, n, inflight())
+	freed := b.Redis.Subscribe(ctx, dispatch.FreedChannel(b.Namespace))
+	defer freed.Close()
+	_, err := freed.Receive(ctx) // subscribed
+	require.NoError(t, err)
+
+	b.StartConsumer(t, outcome.Config{Consumer: "agent-1"})
+	for _, id := range ids {
+		b.WaitState(t, id, task.StateCompleted)
+	}
+	b.Drained(t, b.Streams.Completed())
+	require.Zero(t, inflight(), "every place freed")
+	got := 0
+	for wait := time.After(10 * time.Second); got == 0; {
+		select {
+		case m := <-freed.Channel():
+			require.Equal(t, set, m.Payload)
+			got++
+		case <-wait:
+			t.Fatal("the freed places were not announced")
+		}
+	}
+	for more := true; more; {
+		select {
+		case <-freed.Channel():
+			got++
+		case <-time.After(200 * time.Millisecond):
+			more = false
+		}
+	}
+	require.Less(t, got, n, "announced per batch, not per task")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/extsvc"
+	"github.com/taskflow/taskflow/internal/external/dispatch"
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/outcome"
 	"github.com/taskflow/taskflow/internal/external/protocol"
@@ -23,8 +24,21 @@ func TestEndToEndCompletion(t *testing.T) {
 	t.Parallel()
 	b := externaltest.Setup(t, externaltest.Options{Handlers: map[string]extsvc.HandlerFunc{"echo.run": externaltest.Echo}})
 	ctx := context.Background()
+	// freeing the attempt's in-flight place is announced (a dispatcher
+	// waiting for a place of the type asks again at once)
+	freed := b.Redis.Subscribe(ctx, dispatch.FreedChannel(b.Namespace))
+	defer freed.Close()
+	_, err := freed.Receive(ctx) // subscribed
+	require.NoError(t, err)
 	tk := b.Enqueue(t, "echo.run", "s1", `{"word":"hi"}`, time.Minute)
 	done := b.WaitState(t, tk.ID, task.StateCompleted)
+	set, _ := dispatch.Place(b.Namespace, "echo.run", tk.ID, "")
+	select {
+	case m := <-freed.Channel():
+		require.Equal(t, set, m.Payload)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the freed place was not announced")
+	}
 	require.JSONEq(t, `{"file_url":"","summary":"echo hi","metadata":{"attempt":1}}`, string(done.Result))
 	ns := b.WaitNotes(t, "s1", 1) // the notification is the last effect
 

@@ -21,6 +21,9 @@
 -- member  ARGV[a+3] result cache body; then per notification (base
 -- d = 9 + 3*items + 3*(j-1)): ARGV[d+1] body  ARGV[d+2] session id
 -- ARGV[d+3] "1": its marker applies
+-- ARGV[#ARGV] (last) the channel on which the in-flight sets places were
+-- freed in are named (dispatch.FreedChannel: a dispatcher waiting for a
+-- place asks again)
 -- Returns XACK's count.
 local items = tonumber(ARGV[4])
 local ids = {}
@@ -40,7 +43,9 @@ for i = 1, items do
   ids[i] = ARGV[a + 1]
 end
 for _, set in ipairs(sets) do
-  redis.call('ZREM', set, unpack(places[set]))
+  if redis.call('ZREM', set, unpack(places[set])) > 0 then
+    redis.call('PUBLISH', ARGV[#ARGV], set)
+  end
 end
 local k0, a0 = 1 + 3 * items, 9 + 3 * items
 write_notes(k0, a0, (#KEYS - k0) / 2, 5)
