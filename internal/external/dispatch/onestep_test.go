@@ -232,7 +232,7 @@ func TestBatchGoesInFetchOrder(t *testing.T) {
 }
 
 // oneStepRig is a store of one partition and a dispatcher on it.
-func oneStepRig(t *testing.T, cfg Config) (redis.UniversalClient, keyspace.Namespace, *store.Store, *Dispatcher) {
+func oneStepRig(t testing.TB, cfg Config) (redis.UniversalClient, keyspace.Namespace, *store.Store, *Dispatcher) {
 	t.Helper()
 	rdb, name := testredis.Client(t)
 	st, err := store.New(rdb, store.Config{Namespace: name})
@@ -256,7 +256,7 @@ func fetched(t *testing.T, st *store.Store, n int) []*task.Task {
 }
 
 // createOf is tk's task.create, its first attempt.
-func createOf(t *testing.T, tk *task.Task) protocol.Event {
+func createOf(t testing.TB, tk *task.Task) protocol.Event {
 	t.Helper()
 	e, err := protocol.New(protocol.TypeCreate, time.Now(), protocol.CreateData{TaskID: tk.ID, TaskType: tk.Type,
 		Params: json.RawMessage(`{}`), Timeout: 60, Priority: "normal", CreatedBy: "agent", Attempt: 1, Token: tk.Lease})
