@@ -72,9 +72,10 @@ type FetchDispatch struct {
 	// Types are the types dispatched here, each with its in-flight set and
 	// bound (-1: none).
 	Types []DispatchType
-	// EventIDs are the events' ids, one per task dispatched: at most as
-	// many tasks are.
-	EventIDs []string
+	// EventIDPrefix is the first 32 characters of a random UUID (v4)
+	// (uuid.New().String()[:32]): the k-th event of the fetch (from 1)
+	// has it followed by k in 4 hex digits as its id, a UUID (v4) too.
+	EventIDPrefix string
 }
 
 // DispatchType is one type of a FetchDispatch.
@@ -98,12 +99,15 @@ type Dispatched struct {
 // names (FetchDispatch), returned apart; with several partitions (no
 // CanDispatch) or a nil d it is FetchWithHint.
 func (s *Store) FetchAndDispatch(ctx context.Context, r FetchRequest, d *FetchDispatch) ([]*task.Task, []Dispatched, time.Duration, error) {
-	if d == nil || len(d.Types) == 0 || len(d.EventIDs) == 0 || !s.CanDispatch() {
+	if d == nil || len(d.Types) == 0 || !s.CanDispatch() {
 		ts, h, err := s.FetchWithHint(ctx, r)
 		return ts, nil, h, err
 	}
 	if err := s.checkFetch(&r); err != nil {
 		return nil, nil, 0, err
+	}
+	if len(d.EventIDPrefix) != 32 {
+		return nil, nil, 0, fmt.Errorf("store: fetch: event id prefix %q is not 32 characters of a UUID", d.EventIDPrefix)
 	}
 	var h fetchHint
 	ts, ds, err := s.fetchFrom(ctx, s.parts[0], r, r.TokenPrefix, &h, d)
@@ -142,9 +146,7 @@ func (s *Store) fetchFrom(ctx context.Context, k keys, r FetchRequest, tokenPref
 		for _, t := range d.Types {
 			cmd = append(cmd, t.Name, t.Bound)
 		}
-		for _, id := range d.EventIDs[:min(len(d.EventIDs), r.N)] {
-			cmd = append(cmd, id)
-		}
+		cmd = append(cmd, d.EventIDPrefix)
 	}
 	res, err := redisconn.EvalStrings(ctx, s.rdb, scriptFetch, cmd)
 	if err != nil {

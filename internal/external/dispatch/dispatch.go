@@ -288,7 +288,7 @@ func (d *Dispatcher) HandOffRoom() int {
 // dispatches those of the types this dispatcher has dispatched before
 // itself (store.FetchDispatch: the place, the event and the handoff in
 // the fetch's own script call), with their bounds, the types' task.create
-// stream and n event ids. Not a type a dispatch of this process waits a
+// stream and the prefix of its events' ids. Not a type a dispatch of this process waits a
 // place for (its tasks come to ProcessTask, which has them wait in fetch
 // order: one dispatched by a later fetch would pass them); a task the
 // script finds its type full for comes to ProcessTask too. Nil with
@@ -312,12 +312,9 @@ func (d *Dispatcher) Plan(ctx context.Context, n int) *store.FetchDispatch {
 	}
 	p := &store.FetchDispatch{Stream: d.sk.Create(), MinID: protocol.MinID(now, d.cfg.Retention),
 		EventType: string(protocol.TypeCreate), Stamp: protocol.FormatTime(now), Grace: d.cfg.Grace,
-		DefaultTimeout: d.cfg.DefaultTimeout, Types: make([]store.DispatchType, len(types)), EventIDs: make([]string, n)}
+		DefaultTimeout: d.cfg.DefaultTimeout, Types: make([]store.DispatchType, len(types)), EventIDPrefix: uuid.NewString()[:32]}
 	for i, typ := range types {
 		p.Types[i] = store.DispatchType{Name: typ, Inflight: d.k.inflight(typ), Bound: d.bound(ctx, typ)}
-	}
-	for i := range p.EventIDs {
-		p.EventIDs[i] = uuid.NewString()
 	}
 	return p
 }

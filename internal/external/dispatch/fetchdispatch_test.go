@@ -3,11 +3,13 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskflow/taskflow/internal/engine/store"
@@ -54,7 +56,7 @@ func TestFetchDispatchesAsTheHandlerWould(t *testing.T) {
 	plan := d.Plan(ctx, 9)
 	require.NotNil(t, plan)
 	require.Equal(t, []store.DispatchType{{Name: "x.run", Inflight: newKeys(ns).inflight("x.run"), Bound: 3}}, plan.Types)
-	require.Len(t, plan.EventIDs, 9)
+	require.Len(t, plan.EventIDPrefix, 32)
 	before := time.Now()
 	got, ds, _, err := st.FetchAndDispatch(ctx, store.FetchRequest{N: 9, WorkerID: "w1", TokenPrefix: "w1/1", Lease: time.Minute}, plan)
 	require.NoError(t, err)
@@ -90,7 +92,10 @@ func TestFetchDispatchesAsTheHandlerWould(t *testing.T) {
 		ev, err := protocol.Decode(e.ID, e.Values)
 		require.NoError(t, err)
 		require.Equal(t, ds[i].EntryID, e.ID)
-		require.Equal(t, plan.EventIDs[i], ev.ID)
+		require.Equal(t, plan.EventIDPrefix+fmt.Sprintf("%04x", i+1), ev.ID)
+		u, err := uuid.Parse(ev.ID)
+		require.NoError(t, err, "a UUID")
+		require.EqualValues(t, 4, u.Version())
 		require.Equal(t, protocol.TypeCreate, ev.Type)
 		require.Equal(t, plan.Stamp, e.Values["timestamp"])
 		tk := mustGet(t, st, ds[i].ID)

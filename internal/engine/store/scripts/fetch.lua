@@ -31,12 +31,14 @@
 -- task.create stream, ARGV[21] the events' timestamp, ARGV[22] grace (ms),
 -- ARGV[23] default timeout (ms), ARGV[24] the events' event_type, then per
 -- type j: ARGV[23+2j] its name, ARGV[24+2j] its in-flight bound (-1:
--- none); then the event ids to use, one per task dispatched at most.
+-- none); then ARGV[25+2m] the events' ids' prefix: the first 32
+-- characters of a random UUID (v4), the k-th event of the call's id that
+-- prefix and k in 4 hex digits.
 -- KEYS[19] the handoff index, KEYS[20] the task.create stream, KEYS[20+j]
 -- type j's in-flight set.
 -- A task started of such a type is dispatched at once, as dispatch.lua
 -- would dispatch it (see dispatch below), when its type has a free place,
--- an event id is left and its fields need no escaping in task.create;
+-- and its fields need no escaping in task.create;
 -- the others are answered as below, for the worker's handler.
 -- Returns (with hand-off types, first: the number k of tasks dispatched
 -- and one string per such task: "<id> <token> <type> <in-flight count>
@@ -314,12 +316,12 @@ local ha = nows .. ',P,A,' .. ARGV[7] -- the history entry, the same for every t
 -- 7 days. Otherwise nil, nothing written: the worker's handler dispatches
 -- it.
 local hoff, places, psets, checks, eidx = nil, {}, {}, {}, 0
-local grace, dtimeout, ebase = 0, 0, 0
+local grace, dtimeout, eprefix = 0, 0, ''
 if hm > 0 then
   hoff = {}
   for j = 1, hm do hoff[ARGV[23 + 2 * j]] = { set = KEYS[20 + j], bound = tonumber(ARGV[24 + 2 * j]) } end
   grace, dtimeout = tonumber(ARGV[22]), tonumber(ARGV[23])
-  ebase = 24 + 2 * hm
+  eprefix = ARGV[25 + 2 * hm]
 end
 local prios = { high = true, normal = true, low = true }
 local function plain(s)
@@ -339,7 +341,7 @@ local function secs(ms)
 end
 local function dispatch(id, tk, f, token, lh)
   local h = hoff[f[2] or '']
-  if not h or ARGV[ebase + eidx + 1] == nil then return nil end
+  if not h or eidx >= 65535 then return nil end
   local ttype, params, sess, prio = f[2], f[4] or '', f[5] or '', f[6] or ''
   if (f[12] and f[12] ~= '') or not prios[prio] or id == '' or not plain(id) or not plain(sess) or
     token == '' or not plain(token) then return nil end
@@ -366,7 +368,7 @@ local function dispatch(id, tk, f, token, lh)
   local data = '{"task_id":"' .. id .. '","task_type":"' .. ttype .. '","params":' .. params ..
     ',"session_id":"' .. sess .. '","timeout":' .. secs(tms) .. ',"priority":"' .. prio ..
     '","created_by":"agent","attempt":' .. attempt .. ',"token":"' .. token .. '"}'
-  local entry = redis.call('XADD', KEYS[20], 'MINID', '~', ARGV[20], '*', 'event_id', ARGV[ebase + eidx],
+  local entry = redis.call('XADD', KEYS[20], 'MINID', '~', ARGV[20], '*', 'event_id', eprefix .. string.format('%04x', eidx),
     'event_type', ARGV[24], 'timestamp', ARGV[21], 'data', data)
   local holder = 'external:' .. ttype .. ' (dispatched by ' .. ARGV[7] .. ')'
   if lh then
