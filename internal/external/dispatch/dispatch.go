@@ -19,6 +19,8 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,9 +143,11 @@ type Dispatcher struct {
 
 	caps bounds // the live services' concurrency (InFlight 0)
 
-	// wakes closes a type's channel when places of it are freed (the
-	// subscriber of the freed channel runs while any dispatch waits)
-	wakes    map[string]chan struct{}
+	// wakes are, per type, the channels of the dispatches waiting for a
+	// place, in the order they began to wait: an announcement of k places
+	// freed closes the first k (the subscriber of the freed channel runs
+	// while any dispatch waits)
+	wakes    map[string][]chan struct{}
 	stopSub  context.CancelFunc
 	waitersN int // dispatches waiting for a place, all types
 
@@ -187,7 +191,7 @@ const DefaultInFlight = 64
 func New(st *store.Store, cfg Config) *Dispatcher {
 	cfg = cfg.withDefaults()
 	d := &Dispatcher{st: st, rdb: st.Client(), ns: st.Namespace(), cfg: cfg, sk: protocol.NewKeys(st.Namespace()), k: newKeys(st.Namespace()),
-		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, wakes: map[string]chan struct{}{}, sending: map[string]int{}, seen: map[string]int{}, held: map[string]int{}, fullAt: map[string]time.Time{},
+		pub: protocol.NewPublisher(st.Client(), cfg.Retention, cfg.Now), turns: map[string]chan struct{}{}, waiting: map[string]int{}, wakes: map[string][]chan struct{}{}, sending: map[string]int{}, seen: map[string]int{}, held: map[string]int{}, fullAt: map[string]time.Time{},
 		caps: bounds{rdb: st.Client(), ns: st.Namespace(), refresh: cfg.CapacityRefresh}}
 	d.dispatches = &redisconn.Group[*scriptCall]{Max: maxBatch, Run: func(cs []*scriptCall) {
 		slices.SortStableFunc(cs, func(a, b *scriptCall) int { return cmp.Compare(a.seq, b.seq) }) // as combined's
@@ -584,10 +588,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		return "", context.Cause(ctx)
 	}
 	defer func() { <-turn }()
-	for room := true; ; { // the turn's holder asks at once: places free while it queued
-		// places freed from now on wake this wait (taken before asking, so
-		// none freed meanwhile is missed)
-		freed := d.wake(t.Type)
+	// places freed from now on wake this wait, in its turn among the
+	// type's waiters (registered before asking, so none freed meanwhile is
+	// missed; woken but still full, it waits first in line again)
+	var freed chan struct{}
+	defer func() { d.unwake(t.Type, freed) }()
+	for room, woken := true, false; ; {
+		if freed == nil {
+			freed = d.wake(t.Type, woken)
+		}
 		if room {
 			if ctx.Err() != nil {
 				return "", context.Cause(ctx)
@@ -603,9 +612,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 		}
 		timer.Reset(d.cfg.AdmitPoll)
 		select {
-		case <-freed: // places were freed: ask again at once
+		case <-freed: // a place was freed for it: ask again at once
+			freed, woken, room = nil, true, true
 			bound = d.bound(ctx, t.Type)
-			room = true
 			if !timer.Stop() {
 				<-timer.C
 			}
@@ -621,22 +630,61 @@ func (d *Dispatcher) dispatch(ctx context.Context, t *task.Task, e protocol.Even
 	}
 }
 
-// wake returns the channel closed at the next announcement that places of
-// typ were freed (FreedChannel).
-func (d *Dispatcher) wake(typ string) <-chan struct{} {
+// wake registers a waiter for a place of typ, last in line (first when it
+// was woken before and found the type full again), and returns its
+// channel, closed when an announcement of freed places reaches it
+// (FreedChannel).
+func (d *Dispatcher) wake(typ string, first bool) chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	c, ok := d.wakes[typ]
-	if !ok {
-		c = make(chan struct{})
-		d.wakes[typ] = c
+	c := make(chan struct{})
+	if first {
+		d.wakes[typ] = append([]chan struct{}{c}, d.wakes[typ]...)
+	} else {
+		d.wakes[typ] = append(d.wakes[typ], c)
 	}
 	return c
 }
 
+// unwake ends the wait registered as c: out of the line, or, when it was
+// woken and did not take the freed place it was woken for (it left for
+// another reason), that place goes to the next in line.
+func (d *Dispatcher) unwake(typ string, c chan struct{}) {
+	if c == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	q := d.wakes[typ]
+	if i := slices.Index(q, c); i >= 0 {
+		d.wakes[typ] = slices.Delete(q, i, i+1)
+		if len(d.wakes[typ]) == 0 {
+			delete(d.wakes, typ)
+		}
+		return
+	}
+	d.wakeFirst(typ, 1)
+}
+
+// wakeFirst wakes the first n waiters of typ (d.mu held).
+func (d *Dispatcher) wakeFirst(typ string, n int) {
+	q := d.wakes[typ]
+	n = min(n, len(q))
+	for _, c := range q[:n] {
+		close(c)
+	}
+	if n == len(q) {
+		delete(d.wakes, typ)
+	} else {
+		d.wakes[typ] = q[n:]
+	}
+}
+
 // subscribe listens on the freed channel while dispatches wait for a
-// place (waiters starts and stops it, d.mu held): each announcement wakes
-// the waiters of the type whose set it names.
+// place (waiters starts and stops it, d.mu held): an announcement of k
+// places freed ("<set> <k>") wakes the first k waiters of the type whose
+// set it names, in the order they began to wait (the fetch's, as their
+// turns): the first to wait, not the first to look, gets a place.
 func (d *Dispatcher) subscribe() {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stopSub = cancel
@@ -652,11 +700,15 @@ func (d *Dispatcher) subscribe() {
 				if !ok {
 					return
 				}
+				set, count, _ := strings.Cut(m.Payload, " ")
+				n, err := strconv.Atoi(count)
+				if err != nil || n < 1 {
+					n = 1
+				}
 				d.mu.Lock()
-				for typ, c := range d.wakes {
-					if d.k.inflight(typ) == m.Payload {
-						close(c)
-						delete(d.wakes, typ)
+				for typ := range d.wakes {
+					if d.k.inflight(typ) == set {
+						d.wakeFirst(typ, n)
 					}
 				}
 				d.mu.Unlock()

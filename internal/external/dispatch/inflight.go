@@ -102,6 +102,6 @@ func Place(ns keyspace.Namespace, taskType, taskID, token string) (set, member s
 func QueueRelease(ctx context.Context, p redis.Pipeliner, ns keyspace.Namespace, taskType, taskID, token string) *redis.IntCmd {
 	k := newKeys(ns)
 	rem := p.ZRem(ctx, k.inflight(taskType), inflightMember(taskID, token))
-	p.Publish(ctx, k.freed(), k.inflight(taskType))
+	p.Publish(ctx, k.freed(), k.inflight(taskType)+" 1")
 	return rem
 }

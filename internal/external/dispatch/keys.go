@@ -42,7 +42,8 @@ const tokenTTL = 7 * 24 * time.Hour
 func (k keys) inflight(taskType string) string { return k.p + "agent:inflight:" + taskType }
 
 // freed is the channel (PUBLISH) on which whoever frees in-flight places
-// names the type's set (inflight) it freed them in: a dispatcher whose
+// names the type's set (inflight) it freed them in and how many ("<set>
+// <count>"): a dispatcher whose
 // tasks wait for a place of the type asks again at once rather than at its
 // next AdmitPoll. A wake-up only: a waiter that misses one (subscribed
 // late, or a place freed by its deadline passing) still looks every

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,23 +262,20 @@ func TestBatchAnnouncesFreedPlaces(t *testing.T) {
 	}
 	b.Drained(t, b.Streams.Completed())
 	require.Zero(t, inflight(), "every place freed")
-	got := 0
-	for wait := time.After(10 * time.Second); got == 0; {
+	// "<set> <count>" per call: all n places, in fewer messages than n
+	msgs, freedN := 0, 0
+	for wait := time.After(10 * time.Second); freedN < n; {
 		select {
 		case m := <-freed.Channel():
-			require.Equal(t, set, m.Payload)
-			got++
+			s, c, _ := strings.Cut(m.Payload, " ")
+			require.Equal(t, set, s)
+			k, err := strconv.Atoi(c)
+			require.NoError(t, err, m.Payload)
+			msgs, freedN = msgs+1, freedN+k
 		case <-wait:
-			t.Fatal("the freed places were not announced")
+			t.Fatalf("%d freed places announced of %d", freedN, n)
 		}
 	}
-	for more := true; more; {
-		select {
-		case <-freed.Channel():
-			got++
-		case <-time.After(200 * time.Millisecond):
-			more = false
-		}
-	}
-	require.Less(t, got, n, "announced per batch, not per task")
+	require.Equal(t, n, freedN)
+	require.Less(t, msgs, n, "announced per batch, not per task")
 }

@@ -35,7 +35,7 @@ func TestEndToEndCompletion(t *testing.T) {
 	set, _ := dispatch.Place(b.Namespace, "echo.run", tk.ID, "")
 	select {
 	case m := <-freed.Channel():
-		require.Equal(t, set, m.Payload)
+		require.Equal(t, set+" 1", m.Payload)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the freed place was not announced")
 	}

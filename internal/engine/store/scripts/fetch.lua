@@ -399,8 +399,14 @@ local unidx, nu = {}, 0
 local toknum = 0
 for _, id in ipairs(ids) do
   local tk = KEYS[9] .. id
-  local f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
-    'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp', 'lk', 'pk', 'handoff')
+  local f
+  if hoff then -- (the last dispatch's token: "Task created" or "dispatched")
+    f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
+      'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp', 'lk', 'pk', 'handoff')
+  else
+    f = redis.call('HMGET', tk, 'state', 'task_type', 'content', 'params', 'session_id', 'priority',
+      'timeout_ms', 'retry_count', 'max_retries', 'created_at', 'not_before', 'tp', 'lk', 'pk')
+  end
   if f[1] == 'PENDING' then
     local created = tonumber(f[10]) or now
     local base = created

@@ -22,8 +22,9 @@
 -- d = 9 + 3*items + 3*(j-1)): ARGV[d+1] body  ARGV[d+2] session id
 -- ARGV[d+3] "1": its marker applies
 -- ARGV[#ARGV] (last) the channel on which the in-flight sets places were
--- freed in are named (dispatch.FreedChannel: a dispatcher waiting for a
--- place asks again)
+-- freed in are named, with how many ("<set> <count>",
+-- dispatch.FreedChannel: the dispatches waiting for a place, as many as
+-- were freed, ask again)
 -- Returns XACK's count.
 local items = tonumber(ARGV[4])
 local ids = {}
@@ -43,8 +44,9 @@ for i = 1, items do
   ids[i] = ARGV[a + 1]
 end
 for _, set in ipairs(sets) do
-  if redis.call('ZREM', set, unpack(places[set])) > 0 then
-    redis.call('PUBLISH', ARGV[#ARGV], set)
+  local c = redis.call('ZREM', set, unpack(places[set]))
+  if c > 0 then
+    redis.call('PUBLISH', ARGV[#ARGV], set .. ' ' .. c)
   end
 end
 local k0, a0 = 1 + 3 * items, 9 + 3 * items
