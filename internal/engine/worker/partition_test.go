@@ -95,7 +95,11 @@ func TestWorkerPartitionedFromRedis(t *testing.T) {
 	require.NoError(t, err)
 	f := completedOnce(t, tasks, &runs)
 	require.Positive(t, f.reapedTasks, "the cut worker's attempts were reaped")
-	require.Equal(t, int64(n), workers[0].Stats().Completed+workers[1].Stats().Completed, "each completion acknowledged once")
+	// no completion counted twice; fewer than n when the link was cut
+	// between a completion's write and its answer: the worker tries again
+	// after the heal, finds its task COMPLETED already and counts it lost
+	// (the tasks' own states above say each was completed once)
+	require.LessOrEqual(t, workers[0].Stats().Completed+workers[1].Stats().Completed, int64(n), "each completion acknowledged once")
 	t.Logf("partition of one worker for %s (lease %s): the other completed %d meanwhile; %d tasks, each COMPLETED once; %d reaped, %d run more than once, %d stale completions refused by fencing",
 		healed.Round(10*time.Millisecond), lease, progressed, n, f.reapedTasks, f.ranAgain, workers[1].Stats().LeaseLost)
 }
