@@ -50,13 +50,13 @@ func InFlightOf(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Name
 // taskType: its outcome has come, or it is no longer the task's attempt.
 // Releasing a place that is free already changes nothing.
 func Release(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskType, taskID, token string) error {
-	var rem *redis.IntCmd
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rem = QueueRelease(ctx, p, ns, taskType, taskID, token)
-		return nil
-	})
-	if err == nil {
-		err = rem.Err()
+	k := newKeys(ns)
+	n, err := rdb.ZRem(ctx, k.inflight(taskType), inflightMember(taskID, token)).Result()
+	if err == nil && n > 0 {
+		// announced once freed, not in the same pipeline: a cluster client
+		// may send the PUBLISH to another node, where it could be seen
+		// before the place is free
+		err = rdb.Publish(ctx, k.freed(), k.inflight(taskType)+" "+strconv.FormatInt(n, 10)).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("dispatch: release the in-flight place of %s: %w", taskID, err)
@@ -94,14 +94,4 @@ func LastToken(ctx context.Context, st *store.Store, taskID string) (string, err
 // for a caller that frees the place in a script of its own.
 func Place(ns keyspace.Namespace, taskType, taskID, token string) (set, member string) {
 	return newKeys(ns).inflight(taskType), inflightMember(taskID, token)
-}
-
-// QueueRelease adds Release of the place (taskID, token) of taskType to
-// the pipeline p (the outcome consumer frees a batch's places in one round
-// trip with its other effects), and its announcement on FreedChannel.
-func QueueRelease(ctx context.Context, p redis.Pipeliner, ns keyspace.Namespace, taskType, taskID, token string) *redis.IntCmd {
-	k := newKeys(ns)
-	rem := p.ZRem(ctx, k.inflight(taskType), inflightMember(taskID, token))
-	p.Publish(ctx, k.freed(), k.inflight(taskType)+" 1")
-	return rem
 }
