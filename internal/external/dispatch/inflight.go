@@ -47,18 +47,12 @@ func InFlightOf(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Name
 }
 
 // Release frees the in-flight place of the attempt (taskID, token) of
-// taskType: its outcome has come, or it is no longer the task's attempt.
-// Releasing a place that is free already changes nothing.
+// taskType: its outcome has come, or it is no longer the task's attempt;
+// a place it frees is announced on FreedChannel in the same call
+// (release.lua). Releasing a place that is free already changes nothing.
 func Release(ctx context.Context, rdb redis.UniversalClient, ns keyspace.Namespace, taskType, taskID, token string) error {
 	k := newKeys(ns)
-	n, err := rdb.ZRem(ctx, k.inflight(taskType), inflightMember(taskID, token)).Result()
-	if err == nil && n > 0 {
-		// announced once freed, not in the same pipeline: a cluster client
-		// may send the PUBLISH to another node, where it could be seen
-		// before the place is free
-		err = rdb.Publish(ctx, k.freed(), k.inflight(taskType)+" "+strconv.FormatInt(n, 10)).Err()
-	}
-	if err != nil {
+	if err := releaseScript.Run(ctx, rdb, []string{k.inflight(taskType)}, inflightMember(taskID, token), k.freed()).Err(); err != nil {
 		return fmt.Errorf("dispatch: release the in-flight place of %s: %w", taskID, err)
 	}
 	return nil

@@ -10,3 +10,8 @@ import (
 var dispatchLua string
 
 var dispatchScript = redis.NewScript(dispatchLua)
+
+//go:embed scripts/release.lua
+var releaseLua string
+
+var releaseScript = redis.NewScript(releaseLua)
