@@ -292,12 +292,12 @@ func (d *Dispatcher) HandOffRoom() int {
 // dispatches those of the types this dispatcher has dispatched before
 // itself (store.FetchDispatch: the place, the event and the handoff in
 // the fetch's own script call), with their bounds, the types' task.create
-// stream and the prefix of its events' ids. Not a type a dispatch of this process waits a
-// place for (its tasks come to ProcessTask, which has them wait in fetch
-// order: one dispatched by a later fetch would pass them); a task the
-// script finds its type full for comes to ProcessTask too. Nil with
-// several partitions or tracing on (a traced dispatch is a span of its
-// own).
+// stream and the prefix of its events' ids. Not a type a dispatch of this
+// process waits a place for (its tasks come to ProcessTask, which has
+// them wait in fetch order: one dispatched by a later fetch would pass
+// them); a task the script finds its type full for comes to ProcessTask
+// too. Nil with several partitions or tracing on (a traced dispatch is a
+// span of its own).
 func (d *Dispatcher) Plan(ctx context.Context, n int) *store.FetchDispatch {
 	if n <= 0 || !d.st.CanDispatch() || tracing.Active() {
 		return nil
