@@ -217,3 +217,69 @@ func TestHandOffOrderIsTheFetchOrder(t *testing.T) {
 	b.waitState(t, local.ID, task.StateCompleted)
 	require.Equal(t, [2]any{"local", false}, <-seqs)
 }
+
+// planOf is a FetchDispatcher that plans the given types, its events on
+// stream, and counts what fetches dispatched.
+type planOf struct {
+	types  []string
+	stream string
+	got    atomic.Int64
+}
+
+func (p *planOf) Plan(_ context.Context, n int) *store.FetchDispatch {
+	d := &store.FetchDispatch{Stream: p.stream, MinID: "0-1", EventType: "task.create", Stamp: "2026-11-28T00:00:00.000Z",
+		Grace: time.Second, DefaultTimeout: time.Minute, EventIDPrefix: "00000000-0000-4000-8000-00000000"}
+	for _, t := range p.types {
+		d.Types = append(d.Types, store.DispatchType{Name: t, Bound: -1})
+	}
+	return d
+}
+
+func (p *planOf) Dispatched(ds []store.Dispatched) { p.got.Add(int64(len(ds))) }
+
+// TestFetchDispatchLeavesDependencyTypes: a type with a Dependency is
+// never in what a fetch dispatches itself (Config.FetchDispatch): its
+// circuit breaker is asked in the handler's path; the other types of the
+// plan stay.
+func TestFetchDispatchLeavesDependencyTypes(t *testing.T) {
+	t.Parallel()
+	p := &planOf{types: []string{"free.run", "guarded.run"}}
+	w := &Worker{cfg: Config{FetchDispatch: p, Dependencies: map[string]string{"guarded.run": "api"}}}
+	got := w.plan(context.Background(), 8)
+	require.NotNil(t, got)
+	require.Equal(t, []store.DispatchType{{Name: "free.run", Bound: -1}}, got.Types)
+	require.Nil(t, (&Worker{}).plan(context.Background(), 8), "no FetchDispatch: no plan")
+}
+
+// TestFetchDispatchedTasksSkipTheHandlers: the tasks a fetch dispatches
+// itself (Config.FetchDispatch) never reach a handler: the worker counts
+// them started, handed off and DispatchedByFetch, tells the dispatcher
+// (Dispatched), and takes no slot for them; the fetch publishes one event
+// each.
+func TestFetchDispatchedTasksSkipTheHandlers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const n = 40
+	p := &planOf{types: []string{"ext.run"}, stream: b.st.Namespace().Prefix() + "test:create"}
+	var handled atomic.Int64
+	mux := NewMux()
+	mux.HandleFunc("ext.run", func(ctx context.Context, tk *task.Task) (json.RawMessage, error) {
+		handled.Add(1)
+		return nil, ErrHandedOff
+	})
+	for range n {
+		_, err := b.st.Enqueue(b.ctx, store.EnqueueRequest{Type: "ext.run"})
+		require.NoError(t, err)
+	}
+	w, _ := b.start(t, mux, Config{Concurrency: 2, FetchDispatch: p})
+	require.Eventually(t, func() bool { return w.Stats().DispatchedByFetch == n }, 10*time.Second, 5*time.Millisecond,
+		"every task dispatched by a fetch")
+	s := w.Stats()
+	require.EqualValues(t, n, s.Started)
+	require.EqualValues(t, n, s.HandedOff)
+	require.EqualValues(t, n, p.got.Load())
+	require.Zero(t, handled.Load(), "no handler ran")
+	entries, err := b.rdb.XLen(b.ctx, p.stream).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, n, entries)
+}
