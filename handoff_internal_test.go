@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/task"
 )
 
@@ -50,5 +51,59 @@ func TestHandOffRoom(t *testing.T) {
 	}
 	if got := f(); got != 7 {
 		t.Errorf("handOffRoom()() = %d, want 7 (one handler)", got)
+	}
+}
+
+// fetchPlanner is a handler that lets fetches dispatch the types it
+// plans (the external path's dispatcher).
+type fetchPlanner struct{ types []string }
+
+func (p *fetchPlanner) ProcessTask(context.Context, *task.Task) (json.RawMessage, error) {
+	return nil, nil
+}
+
+func (p *fetchPlanner) Plan(context.Context, int) *store.FetchDispatch {
+	d := &store.FetchDispatch{}
+	for _, t := range p.types {
+		d.Types = append(d.Types, store.DispatchType{Name: t, Bound: -1})
+	}
+	return d
+}
+
+func (p *fetchPlanner) Dispatched([]store.Dispatched) {}
+
+// TestFetchDispatchPlans: the Mux gives the worker its one dispatcher's
+// plans cut to the types it routes to that dispatcher (a type the
+// dispatcher saw but another handler serves here is left out); none while
+// middleware is in use (it must see every task), nor with two
+// dispatchers, nor without one.
+func TestFetchDispatchPlans(t *testing.T) {
+	ctx := context.Background()
+	local := func(context.Context, *task.Task) (json.RawMessage, error) { return nil, nil }
+	m := NewMux()
+	m.HandleFunc("local.job", local)
+	if m.fetchDispatch() != nil {
+		t.Error("fetchDispatch() without a dispatcher: want nil")
+	}
+	p := &fetchPlanner{types: []string{"ext.job", "local.job", "gone.job"}}
+	m.Handle("ext.job", p)
+	m.Handle("ext.other", p)
+	fd := m.fetchDispatch()
+	if fd == nil {
+		t.Fatal("fetchDispatch() = nil with a dispatcher")
+	}
+	plan := fd.Plan(ctx, 4)
+	if plan == nil || len(plan.Types) != 1 || plan.Types[0].Name != "ext.job" {
+		t.Errorf("plan %+v, want ext.job alone (local.job is another handler's, gone.job nobody's)", plan)
+	}
+	m.Use(func(h Handler) Handler { return h })
+	if plan := fd.Plan(ctx, 4); plan != nil {
+		t.Errorf("with middleware: plan %+v, want none", plan)
+	}
+	two := NewMux()
+	two.Handle("a.job", &fetchPlanner{types: []string{"a.job"}})
+	two.Handle("b.job", &fetchPlanner{types: []string{"b.job"}})
+	if two.fetchDispatch() != nil {
+		t.Error("fetchDispatch() with two dispatchers: want nil")
 	}
 }
