@@ -268,12 +268,28 @@ func ParseQueue(s string) (Queue, error) {
 // them one id from each in turn (scheduled and dlq: merged by time), as
 // the workers' fetches go round the partitions.
 func (s *Store) QueueContents(ctx context.Context, q Queue, opts ListOptions) ([]string, int64, error) {
+	return s.QueueContentsOf(ctx, DefaultQueue, q, opts)
+}
+
+// QueueContentsOf is QueueContents of the named queue name ("" or
+// DefaultQueue: the default one). A named queue has its own primary and
+// retry lists; the scheduled set and the DLQ are the deployment's (asked
+// of another queue than the default, they are an error).
+func (s *Store) QueueContentsOf(ctx context.Context, name string, q Queue, opts ListOptions) ([]string, int64, error) {
 	opts, err := opts.norm()
 	if err != nil {
 		return nil, 0, err
 	}
 	if _, err := ParseQueue(string(q)); err != nil {
 		return nil, 0, err
+	}
+	if name == "" {
+		name = DefaultQueue
+	} else if err := ValidQueueName(name); err != nil {
+		return nil, 0, err
+	}
+	if name != DefaultQueue && (q == QueueScheduled || q == QueueDLQ) {
+		return nil, 0, &ValidationError{Field: "queue", Reason: fmt.Sprintf("%s is the deployment's, not queue %q's", q, name)}
 	}
 	if q == QueueDLQ && len(s.parts) > 1 {
 		es, n, err := s.StateIndex(ctx, task.StateDLQ, opts)
@@ -301,7 +317,7 @@ func (s *Store) QueueContents(ctx context.Context, q Queue, opts ListOptions) ([
 			zs[p] = pipe.ZRangeWithScores(ctx, k.scheduled(), start, stop)
 			ns[p] = pipe.ZCard(ctx, k.scheduled())
 		default:
-			key := k.queue(q)
+			key := k.named(name).queue(q)
 			ids[p] = pipe.LRange(ctx, key, start, stop)
 			ns[p] = pipe.LLen(ctx, key)
 		}

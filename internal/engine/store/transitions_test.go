@@ -634,3 +634,28 @@ func TestPurge(t *testing.T) {
 	require.Equal(t, 1, handled)
 	require.Equal(t, task.StatePending, b.state(t, "p"))
 }
+
+// TestQueueContentsOfANamedQueue: a named queue's lists are paged as the
+// default queue's are, apart from them (QueueContentsOf); its scheduled
+// set and DLQ are the deployment's, so asking a named queue for them is
+// refused, as is a name that is not a queue name.
+func TestQueueContentsOfANamedQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := range 3 {
+		b.enqueue(t, EnqueueRequest{ID: fmt.Sprint("e", i), Queue: "emails"})
+	}
+	b.enqueue(t, EnqueueRequest{ID: "d0"})
+	got, n, err := b.s.QueueContentsOf(b.ctx, "emails", QueuePrimary, ListOptions{Limit: 2})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	require.Equal(t, []string{"e0", "e1"}, got)
+	got, n, err = b.s.QueueContentsOf(b.ctx, "", QueuePrimary, ListOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	require.Equal(t, []string{"d0"}, got, "the default queue's alone")
+	_, _, err = b.s.QueueContentsOf(b.ctx, "emails", QueueScheduled, ListOptions{})
+	require.ErrorIs(t, err, ErrInvalid)
+	_, _, err = b.s.QueueContentsOf(b.ctx, "no such/queue", QueuePrimary, ListOptions{})
+	require.ErrorIs(t, err, ErrInvalid)
+}

@@ -251,22 +251,23 @@ func (r *Results) progress(ctx context.Context, id string) *Progress {
 	return p
 }
 
-// position finds the task in its pending queue (1 = next), scanning at
-// most QueueScan entries; nil when not found (delayed, or deeper).
+// position finds the task in its pending queue (1 = next) — the retry
+// list of its named queue (a retry, scheduled or asked for by hand, whose
+// retry count is then 0 again), else its priority's list — scanning at
+// most QueueScan entries of each; nil when not found (delayed, or
+// deeper).
 func (r *Results) position(ctx context.Context, t *task.Task) *int64 {
-	queues := []store.Queue{store.QueuePrimary}
+	list := store.QueuePrimary
 	switch t.Priority {
 	case task.PriorityHigh:
-		queues = []store.Queue{store.QueuePrimaryHigh}
+		list = store.QueuePrimaryHigh
 	case task.PriorityLow:
-		queues = []store.Queue{store.QueuePrimaryLow}
+		list = store.QueuePrimaryLow
 	}
-	if t.RetryCount > 0 {
-		queues = append([]store.Queue{store.QueueRetry}, queues...)
-	}
-	for _, q := range queues {
+	for _, q := range []store.Queue{store.QueueRetry, list} {
 		for off := 0; off < r.cfg.QueueScan; off += 1000 {
-			ids, total, err := r.st.QueueContents(ctx, q, store.ListOptions{Offset: off, Limit: 1000})
+			n := min(1000, r.cfg.QueueScan-off)
+			ids, total, err := r.st.QueueContentsOf(ctx, t.Queue, q, store.ListOptions{Offset: off, Limit: n})
 			if err != nil {
 				return nil
 			}
@@ -276,7 +277,7 @@ func (r *Results) position(ctx context.Context, t *task.Task) *int64 {
 					return &pos
 				}
 			}
-			if int64(off+1000) >= total {
+			if int64(off+n) >= total {
 				break
 			}
 		}
