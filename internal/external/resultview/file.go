@@ -43,6 +43,11 @@ func (r *Results) File(ctx context.Context, id, name string) (File, error) {
 		if r.cfg.ArtifactDir == "" {
 			return File{}, ErrNoArtifactDir
 		}
+		// the task id is a directory under ArtifactDir: one path segment,
+		// as protocol.WriteArtifactFile writes it, whatever the entry says
+		if protocol.CheckArtifactName(id) != nil {
+			return File{}, ErrNoFile
+		}
 		b, err := os.ReadFile(protocol.ArtifactPath(r.cfg.ArtifactDir, id, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			return File{}, ErrNoFile

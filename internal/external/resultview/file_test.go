@@ -170,3 +170,21 @@ func TestFileGoneFromTheArtifactDirIsErrNoFile(t *testing.T) {
 	require.Error(t, err)
 	require.NotErrorIs(t, err, ErrNoFile)
 }
+
+// TestFileInTheArtifactDirNeedsATaskIDOfOneSegment: an entry that says
+// its file is in the artifact directory is read from there only when the
+// task id is one path segment (as protocol.WriteArtifactFile writes it):
+// an id such as "../other" never reaches a file outside its directory.
+func TestFileInTheArtifactDirNeedsATaskIDOfOneSegment(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	dir := filepath.Join(root, "artifacts")
+	b := setup(t, options{cfg: Config{ArtifactDir: dir}})
+	// a file outside the artifact directory, where "../outside" leads
+	require.NoError(t, protocol.WriteArtifactFile(root, "outside", "secret.txt", []byte("not yours")))
+	for _, id := range []string{"../outside", "a/../../outside", ".."} {
+		b.putFile(t, id, "secret.txt", "location", protocol.ArtifactInDir)
+		_, err := b.r.File(b.ctx, id, "secret.txt")
+		require.ErrorIs(t, err, ErrNoFile, "task id %q", id)
+	}
+}
