@@ -230,7 +230,9 @@ func (p *planOf) Plan(_ context.Context, n int) *store.FetchDispatch {
 	d := &store.FetchDispatch{Stream: p.stream, MinID: "0-1", EventType: "task.create", Stamp: "2026-11-28T00:00:00.000Z",
 		Grace: time.Second, DefaultTimeout: time.Minute, EventIDPrefix: "00000000-0000-4000-8000-00000000"}
 	for _, t := range p.types {
-		d.Types = append(d.Types, store.DispatchType{Name: t, Bound: -1})
+		// its keys with the stream's hash tag (a cluster refuses a script
+		// whose keys span slots)
+		d.Types = append(d.Types, store.DispatchType{Name: t, Inflight: p.stream + ":inflight:" + t, Bound: -1})
 	}
 	return d
 }
@@ -247,7 +249,7 @@ func TestFetchDispatchLeavesDependencyTypes(t *testing.T) {
 	w := &Worker{cfg: Config{FetchDispatch: p, Dependencies: map[string]string{"guarded.run": "api"}}}
 	got := w.plan(context.Background(), 8)
 	require.NotNil(t, got)
-	require.Equal(t, []store.DispatchType{{Name: "free.run", Bound: -1}}, got.Types)
+	require.Equal(t, []store.DispatchType{{Name: "free.run", Inflight: ":inflight:free.run", Bound: -1}}, got.Types)
 	require.Nil(t, (&Worker{}).plan(context.Background(), 8), "no FetchDispatch: no plan")
 }
 
@@ -272,8 +274,9 @@ func TestFetchDispatchedTasksSkipTheHandlers(t *testing.T) {
 		require.NoError(t, err)
 	}
 	w, _ := b.start(t, mux, Config{Concurrency: 2, FetchDispatch: p})
+	require.True(t, b.st.CanDispatch())
 	require.Eventually(t, func() bool { return w.Stats().DispatchedByFetch == n }, 10*time.Second, 5*time.Millisecond,
-		"every task dispatched by a fetch")
+		"every task dispatched by a fetch: %+v, %d handled", w.Stats(), handled.Load())
 	s := w.Stats()
 	require.EqualValues(t, n, s.Started)
 	require.EqualValues(t, n, s.HandedOff)
