@@ -41,7 +41,6 @@ local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[3])
 local grace = tonumber(ARGV[4])
 local etype, stamp = ARGV[5], ARGV[6]
-local held = {} -- per in-flight set: its size, swept and counted once per call
 -- the published attempts' lease deadlines and first checks, written with
 -- one ZADD per index at the end (lib.lua's zadd)
 local leases, checks, nl = {}, {}, 0
@@ -65,33 +64,19 @@ for i = 1, n do
     local tid = f[3]
     local tat = tonumber(ARGV[a + 3])
     local lease = tat + grace
-    local ok = true
+    local ok, count = true, -1
     local bound = tonumber(ARGV[a + 4])
     if bound >= 0 then
-      local c = held[inflight]
-      if not c then
-        redis.call('ZREMRANGEBYSCORE', inflight, '-inf', '(' .. ARGV[1])
-        c = redis.call('ZCARD', inflight)
-      end
-      -- below the bound a place is taken (counted new: an attempt that
-      -- held one already is counted twice until the next call, which errs
-      -- on the full side); at the bound only an attempt already holding
-      -- one goes
       local member = tid .. ' ' .. token
-      if c < bound then
-        c = c + 1
-      elseif not redis.call('ZSCORE', inflight, member) then
-        ok = false
-      end
+      ok, count = take_place(inflight, bound, ARGV[1], member) -- (lib.lua)
       if ok then
         local ps = bucket(places, sets, inflight)
         ps[#ps + 1] = lease
         ps[#ps + 1] = member
       end
-      held[inflight] = c
     end
     if not ok then
-      out[i] = 'FULL ' .. held[inflight]
+      out[i] = 'FULL ' .. count
     else
       local id = redis.call('XADD', KEYS[3], 'MINID', '~', ARGV[2], '*',
         'event_id', ARGV[a + 5], 'event_type', etype, 'timestamp', stamp, 'data', ARGV[a + 6])
@@ -99,7 +84,7 @@ for i = 1, n do
       leases[nl + 1] = lease; leases[nl + 2] = tid
       checks[nl + 1] = math.min(now + grace, tat); checks[nl + 2] = tid .. ' ' .. token .. ' ' .. ARGV[a + 3]
       nl = nl + 2
-      out[i] = 'OK ' .. (held[inflight] or -1) .. ' ' .. id .. ' ' .. (f[5] or '')
+      out[i] = 'OK ' .. count .. ' ' .. id .. ' ' .. (f[5] or '')
     end
   end
 end

@@ -353,14 +353,12 @@ local function dispatch(id, tk, f, token, lh)
   local tms = tonumber(f[7])
   if not tms or tms <= 0 then tms = dtimeout end
   if tms ~= math.floor(tms) or tms > 604800000 then return nil end
-  -- a place of its type
+  -- a place of its type (lib.lua; a new attempt holds none yet)
+  local count = -1
   if h.bound >= 0 then
-    if not h.c then
-      redis.call('ZREMRANGEBYSCORE', h.set, '-inf', '(' .. nows)
-      h.c = redis.call('ZCARD', h.set)
-    end
-    if h.c >= h.bound then return nil end
-    h.c = h.c + 1
+    local ok
+    ok, count = take_place(h.set, h.bound, nows)
+    if not ok then return nil end
   end
   eidx = eidx + 1
   local attempt = (tonumber(f[8]) or 0) + 1
@@ -389,7 +387,7 @@ local function dispatch(id, tk, f, token, lh)
   nd = nd + 1
   local first = '1'
   if f[15] and f[15] ~= '' then first = '0' end
-  dout[nd] = member .. ' ' .. ttype .. ' ' .. (h.c or -1) .. ' ' .. entry .. ' ' .. attempt .. ' ' .. first .. ' ' .. sess
+  dout[nd] = member .. ' ' .. ttype .. ' ' .. count .. ' ' .. entry .. ' ' .. attempt .. ' ' .. first .. ' ' .. sess
   return tat + grace
 end
 -- (the tables are filled through counters: #t is a search each time)

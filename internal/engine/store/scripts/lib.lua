@@ -103,6 +103,30 @@ local function zadd(key, args)
   end
 end
 
+-- take_place is the in-flight bound's admission (dispatch.lua, and
+-- fetch.lua when it dispatches): a type's set is swept of the places past
+-- their deadline and counted once per call; below bound a place is taken
+-- (counted new: an attempt that held one already is counted twice until
+-- the next call, which errs on the full side); at the bound only an
+-- attempt already holding one (its member given) goes. Returns whether
+-- the attempt may go and the set's count after it.
+local __inflight = {}
+local function take_place(set, bound, nows, member)
+  local c = __inflight[set]
+  if not c then
+    redis.call('ZREMRANGEBYSCORE', set, '-inf', '(' .. nows)
+    c = redis.call('ZCARD', set)
+  end
+  local ok = true
+  if c < bound then
+    c = c + 1
+  elseif not (member and redis.call('ZSCORE', set, member)) then
+    ok = false
+  end
+  __inflight[set] = c
+  return ok, c
+end
+
 -- bucket is the list of key in lists (made empty on first use, key then
 -- added to order): values gathered per key, written with one command per
 -- key afterwards, in the order the keys came.
