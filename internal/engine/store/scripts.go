@@ -9,18 +9,27 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// load returns the script name.lua with the shared helpers of lib.lua in
-// front of it. Scripts run with EVALSHA, falling back to EVAL once.
-func load(name string) *redis.Script {
+// LuaLib is the source of scripts/lib.lua, the helpers every script of
+// the store starts with. A script of another package that completes
+// attempts together with writes of its own (the outcome consumer's
+// settle.lua) starts with it too, and uses its complete_fields,
+// complete_code, complete_task and complete_flush with CompletionKeys.
+func LuaLib() string {
 	lib, err := scriptFS.ReadFile("scripts/lib.lua")
 	if err != nil {
 		panic("store: missing scripts/lib.lua: " + err.Error())
 	}
+	return string(lib)
+}
+
+// load returns the script name.lua with the shared helpers of lib.lua in
+// front of it. Scripts run with EVALSHA, falling back to EVAL once.
+func load(name string) *redis.Script {
 	src, err := scriptFS.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic("store: missing script " + name + ": " + err.Error())
 	}
-	return redis.NewScript(string(lib) + "\n" + string(src))
+	return redis.NewScript(LuaLib() + "\n" + string(src))
 }
 
 // One script per transition (see the header of each .lua file).

@@ -609,13 +609,36 @@ func (s *Store) CompleteNotices(ctx context.Context, cs []Completion) ([]error, 
 	return out, ts, nil
 }
 
+// CompletionKeys are the keys of complete.lua's writes for a whole batch,
+// its KEYS[1..10] in order (the active set, the COMPLETED and TIMEOUT
+// indexes, the events, the running counts, the park index, prefix and
+// wake list, the queues' completions, the handoff index), and TaskKey a
+// task's hash, in a deployment of one partition (CanDispatch): for a
+// script that completes attempts with lib.lua's complete_task (LuaLib).
+// NowMS is the store clock's time as those scripts take it, and
+// EventStreamMaxLen the events stream's cap.
+func (s *Store) CompletionKeys() []string {
+	k := s.parts[0]
+	return []string{k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
+		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone(), k.handoff()}
+}
+
+// TaskKey: see CompletionKeys.
+func (s *Store) TaskKey(id string) string { return s.parts[0].task(id) }
+
+// NowMS: see CompletionKeys.
+func (s *Store) NowMS() int64 { return s.nowMS() }
+
+// EventStreamMaxLen: see CompletionKeys.
+func (s *Store) EventStreamMaxLen() int64 { return s.cfg.EventStreamMaxLen }
+
 // completeIn runs CompleteBatch for the completions at positions at, all
 // in partition k, and sets their errors in out; with ts non-nil, also each
 // completed task's notice fields (CompleteNotices).
 func (s *Store) completeIn(ctx context.Context, k keys, cs []Completion, at []int, out []error, ts []*task.Task) error {
 	cmd := redisconn.EvalHead(scriptComplete, 10+len(at), 10+len(at)+3+3*len(at))
 	cmd = append(cmd, k.active(), k.stateIndex(task.StateCompleted), k.stateIndex(task.StateTimeout), k.events(),
-		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone(), k.handoff())
+		k.running(), k.parkIndex(), k.parkPrefix(), k.parkWake(), k.queueDone(), k.handoff()) // (CompletionKeys' order)
 	for _, i := range at {
 		cmd = append(cmd, k.task(cs[i].ID))
 	}

@@ -321,6 +321,12 @@ func (s *Notifier) Prepare(ds []Delivery, once []bool) Prepared {
 	return p
 }
 
+// StreamPrefix is the name of every session's notification stream
+// without the session id that ends it: for a script that writes
+// notifications of sessions it learns itself (the outcome consumer's
+// settle.lua, with write_note_list).
+func (s *Notifier) StreamPrefix() string { return s.keys.stream("") }
+
 // WriteArgs are write.lua's arguments for a whole batch: the streams'
 // approximate length cap, the streams' and the markers' lifetimes in
 // seconds, the Hubs' pub/sub channel and the command that publishes on it.

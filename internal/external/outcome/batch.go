@@ -210,6 +210,7 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 		}
 		for _, it := range its {
 			o.cfg.Logger.Info("Task completed", "task_id", it.t.ID, "duration", it.d.DurationMS, "service", it.d.CompletedBy)
+			o.settled.learn(it.t.Type)
 			o.observe("completed", it.t, time.Duration(it.d.DurationMS)*time.Millisecond)
 			done[it.m.ID+" "+it.m.Stream] = true
 		}

@@ -27,3 +27,10 @@ func CrashAfterClaim(c *Consumer, fn func(protocol.Message) bool) { c.crashAfter
 
 // EntryName is m's name in its attempt's applied marker.
 func EntryName(m protocol.Message) string { return entryName(m) }
+
+// Settled is how many entries c applied with settle.lua.
+func Settled(c *Consumer) int64 { return c.nsettled.Load() }
+
+// Learn makes typ a type c settles, as the first completion of it
+// applied by the other paths does.
+func Learn(c *Consumer, typ string) { c.settled.learn(typ) }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -151,6 +152,13 @@ type Consumer struct {
 	// transition and before anything else, as a killed process would.
 	crashAfterClaim func(protocol.Message) bool
 	crashAfterApply func(protocol.Message) bool
+
+	// settled: the task types whose completions settle.lua may apply
+	// (settle.go), each learned from a completion applied by the other
+	// paths.
+	settled settledTypes
+	// nsettled counts the entries settle.lua applied (tests).
+	nsettled atomic.Int64
 }
 
 // New returns the consumer of st's namespace. note and arc may be nil (no
@@ -229,15 +237,22 @@ func (o *Consumer) handleAll(ctx context.Context, msgs []protocol.Message) (cras
 			items = append(items, batchItem{m: lane[0], d: d})
 		}
 	}
+	done := map[string]bool{}
+	if len(items) > 0 && o.canSettle() {
+		done, items = o.settle(ctx, items) // one call (settle.go); the rest as below
+	}
 	if len(items) > 1 {
-		done, crash := o.completeBatch(ctx, items)
+		more, crash := o.completeBatch(ctx, items)
 		if crash {
 			return true
 		}
-		for i, lane := range lanes {
-			if done[lane[0].ID+" "+lane[0].Stream] {
-				lanes[i] = lane[1:]
-			}
+		for k := range more {
+			done[k] = true
+		}
+	}
+	for i, lane := range lanes {
+		if done[lane[0].ID+" "+lane[0].Stream] {
+			lanes[i] = lane[1:]
 		}
 	}
 	sem := make(chan struct{}, o.cfg.Parallel)
@@ -414,6 +429,7 @@ func (o *Consumer) completed(ctx context.Context, m protocol.Message, d *protoco
 	// Applied now, or applied by an earlier delivery whose side effects
 	// may be incomplete: (re)do the idempotent side effects.
 	o.cfg.Logger.InfoContext(ctx, "Task completed", "task_id", d.TaskID, "duration", d.DurationMS, "service", d.CompletedBy)
+	o.settled.learn(t.Type)
 	if err := o.cacheResult(ctx, t); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/taskflow/taskflow/internal/engine/store"
 	"github.com/taskflow/taskflow/internal/external/notify"
 	"github.com/taskflow/taskflow/internal/external/protocol"
 )
@@ -34,6 +35,10 @@ var (
 	//go:embed scripts/apply_batch.lua
 	applyBatchLua    string
 	applyBatchScript = redis.NewScript(notify.WriteLua + "\n" + applyBatchLua)
+
+	//go:embed scripts/settle.lua
+	settleLua    string
+	settleScript = redis.NewScript(store.LuaLib() + "\n" + notify.WriteLua + "\n" + settleLua)
 )
 
 // publishDLQ appends the task.dlq e of the outcome oc unless it was

@@ -208,3 +208,58 @@ local function unpark_one(tk, kp, id)
   end
   return false
 end
+
+-- The completion of attempts, shared by complete.lua and the outcome
+-- consumer's settle.lua (which completes an external attempt and writes
+-- its effects in one call). complete_fields are the task's fields it
+-- reads (HMGET, in this order); complete_code is its verdict for the
+-- fields f read and the attempt's token; complete_task writes one task's
+-- completion (verdict OK) and gathers what the batch writes once;
+-- complete_flush writes that (the events are flushed by the caller).
+local complete_fields = { 'state', 'lease', 'task_type', 'session_id', 'qname', 'lh', 'handoff', 'hto', 'priority', 'params' }
+local function complete_code(f, token)
+  if not f[1] then return 'NOTFOUND' end
+  if f[1] ~= 'ACTIVE' and f[1] ~= 'TIMEOUT' then return 'STATE:' .. f[1] end
+  if f[2] ~= token then return 'LEASE' end
+  return 'OK'
+end
+-- (the tables are filled through counters: #t is a search each time)
+local __cmp = { act = {}, na = 0, tmo = {}, nt = 0, done = {}, nd = 0, handed = {}, nh = 0, perq = {} }
+-- kc running counts kx park index kp park prefix kw park wake (release_slots)
+local function complete_task(tk, id, token, result, now, f, kc, kx, kp, kw)
+  local c = __cmp
+  -- the history's entry goes to hc (see taken above); completed_at is
+  -- its time
+  local hc
+  if f[1] == 'ACTIVE' then
+    hc = now .. ',A,C'
+    c.na = c.na + 1; c.act[c.na] = id
+  else
+    hc = now .. ',T,C'
+    c.nt = c.nt + 1; c.tmo[c.nt] = id
+  end
+  redis.call('HSET', tk, 'state', 'COMPLETED', 'result', result, 'updated_at', now, 'lease', '', 'hc', hc)
+  c.done[c.nd + 1] = now; c.done[c.nd + 2] = id; c.nd = c.nd + 2
+  ev(id, f[1], 'COMPLETED', now, f[3], f[4])
+  release_slots(tk, f[6], kc, kx, kp, kw, now)
+  -- a handed-off attempt's entry in the handoff index goes with it
+  if f[7] == token and f[8] then c.nh = c.nh + 1; c.handed[c.nh] = id .. ' ' .. token .. ' ' .. f[8] end
+  local q = f[5] or ''
+  c.perq[q] = (c.perq[q] or 0) + 1
+end
+-- kact active (leases) kdone COMPLETED index ktmo TIMEOUT index
+-- kqd queue completions per minute khand handoff index
+local function complete_flush(kact, kdone, ktmo, kqd, khand, now)
+  local c = __cmp
+  if c.na > 0 then redis.call('ZREM', kact, unpack(c.act, 1, c.na)) end
+  if c.nt > 0 then redis.call('ZREM', ktmo, unpack(c.tmo, 1, c.nt)) end
+  if c.nd > 0 then redis.call('ZADD', kdone, unpack(c.done, 1, c.nd)) end
+  if c.nh > 0 then redis.call('ZREM', khand, unpack(c.handed, 1, c.nh)) end
+  local minute = math.floor(tonumber(now) / 60000)
+  for q, n in pairs(c.perq) do
+    if q == '' then q = 'default' end
+    if redis.call('HINCRBY', kqd, q .. '|' .. minute, n) == n then
+      redis.call('HDEL', kqd, q .. '|' .. (minute - 2)) -- a new minute: drop the one before last
+    end
+  end
+end
