@@ -251,3 +251,59 @@ func TestSettleKeepsTheFirstOutcome(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, inflight, "every place freed")
 }
+
+// TestSettleLeavesAnOutcomeClaimedBefore: a consumer of the batch path
+// killed after its claims leaves each attempt's marker naming its entry,
+// the tasks ACTIVE. The consumer that takes the entries over knows the
+// type, yet settle.lua writes nothing for them (the marker is there): the
+// batch path finishes each as its own redelivery ("mine"), once.
+func TestSettleLeavesAnOutcomeClaimedBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 10
+	b := externaltest.Setup(t, externaltest.Options{NoOrchestrator: true, SkipArchive: true,
+		Handlers: map[string]extsvc.HandlerFunc{"settle.run": echoID}})
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = b.Enqueue(t, "settle.run", fmt.Sprintf("s%d", i), `{}`, time.Minute).ID
+	}
+	require.Eventually(t, func() bool { return len(b.Entries(t, b.Streams.Completed())) == n },
+		10*time.Second, 5*time.Millisecond, "every outcome published before the consumer reads")
+	dying, err := outcome.New(b.Store, b.Notifier, nil, outcome.Config{Consumer: "agent-dying", Block: 50 * time.Millisecond})
+	require.NoError(t, err)
+	crashed := make(chan struct{})
+	var seen int
+	outcome.CrashAfterClaim(dying, func(protocol.Message) bool {
+		if seen++; seen == 1 { // the batch's claims are all made by then
+			close(crashed)
+			return true
+		}
+		return false
+	})
+	b.Run(t, "dying", dying.Run)
+	<-crashed
+	for _, id := range ids {
+		require.NotEqual(t, "1", marker(t, b, id))
+		require.NotEmpty(t, marker(t, b, id), "claimed by the dying consumer")
+	}
+
+	live, err := outcome.New(b.Store, b.Notifier, nil, outcome.Config{Consumer: "agent-live", Block: 50 * time.Millisecond,
+		ClaimIdle: 200 * time.Millisecond})
+	require.NoError(t, err)
+	outcome.Learn(live, "settle.run")
+	b.Run(t, "live", live.Run)
+	for i, id := range ids {
+		got := b.WaitState(t, id, task.StateCompleted)
+		require.JSONEq(t, fmt.Sprintf(`{"task":%q}`, id), string(got.Result))
+		ns := b.WaitNotes(t, fmt.Sprintf("s%d", i), 1)
+		require.Len(t, ns, 1)
+	}
+	b.Drained(t, b.Streams.Completed())
+	for i, id := range ids {
+		ns, err := b.Notifier.List(ctx, fmt.Sprintf("s%d", i), "", 10)
+		require.NoError(t, err)
+		require.Len(t, ns, 1, "task %d notified once", i)
+		require.Equal(t, "1", marker(t, b, id))
+	}
+	require.Zero(t, outcome.Settled(live), "claimed before: not settled")
+}

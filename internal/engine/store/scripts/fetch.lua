@@ -327,6 +327,20 @@ local prios = { high = true, normal = true, low = true }
 local function plain(s)
   return #s <= 128 and not string.find(s, '[%c%s"\\<>&\128-\255]')
 end
+-- (a session's answer is kept for the call: sessions repeat; a task id in
+-- the UUID form is checked with a smaller class first; a token is the
+-- call's prefix, checked once, and a number)
+local plains = {}
+local function plain_session(s)
+  local v = plains[s]
+  if v == nil then v = plain(s); plains[s] = v end
+  return v
+end
+local function plain_id(s)
+  if #s == 36 and not string.find(s, '[^%x%-]') then return true end
+  return plain(s)
+end
+local prefix_plain = #ARGV[6] <= 100 and plain(ARGV[6])
 -- compact: p (valid JSON: enqueue checked it) has no whitespace outside
 -- its strings, so json.Compact leaves it as it is (strings with escapes
 -- are not looked into: such params are not taken as compact)
@@ -343,8 +357,8 @@ local function dispatch(id, tk, f, token, lh)
   local h = hoff[f[2] or '']
   if not h or eidx >= 65535 then return nil end
   local ttype, params, sess, prio = f[2], f[4] or '', f[5] or '', f[6] or ''
-  if (f[12] and f[12] ~= '') or not prios[prio] or id == '' or not plain(id) or not plain(sess) or
-    token == '' or not plain(token) then return nil end
+  if (f[12] and f[12] ~= '') or not prios[prio] or id == '' or not plain_id(id) or not plain_session(sess) or
+    not prefix_plain then return nil end
   if params == '' then
     params = 'null'
   elseif string.byte(params, 1) ~= 123 or #params > 65536 or not compact(params) then

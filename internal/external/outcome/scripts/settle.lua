@@ -10,10 +10,11 @@
 -- done ("1") at once, the notification needs no write-once marker, and
 -- a crash leaves an entry as it was read.
 -- An entry is settled only when all of this applies at once: no earlier
--- entry held by another consumer, no marker, the completion applies (the
+-- entry held by another consumer, the completion applies (the
 -- task ACTIVE or TIMEOUT under the token), its type is one of the types
 -- given (the notification's message known), its session and priority
--- need no JSON escape. Otherwise nothing of it is written and it is
+-- need no JSON escape, and (checked last, by setting it) no marker.
+-- Otherwise nothing of it is written and it is
 -- answered "alone": the consumer's other paths decide (claim_batch.lua,
 -- claim.lua), as for an entry never seen here.
 -- KEYS[1] the entries' stream; KEYS[2..11] complete.lua's KEYS[1..10]
@@ -48,6 +49,13 @@ local prios = { high = true, normal = true, low = true }
 local function plain(s)
   return s and #s <= 128 and not string.find(s, '[%c%s"\\<>&\128-\255]')
 end
+local plains = {} -- (per session: sessions repeat)
+local function plain_session(s)
+  if not s then return false end
+  local v = plains[s]
+  if v == nil then v = plain(s); plains[s] = v end
+  return v
+end
 local function parse(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(seq)
@@ -75,14 +83,16 @@ for i = 1, n do
   local entry, id, token = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local tk, marker = KEYS[b + 1], KEYS[b + 2]
   local reply = 'alone'
-  if not waits(entry) and not redis.call('GET', marker) then
-    local f = redis.call('HMGET', tk, unpack(complete_fields))
+  if not waits(entry) then
+    local f = redis.call('HMGET', tk, unpack(complete_fields, 1, 9))
     local ty = types[f[3] or '']
     local sess, prio = f[4], f[9] or ''
-    if ty and complete_code(f, token) == 'OK' and plain(sess) and prios[prio] then
+    -- the marker last: set done at once if absent (else nothing written:
+    -- an entry claimed before, by another path, or the attempt done)
+    if ty and complete_code(f, token) == 'OK' and plain_session(sess) and prios[prio] and
+      redis.call('SET', marker, '1', 'NX', 'EX', ARGV[3]) then
       local result = ARGV[a + 4]
       complete_task(tk, id, token, result, now, f, KEYS[6], KEYS[7], KEYS[8], KEYS[9])
-      redis.call('SET', marker, '1', 'EX', ARGV[3])
       redis.call('SET', KEYS[b + 3], '{"result":' .. result .. ',"cached_at":"' .. stamp .. '"}', 'EX', ARGV[7])
       local ps = bucket(places, psets, ty.set)
       ps[#ps + 1] = id .. ' ' .. token
