@@ -223,40 +223,41 @@ local function complete_code(f, token)
   if f[2] ~= token then return 'LEASE' end
   return 'OK'
 end
--- (the tables are filled through counters: #t is a search each time)
-local __cmp = { act = {}, na = 0, tmo = {}, nt = 0, done = {}, nd = 0, handed = {}, nh = 0, perq = {} }
+-- (the tables are filled through counters: #t is a search each time;
+-- upvalues, not fields of one table: each task touches them)
+local __act, __na, __tmo, __nt, __done, __nd, __handed, __nh, __perq = {}, 0, {}, 0, {}, 0, {}, 0, {}
+local __hcnow, __hcA, __hcT -- the history entries of this call's time
 -- kc running counts kx park index kp park prefix kw park wake (release_slots)
 local function complete_task(tk, id, token, result, now, f, kc, kx, kp, kw)
-  local c = __cmp
+  if __hcnow ~= now then __hcnow = now; __hcA = now .. ',A,C'; __hcT = now .. ',T,C' end
   -- the history's entry goes to hc (see taken above); completed_at is
   -- its time
   local hc
   if f[1] == 'ACTIVE' then
-    hc = now .. ',A,C'
-    c.na = c.na + 1; c.act[c.na] = id
+    hc = __hcA
+    __na = __na + 1; __act[__na] = id
   else
-    hc = now .. ',T,C'
-    c.nt = c.nt + 1; c.tmo[c.nt] = id
+    hc = __hcT
+    __nt = __nt + 1; __tmo[__nt] = id
   end
   redis.call('HSET', tk, 'state', 'COMPLETED', 'result', result, 'updated_at', now, 'lease', '', 'hc', hc)
-  c.done[c.nd + 1] = now; c.done[c.nd + 2] = id; c.nd = c.nd + 2
+  __done[__nd + 1] = now; __done[__nd + 2] = id; __nd = __nd + 2
   ev(id, f[1], 'COMPLETED', now, f[3], f[4])
   release_slots(tk, f[6], kc, kx, kp, kw, now)
   -- a handed-off attempt's entry in the handoff index goes with it
-  if f[7] == token and f[8] then c.nh = c.nh + 1; c.handed[c.nh] = id .. ' ' .. token .. ' ' .. f[8] end
+  if f[7] == token and f[8] then __nh = __nh + 1; __handed[__nh] = id .. ' ' .. token .. ' ' .. f[8] end
   local q = f[5] or ''
-  c.perq[q] = (c.perq[q] or 0) + 1
+  __perq[q] = (__perq[q] or 0) + 1
 end
 -- kact active (leases) kdone COMPLETED index ktmo TIMEOUT index
 -- kqd queue completions per minute khand handoff index
 local function complete_flush(kact, kdone, ktmo, kqd, khand, now)
-  local c = __cmp
-  if c.na > 0 then redis.call('ZREM', kact, unpack(c.act, 1, c.na)) end
-  if c.nt > 0 then redis.call('ZREM', ktmo, unpack(c.tmo, 1, c.nt)) end
-  if c.nd > 0 then redis.call('ZADD', kdone, unpack(c.done, 1, c.nd)) end
-  if c.nh > 0 then redis.call('ZREM', khand, unpack(c.handed, 1, c.nh)) end
+  if __na > 0 then redis.call('ZREM', kact, unpack(__act, 1, __na)) end
+  if __nt > 0 then redis.call('ZREM', ktmo, unpack(__tmo, 1, __nt)) end
+  if __nd > 0 then redis.call('ZADD', kdone, unpack(__done, 1, __nd)) end
+  if __nh > 0 then redis.call('ZREM', khand, unpack(__handed, 1, __nh)) end
   local minute = math.floor(tonumber(now) / 60000)
-  for q, n in pairs(c.perq) do
+  for q, n in pairs(__perq) do
     if q == '' then q = 'default' end
     if redis.call('HINCRBY', kqd, q .. '|' .. minute, n) == n then
       redis.call('HDEL', kqd, q .. '|' .. (minute - 2)) -- a new minute: drop the one before last
