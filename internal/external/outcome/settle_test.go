@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +57,13 @@ func TestSettleAppliesEachCompletionInOneCall(t *testing.T) {
 	b.WaitNotes(t, "s-first", 1)
 	require.Zero(t, outcome.Settled(b.Consumer), "the first completion of a type is not settled")
 
+	// the places freed are announced, for the dispatches waiting for one
+	freed := b.Redis.Subscribe(ctx, dispatch.FreedChannel(b.Namespace))
+	defer freed.Close()
+	_, err := freed.Receive(ctx) // subscribed
+	require.NoError(t, err)
+	set, _ := dispatch.Place(b.Namespace, "settle.run", "", "")
+
 	const n, sessions = 30, 3
 	ids := make([]string, n)
 	for i := range ids {
@@ -69,6 +78,20 @@ func TestSettleAppliesEachCompletionInOneCall(t *testing.T) {
 	}
 	b.Drained(t, b.Streams.Completed())
 	require.EqualValues(t, n, outcome.Settled(b.Consumer), "every later completion settled")
+	freedN := 0
+	for wait := time.After(10 * time.Second); freedN < n; {
+		select {
+		case m := <-freed.Channel():
+			s, c, _ := strings.Cut(m.Payload, " ")
+			require.Equal(t, set, s)
+			k, err := strconv.Atoi(c)
+			require.NoError(t, err, m.Payload)
+			freedN += k
+		case <-wait:
+			t.Fatalf("%d freed places announced of %d", freedN, n)
+		}
+	}
+	require.Equal(t, n, freedN, "each place freed announced once")
 
 	bodies := map[string]string{} // task id → its notification as written
 	for s := range sessions {
