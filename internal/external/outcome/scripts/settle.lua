@@ -60,11 +60,23 @@ local function parse(id)
   local ms, seq = string.match(id, '^(%d+)-(%d+)$')
   return tonumber(ms), tonumber(seq)
 end
-local held = {}
-for _, p in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[4], 256)) do
-  if p[2] ~= ARGV[2] then
-    local ms, seq = parse(p[1])
-    held[#held + 1] = { p[1], ms, seq }
+-- the entries other consumers hold, looked up only when one holds any
+-- (XINFO CONSUMERS answers a line per consumer; XPENDING would answer
+-- every entry pending, this consumer's read among them)
+local held, others = {}, false
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local name, pending
+  for k = 1, #c, 2 do
+    if c[k] == 'name' then name = c[k + 1] elseif c[k] == 'pending' then pending = c[k + 1] end
+  end
+  if name ~= ARGV[2] and (tonumber(pending) or 1) > 0 then others = true; break end
+end
+if others then
+  for _, p in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[4], 256)) do
+    if p[2] ~= ARGV[2] then
+      local ms, seq = parse(p[1])
+      held[#held + 1] = { p[1], ms, seq }
+    end
   end
 end
 local function waits(id)
