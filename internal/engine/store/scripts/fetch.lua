@@ -353,6 +353,7 @@ local function secs(ms)
   if ms % 1000 == 0 then return string.format('%d', ms / 1000) end
   return (string.gsub(string.format('%d.%03d', math.floor(ms / 1000), ms % 1000), '0+$', ''))
 end
+local holders = {} -- per type, the worker field of its dispatched tasks
 local function dispatch(id, tk, f, token, lh)
   local h = hoff[f[2] or '']
   if not h or eidx >= 65535 then return nil end
@@ -375,34 +376,41 @@ local function dispatch(id, tk, f, token, lh)
     if not ok then return nil end
   end
   eidx = eidx + 1
-  local attempt = (tonumber(f[8]) or 0) + 1
+  -- (numbers written as strings with %d once: Lua's own conversion of a
+  -- number, a float format, costs several times as much, at each use)
+  local attempt = string.format('%d', (tonumber(f[8]) or 0) + 1)
   local tat = now + tms
+  local tats, deadline = string.format('%d', tat), string.format('%d', tat + grace)
   local data = '{"task_id":"' .. id .. '","task_type":"' .. ttype .. '","params":' .. params ..
     ',"session_id":"' .. sess .. '","timeout":' .. secs(tms) .. ',"priority":"' .. prio ..
     '","created_by":"agent","attempt":' .. attempt .. ',"token":"' .. token .. '"}'
   local entry = redis.call('XADD', KEYS[20], 'MINID', '~', ARGV[20], '*', 'event_id', eprefix .. string.format('%04x', eidx),
     'event_type', ARGV[24], 'timestamp', ARGV[21], 'data', data)
-  local holder = 'external:' .. ttype .. ' (dispatched by ' .. ARGV[7] .. ')'
+  local holder = holders[ttype]
+  if not holder then
+    holder = 'external:' .. ttype .. ' (dispatched by ' .. ARGV[7] .. ')'
+    holders[ttype] = holder
+  end
   if lh then
     redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', holder, 'updated_at', nows,
-      'ha', ha, 'handoff', token, 'hto', tat, 'lh', lh)
+      'ha', ha, 'handoff', token, 'hto', tats, 'lh', lh)
   else
     redis.call('HSET', tk, 'state', 'ACTIVE', 'lease', token, 'worker', holder, 'updated_at', nows,
-      'ha', ha, 'handoff', token, 'hto', tat)
+      'ha', ha, 'handoff', token, 'hto', tats)
   end
   local member = id .. ' ' .. token
   if h.bound >= 0 then
     local ps = bucket(places, psets, h.set)
-    ps[#ps + 1] = tat + grace
+    ps[#ps + 1] = deadline
     ps[#ps + 1] = member
   end
-  checks[#checks + 1] = math.min(now + grace, tat)
-  checks[#checks + 1] = member .. ' ' .. tat
+  checks[#checks + 1] = string.format('%d', math.min(now + grace, tat))
+  checks[#checks + 1] = member .. ' ' .. tats
   nd = nd + 1
   local first = '1'
   if f[15] and f[15] ~= '' then first = '0' end
-  dout[nd] = member .. ' ' .. ttype .. ' ' .. count .. ' ' .. entry .. ' ' .. attempt .. ' ' .. first .. ' ' .. sess
-  return tat + grace
+  dout[nd] = member .. ' ' .. ttype .. ' ' .. string.format('%d', count) .. ' ' .. entry .. ' ' .. attempt .. ' ' .. first .. ' ' .. sess
+  return deadline
 end
 -- (the tables are filled through counters: #t is a search each time)
 local out, no = {}, 0
