@@ -65,28 +65,20 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 	done = map[string]bool{}
 
 	// tokens, then the claims: one claim_batch.lua per stream
-	byStream := map[string][]batchItem{}
-	var streams []string
+	tokened := make([]batchItem, 0, len(items))
 	for _, it := range items {
 		tok, err := o.token(ctx, it.d.TaskID, it.d.Token)
 		if err != nil || tok == "" {
 			continue // the general path says why
 		}
 		it.oc = outcome{tok: tok, marker: o.k.applied(it.d.TaskID, tok), entry: entryName(it.m)}
-		if _, ok := byStream[it.m.Stream]; !ok {
-			streams = append(streams, it.m.Stream)
-		}
-		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
+		tokened = append(tokened, it)
 	}
+	streams, byStream := perStream(tokened)
 	items = items[:0:0]
 	for _, stream := range streams {
 		its := byStream[stream]
-		last := its[0].m.ID
-		for _, it := range its[1:] {
-			if idBefore(last, it.m.ID) {
-				last = it.m.ID
-			}
-		}
+		last := lastEntry(its)
 		cmd := redisconn.EvalHead(claimBatchScript, 1+len(its), 1+len(its)+4+2*len(its))
 		cmd = append(cmd, stream)
 		for _, it := range its {
@@ -195,14 +187,7 @@ func (o *Consumer) completeBatch(ctx context.Context, items []batchItem) (done m
 
 	// the effects and the end, per stream in one call (apply_batch.lua):
 	// places, caches, notifications, markers done, one XACK
-	byStream = map[string][]batchItem{}
-	streams = streams[:0]
-	for _, it := range items {
-		if _, ok := byStream[it.m.Stream]; !ok {
-			streams = append(streams, it.m.Stream)
-		}
-		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
-	}
+	streams, byStream = perStream(items)
 	for _, stream := range streams {
 		its := byStream[stream]
 		if !o.applyEffects(ctx, stream, its) {
@@ -282,6 +267,30 @@ func (o *Consumer) applyEffects(ctx context.Context, stream string, its []batchI
 		return false
 	}
 	return true
+}
+
+// perStream groups items by their entries' stream, the streams in the
+// order they first come.
+func perStream(items []batchItem) (streams []string, by map[string][]batchItem) {
+	by = map[string][]batchItem{}
+	for _, it := range items {
+		if _, ok := by[it.m.Stream]; !ok {
+			streams = append(streams, it.m.Stream)
+		}
+		by[it.m.Stream] = append(by[it.m.Stream], it)
+	}
+	return streams, by
+}
+
+// lastEntry is the greatest entry id of its (not empty).
+func lastEntry(its []batchItem) string {
+	last := its[0].m.ID
+	for _, it := range its[1:] {
+		if idBefore(last, it.m.ID) {
+			last = it.m.ID
+		}
+	}
+	return last
 }
 
 // cacheBody is the result cache's value of a task whose result is result

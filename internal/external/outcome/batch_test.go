@@ -49,12 +49,7 @@ func TestBatchKilledBetweenItsParts(t *testing.T) {
 			}
 			b := externaltest.Setup(t, externaltest.Options{NoOrchestrator: true, SkipArchive: true,
 				Handlers: map[string]extsvc.HandlerFunc{"batch.run": done}})
-			ids := make([]string, n)
-			for i := range ids {
-				ids[i] = b.Enqueue(t, "batch.run", fmt.Sprintf("s%d", i), `{}`, time.Minute).ID
-			}
-			require.Eventually(t, func() bool { return len(b.Entries(t, b.Streams.Completed())) == n },
-				10*time.Second, 5*time.Millisecond, "every outcome published before the consumer reads")
+			ids := outcomesPublished(t, b, "batch.run", n)
 
 			dying, err := outcome.New(b.Store, b.Notifier, nil, outcome.Config{Consumer: "agent-dying", Block: 50 * time.Millisecond})
 			require.NoError(t, err)
@@ -97,6 +92,20 @@ func TestBatchKilledBetweenItsParts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outcomesPublished submits n tasks of typ (task i of session s<i>), which
+// the bundle's service performs, and waits until every outcome is on the
+// completed stream (no consumer reads it yet); it returns their ids.
+func outcomesPublished(t *testing.T, b *externaltest.Bundle, typ string, n int) []string {
+	t.Helper()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = b.Enqueue(t, typ, fmt.Sprintf("s%d", i), `{}`, time.Minute).ID
+	}
+	require.Eventually(t, func() bool { return len(b.Entries(t, b.Streams.Completed())) == n },
+		10*time.Second, 5*time.Millisecond, "every outcome published before the consumer reads")
+	return ids
 }
 
 // TestBatchWithAPartitionDown: a batch of completions of tasks in two

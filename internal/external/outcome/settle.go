@@ -114,29 +114,21 @@ func (o *Consumer) settle(ctx context.Context, items []batchItem) (done map[stri
 	if len(kinds) == 0 {
 		return done, items
 	}
-	byStream := map[string][]batchItem{}
-	var streams []string
+	plain := make([]batchItem, 0, len(items))
 	for _, it := range items {
 		if it.d.Token == "" || !plainJSON(it.d.TaskID) || !plainJSON(it.d.Token) {
 			rest = append(rest, it) // the recorded token, or escaping: the other paths
 			continue
 		}
-		if _, ok := byStream[it.m.Stream]; !ok {
-			streams = append(streams, it.m.Stream)
-		}
-		byStream[it.m.Stream] = append(byStream[it.m.Stream], it)
+		plain = append(plain, it)
 	}
+	streams, byStream := perStream(plain)
 	now := o.cfg.Now()
 	stamp := protocol.FormatTime(now)
 	ckeys := o.st.CompletionKeys()
 	for _, stream := range streams {
 		its := byStream[stream]
-		last := its[0].m.ID
-		for _, it := range its[1:] {
-			if idBefore(last, it.m.ID) {
-				last = it.m.ID
-			}
-		}
+		last := lastEntry(its)
 		nkeys := 1 + len(ckeys) + 3*len(its) + len(kinds)
 		cmd := redisconn.EvalHead(settleScript, nkeys, nkeys+17+5*len(its)+2*len(kinds))
 		cmd = append(cmd, stream)

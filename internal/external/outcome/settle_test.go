@@ -286,12 +286,7 @@ func TestSettleLeavesAnOutcomeClaimedBefore(t *testing.T) {
 	const n = 10
 	b := externaltest.Setup(t, externaltest.Options{NoOrchestrator: true, SkipArchive: true,
 		Handlers: map[string]extsvc.HandlerFunc{"settle.run": echoID}})
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = b.Enqueue(t, "settle.run", fmt.Sprintf("s%d", i), `{}`, time.Minute).ID
-	}
-	require.Eventually(t, func() bool { return len(b.Entries(t, b.Streams.Completed())) == n },
-		10*time.Second, 5*time.Millisecond, "every outcome published before the consumer reads")
+	ids := outcomesPublished(t, b, "settle.run", n)
 	dying, err := outcome.New(b.Store, b.Notifier, nil, outcome.Config{Consumer: "agent-dying", Block: 50 * time.Millisecond})
 	require.NoError(t, err)
 	crashed := make(chan struct{})
