@@ -87,5 +87,12 @@ func LastToken(ctx context.Context, st *store.Store, taskID string) (string, err
 // attempt of taskID with token holds a place in it (what Release removes),
 // for a caller that frees the place in a script of its own.
 func Place(ns keyspace.Namespace, taskType, taskID, token string) (set, member string) {
-	return newKeys(ns).inflight(taskType), inflightMember(taskID, token)
+	return InFlightSet(ns, taskType), inflightMember(taskID, token)
+}
+
+// InFlightSet is the in-flight set of taskType, for a script that frees
+// the places of attempts it learns itself (the outcome consumer's
+// settle.lua, which names a member "<task id> <token>" as Place does).
+func InFlightSet(ns keyspace.Namespace, taskType string) string {
+	return newKeys(ns).inflight(taskType)
 }

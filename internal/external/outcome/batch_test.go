@@ -272,19 +272,27 @@ func TestBatchAnnouncesFreedPlaces(t *testing.T) {
 	b.Drained(t, b.Streams.Completed())
 	require.Zero(t, inflight(), "every place freed")
 	// "<set> <count>" per call: all n places, in fewer messages than n
-	msgs, freedN := 0, 0
-	for wait := time.After(10 * time.Second); freedN < n; {
+	msgs, freedN := freedAnnounced(t, freed, set, n)
+	require.Equal(t, n, freedN)
+	require.Less(t, msgs, n, "announced per batch, not per task")
+}
+
+// freedAnnounced reads the freed channel (subscribed as freed) until n
+// places of set are announced (10 s at most), each message "<set>
+// <count>", and returns how many messages and places it read.
+func freedAnnounced(t *testing.T, freed *redis.PubSub, set string, n int) (msgs, places int) {
+	t.Helper()
+	for wait := time.After(10 * time.Second); places < n; {
 		select {
 		case m := <-freed.Channel():
 			s, c, _ := strings.Cut(m.Payload, " ")
 			require.Equal(t, set, s)
 			k, err := strconv.Atoi(c)
 			require.NoError(t, err, m.Payload)
-			msgs, freedN = msgs+1, freedN+k
+			msgs, places = msgs+1, places+k
 		case <-wait:
-			t.Fatalf("%d freed places announced of %d", freedN, n)
+			t.Fatalf("%d freed places announced of %d", places, n)
 		}
 	}
-	require.Equal(t, n, freedN)
-	require.Less(t, msgs, n, "announced per batch, not per task")
+	return msgs, places
 }

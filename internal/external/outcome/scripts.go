@@ -28,9 +28,12 @@ var (
 	finishLua    string
 	finishScript = redis.NewScript(finishLua)
 
+	//go:embed scripts/held.lua
+	heldLua string
+
 	//go:embed scripts/claim_batch.lua
 	claimBatchLua    string
-	claimBatchScript = redis.NewScript(claimBatchLua)
+	claimBatchScript = redis.NewScript(heldLua + "\n" + claimBatchLua)
 
 	//go:embed scripts/apply_batch.lua
 	applyBatchLua    string
@@ -38,7 +41,7 @@ var (
 
 	//go:embed scripts/settle.lua
 	settleLua    string
-	settleScript = redis.NewScript(store.LuaLib() + "\n" + notify.WriteLua + "\n" + settleLua)
+	settleScript = redis.NewScript(store.LuaLib() + "\n" + notify.WriteLua + "\n" + heldLua + "\n" + settleLua)
 )
 
 // publishDLQ appends the task.dlq e of the outcome oc unless it was

@@ -108,7 +108,7 @@ func (o *Consumer) settle(ctx context.Context, items []batchItem) (done map[stri
 		if err != nil {
 			continue
 		}
-		set, _ := dispatch.Place(o.ns, name, "", "")
+		set := dispatch.InFlightSet(o.ns, name)
 		kinds = append(kinds, kind{name: name, msg: string(msg), set: set})
 	}
 	if len(kinds) == 0 {

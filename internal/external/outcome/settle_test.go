@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +60,7 @@ func TestSettleAppliesEachCompletionInOneCall(t *testing.T) {
 	defer freed.Close()
 	_, err := freed.Receive(ctx) // subscribed
 	require.NoError(t, err)
-	set, _ := dispatch.Place(b.Namespace, "settle.run", "", "")
+	set := dispatch.InFlightSet(b.Namespace, "settle.run")
 
 	const n, sessions = 30, 3
 	ids := make([]string, n)
@@ -78,19 +76,7 @@ func TestSettleAppliesEachCompletionInOneCall(t *testing.T) {
 	}
 	b.Drained(t, b.Streams.Completed())
 	require.EqualValues(t, n, outcome.Settled(b.Consumer), "every later completion settled")
-	freedN := 0
-	for wait := time.After(10 * time.Second); freedN < n; {
-		select {
-		case m := <-freed.Channel():
-			s, c, _ := strings.Cut(m.Payload, " ")
-			require.Equal(t, set, s)
-			k, err := strconv.Atoi(c)
-			require.NoError(t, err, m.Payload)
-			freedN += k
-		case <-wait:
-			t.Fatalf("%d freed places announced of %d", freedN, n)
-		}
-	}
+	_, freedN := freedAnnounced(t, freed, set, n)
 	require.Equal(t, n, freedN, "each place freed announced once")
 
 	bodies := map[string]string{} // task id → its notification as written

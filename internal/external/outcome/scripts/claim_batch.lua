@@ -1,7 +1,7 @@
 -- claim_batch: claim.lua for several entries of one stream in one call,
 -- each entry with the same verdicts and effects as claim.lua alone (in
 -- the order given), the look for earlier entries held by other consumers
--- made once for all of them.
+-- made once for all of them (held.lua, prepended).
 -- KEYS[1] the entries' stream  KEYS[2..] each entry's attempt's marker
 -- ARGV[1] agent-group  ARGV[2] this consumer  ARGV[3] marker ttl (s)
 -- ARGV[4] the greatest of the entries' ids
@@ -9,26 +9,12 @@
 -- Returns one string per entry: its verdict as claim.lua's with its look,
 -- and after "wait" the earlier entries other consumers hold ("wait <id>
 -- <id>...").
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
-end
-local function before(a, b)
-  local am, as = parse(a)
-  local bm, bs = parse(b)
-  return am < bm or (am == bm and as < bs)
-end
-local held = {}
-for _, p in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[4], 256)) do
-  if p[2] ~= ARGV[2] then held[#held + 1] = p[1] end
-end
+local earlier = held_before(KEYS[1], ARGV[1], ARGV[2], ARGV[4]) -- held.lua
 local out = {}
 for i = 2, #KEYS do
   local id, name = ARGV[5 + 2 * (i - 2)], ARGV[6 + 2 * (i - 2)]
   local wait = { 'wait' }
-  for _, h in ipairs(held) do
-    if h ~= id and before(h, id) then wait[#wait + 1] = h end
-  end
+  for _, h in ipairs(earlier(id)) do wait[#wait + 1] = h end
   local v
   if #wait > 1 then
     v = redis.call('GET', KEYS[i])

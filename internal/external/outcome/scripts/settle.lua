@@ -1,7 +1,7 @@
 -- settle: a batch of task.completed entries of one stream, each the first
 -- outcome of its attempt, applied and ended in one atomic call (a
 -- deployment of one partition without archive; store lib.lua and
--- notify's notes.lua prepended): per entry the look for earlier entries
+-- notify's notes.lua and held.lua prepended): per entry the look for earlier entries
 -- other consumers hold (claim_batch.lua's), the attempt's marker, the
 -- completion (complete.lua's, lib.lua's complete_task), the in-flight
 -- place freed, the result cached, the notification written, the marker
@@ -56,37 +56,7 @@ local function plain_session(s)
   if v == nil then v = plain(s); plains[s] = v end
   return v
 end
-local function parse(id)
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  return tonumber(ms), tonumber(seq)
-end
--- the entries other consumers hold, looked up only when one holds any
--- (XINFO CONSUMERS answers a line per consumer; XPENDING would answer
--- every entry pending, this consumer's read among them)
-local held, others = {}, false
-for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
-  local name, pending
-  for k = 1, #c, 2 do
-    if c[k] == 'name' then name = c[k + 1] elseif c[k] == 'pending' then pending = c[k + 1] end
-  end
-  if name ~= ARGV[2] and (tonumber(pending) or 1) > 0 then others = true; break end
-end
-if others then
-  for _, p in ipairs(redis.call('XPENDING', KEYS[1], ARGV[1], '-', ARGV[4], 256)) do
-    if p[2] ~= ARGV[2] then
-      local ms, seq = parse(p[1])
-      held[#held + 1] = { p[1], ms, seq }
-    end
-  end
-end
-local function waits(id)
-  if #held == 0 then return false end
-  local ms, seq = parse(id)
-  for _, h in ipairs(held) do
-    if h[1] ~= id and (h[2] < ms or (h[2] == ms and h[3] < seq)) then return true end
-  end
-  return false
-end
+local earlier = held_before(KEYS[1], ARGV[1], ARGV[2], ARGV[4]) -- held.lua
 local out, acks, na = {}, {}, 0
 local places, psets = {}, {}
 local notes, nn = {}, 0
@@ -95,7 +65,7 @@ for i = 1, n do
   local entry, id, token = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3]
   local tk, marker = KEYS[b + 1], KEYS[b + 2]
   local reply = 'alone'
-  if not waits(entry) then
+  if #earlier(entry) == 0 then
     local f = redis.call('HMGET', tk, unpack(complete_fields, 1, 9))
     local ty = types[f[3] or '']
     local sess, prio = f[4], f[9] or ''
